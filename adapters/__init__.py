@@ -1,0 +1,1 @@
+"""Adapters: where sessions are stored (memory, JSONL files, databases) and the wire codec."""

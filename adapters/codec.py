@@ -1,0 +1,447 @@
+"""The wire codec: one private cattrs converter per dialect, at the edge (SPEC 2.2).
+
+``encode_event`` turns a header or entry event into one JSON line (bytes, no newline);
+``decode_event`` turns a decoded JSON object back into an event. Field names are
+snake_case in the native dialect; a dialect maps them (pi's camelCase lives in
+``adapters/pi.py``). Unknown fields go to ``extra`` and unknown roles, block types and
+entry types become the ``Unknown*`` classes, so what was read is written back unchanged.
+Every failure to decode is a ``SessionError("corrupt")``: nothing read from a file can
+import or run code, because classes come only from the registries below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+import cattrs
+import orjson
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from sessiontree.domain import messages as m
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import (
+    ENTRY_CLASS_BY_TYPE,
+    ContextCompacted,
+    CustomMessageAppended,
+    Entry,
+    SessionStarted,
+    UnknownEntryAppended,
+)
+
+MAX_DEPTH = 200
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+# Fields never written when they are None (optional extras of a message or block).
+_OMIT_NONE = {
+    m.ThinkingContent: {"signature"},
+    m.AssistantMessage: {"api", "usage", "error_message"},
+    m.ToolResultMessage: {"details"},
+    m.CustomMessage: {"details"},
+}
+_BLOCK_CLASSES = (m.TextContent, m.ImageContent, m.ThinkingContent, m.ToolCall)
+_MESSAGE_CLASSES = (
+    m.UserMessage,
+    m.AssistantMessage,
+    m.ToolResultMessage,
+    m.CustomMessage,
+    m.CompactionSummaryMessage,
+    m.BranchSummaryMessage,
+)
+_VALUE_CLASSES = (m.Cost, m.Usage)
+_ENTRY_BASE_FIELDS = ("originator_id", "originator_version", "timestamp", "id", "parent_id", "extra")
+
+
+class Dialect:
+    """Names on the wire. The native dialect is the identity (SPEC 2.2, snake_case)."""
+
+    name = "native"
+    parent_key = "parent_id"
+
+    def field_name(self, cls: type, name: str) -> str:
+        return name
+
+    def block_type(self, tag: str) -> str:
+        return tag
+
+    def role(self, tag: str) -> str:
+        return tag
+
+    def entry_type(self, tag: str) -> str:
+        return tag
+
+    def header_fields(self) -> tuple[str, ...]:
+        return ("version", "id", "timestamp", "cwd", "parent_session", "metadata")
+
+    def omit_none(self, cls: type) -> set[str]:
+        return _OMIT_NONE.get(cls, set())
+
+
+NATIVE = Dialect()
+
+
+def _corrupt(message: str) -> SessionError:
+    return SessionError("corrupt", message)
+
+
+def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
+    """Refuse absurdly nested JSON (a cheap guard run on parsed objects)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            raise _corrupt(f"JSON nested deeper than {limit} levels")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
+
+
+def loads(line: bytes | str) -> Any:
+    """Parse one JSON line (orjson), mapping every failure to ``corrupt``."""
+    if len(line) > MAX_LINE_BYTES:
+        raise _corrupt(f"line of {len(line)} bytes is over the {MAX_LINE_BYTES}-byte limit")
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise _corrupt(f"invalid JSON ({exc})") from None
+
+
+def dumps(obj: Any) -> bytes:
+    return orjson.dumps(obj)
+
+
+class Codec:
+    """Encode and decode events and messages for one dialect."""
+
+    def __init__(self, dialect: Dialect = NATIVE) -> None:
+        self.dialect = dialect
+        self._conv = cattrs.Converter()
+        self._wire: dict[type, dict[str, str]] = {}
+        self._block_by_tag = {dialect.block_type(c.type): c for c in _BLOCK_CLASSES}
+        self._message_by_role = {dialect.role(c.role): c for c in _MESSAGE_CLASSES}
+        self._entry_by_type = {dialect.entry_type(t): c for t, c in ENTRY_CLASS_BY_TYPE.items()}
+        self._unstructure: dict[type, Callable[[Any], dict[str, Any]]] = {}
+        self._structure: dict[type, Callable[[Mapping[str, Any]], Any]] = {}
+        conv = self._conv
+        conv.register_structure_hook(Any, lambda v, _: v)
+        conv.register_structure_hook_func(lambda t: t == m.Content, lambda v, _: self.structure_block(v))
+        conv.register_structure_hook_func(
+            lambda t: t == (str | tuple[m.Content, ...]),
+            lambda v, _: self.structure_content(v),
+        )
+        for cls in (*_VALUE_CLASSES, *_BLOCK_CLASSES, *_MESSAGE_CLASSES):
+            self._register_value(cls)
+        conv.register_unstructure_hook_func(
+            lambda t: t in (m.UnknownContent, m.UnknownMessage), self._unstructure_unknown
+        )
+        for cls in ENTRY_CLASS_BY_TYPE.values():
+            self._register_entry(cls)
+
+    # -- generated per-class functions ----------------------------------------------
+
+    def _names(self, cls: type) -> dict[str, str]:
+        names = {
+            a.name: self.dialect.field_name(cls, a.name)
+            for a in attrs.fields(cls)
+            if a.name not in ("extra",)
+        }
+        self._wire[cls] = names
+        return names
+
+    def _register_value(self, cls: type) -> None:
+        conv = self._conv
+        names = self._names(cls)
+        overrides = {k: override(rename=v) for k, v in names.items() if k != v}
+        overrides["extra"] = override(omit=True)
+        base_unstructure = make_dict_unstructure_fn(cls, conv, **overrides)
+        base_structure = make_dict_structure_fn(cls, conv, **overrides)
+        known = set(names.values())
+        omit = {names[k] for k in self.dialect.omit_none(cls)}
+        tag_key, tag = None, None
+        if hasattr(cls, "role"):
+            tag_key, tag = "role", self.dialect.role(cls.role)
+        elif cls in _BLOCK_CLASSES:
+            tag_key, tag = "type", self.dialect.block_type(cls.type)
+        if tag_key:
+            known.add(tag_key)
+
+        def unstructure(obj: Any) -> dict[str, Any]:
+            body = base_unstructure(obj)
+            out = {tag_key: tag} if tag_key else {}
+            for key, value in body.items():
+                if value is None and key in omit:
+                    continue
+                out[key] = value
+            if obj.extra:
+                out.update(obj.extra)
+            return out
+
+        def structure(data: Any, _: Any = None) -> Any:
+            if not isinstance(data, Mapping):
+                raise _corrupt(f"expected an object for {cls.__name__}, got {data!r:.80}")
+            extra = {k: v for k, v in data.items() if k not in known}
+            obj = base_structure(data, cls)
+            if extra:
+                object.__setattr__(obj, "extra", extra)
+            return obj
+
+        self._unstructure[cls] = unstructure
+        self._structure[cls] = structure
+        conv.register_unstructure_hook(cls, unstructure)
+        conv.register_structure_hook(cls, structure)
+
+    def _unstructure_unknown(self, obj: Any) -> dict[str, Any]:
+        return dict(obj.data)
+
+    def _register_entry(self, cls: type[Entry]) -> None:
+        conv = self._conv
+        names = {
+            a.name: self.dialect.field_name(cls, a.name)
+            for a in attrs.fields(cls)
+            if a.name not in _ENTRY_BASE_FIELDS
+        }
+        self._wire[cls] = names
+
+        def unstructure(event: Any) -> dict[str, Any]:
+            out: dict[str, Any] = {
+                "type": self.dialect.entry_type(cls.type),
+                "id": event.id,
+                self.dialect.parent_key: event.parent_id,
+                "timestamp": event.timestamp,
+            }
+            for name, wire in names.items():
+                out[wire] = self.unstructure_value(getattr(event, name))
+            if event.extra:
+                out.update(event.extra)
+            return out
+
+        self._unstructure[cls] = unstructure
+        del conv  # entries are assembled by hand around cattrs-made values
+
+    # -- values -----------------------------------------------------------------------
+
+    def unstructure_value(self, value: Any) -> Any:
+        if value is None or isinstance(value, (str, int, float, bool)):
+            return value
+        if isinstance(value, tuple):
+            return [self.unstructure_value(v) for v in value]
+        fn = self._unstructure.get(type(value))
+        if fn is not None:
+            return fn(value)
+        if isinstance(value, (m.UnknownContent, m.UnknownMessage)):
+            return dict(value.data)
+        return self._conv.unstructure(value)
+
+    def structure_block(self, data: Any) -> Any:
+        if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
+            raise _corrupt(f"content block must be an object with a string 'type': {data!r:.80}")
+        cls = self._block_by_tag.get(data["type"])
+        if cls is None:
+            return m.UnknownContent(type=data["type"], data=dict(data))
+        return self._structure[cls](data)
+
+    def structure_content(self, data: Any, *, allow_str: bool = True) -> Any:
+        if isinstance(data, str) and allow_str:
+            return data
+        if not isinstance(data, list):
+            raise _corrupt(f"content must be {'a string or ' if allow_str else ''}a list: {data!r:.80}")
+        return tuple(self.structure_block(b) for b in data)
+
+    def structure_message(self, data: Any) -> Any:
+        if not isinstance(data, Mapping) or not isinstance(data.get("role"), str):
+            raise _corrupt(f"message must be an object with a string 'role': {data!r:.80}")
+        cls = self._message_by_role.get(data["role"])
+        if cls is None:
+            return m.UnknownMessage(role=data["role"], data=dict(data))
+        return self._structure[cls](data)
+
+    def structure_usage(self, data: Any) -> m.Usage | None:
+        if data is None:
+            return None
+        return self._structure[m.Usage](data)  # type: ignore[no-any-return]
+
+    # -- events -----------------------------------------------------------------------
+
+    def unstructure_event(self, event: Any) -> dict[str, Any]:
+        if isinstance(event, SessionStarted):
+            return self.unstructure_header(event)
+        if isinstance(event, UnknownEntryAppended):
+            return dict(event.data)
+        return self._unstructure[type(event)](event)
+
+    def unstructure_header(self, header: SessionStarted) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "session"}
+        for name in self.dialect.header_fields():
+            value = header.originator_id if name == "id" else getattr(header, name)
+            wire = self.dialect.field_name(SessionStarted, name)
+            if value is None and wire in getattr(self.dialect, "omit_header_none", ()):
+                continue
+            out[wire] = value
+        if header.extra:
+            out.update(header.extra)
+        return out
+
+    def encode_event(self, event: Any) -> bytes:
+        """One JSON line (no newline) for an event."""
+        try:
+            return orjson.dumps(self.unstructure_event(event))
+        except TypeError as exc:
+            raise SessionError(
+                "invalid_entry", f"entry {getattr(event, 'id', '?')!r} is not JSON-serialisable: {exc}"
+            ) from None
+
+    def decode_header(self, data: Any) -> SessionStarted:
+        if not isinstance(data, dict) or data.get("type") != "session":
+            raise _corrupt("the first line is not a session header")
+        f = self.dialect.field_name
+        sid = data.get("id")
+        if not isinstance(sid, str) or not sid:
+            raise _corrupt("session header has no string 'id'")
+        version = data.get("version", 1)
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise _corrupt(f"session header version {version!r} is not a number")
+        if version != 3:
+            raise SessionError("unsupported_version", f"session format version {version} is not supported")
+        known = {"type", *(f(SessionStarted, n) for n in self.dialect.header_fields())}
+        timestamp = data.get("timestamp")
+        cwd = data.get(f(SessionStarted, "cwd"), "")
+        parent = data.get(f(SessionStarted, "parent_session"))
+        metadata = data.get(f(SessionStarted, "metadata"), {})
+        if not isinstance(timestamp, str):
+            raise _corrupt("session header has no string 'timestamp'")
+        if not isinstance(cwd, str) or (parent is not None and not isinstance(parent, str)):
+            raise _corrupt("session header 'cwd' / parent session must be strings")
+        if not isinstance(metadata, dict):
+            raise _corrupt("session header 'metadata' must be an object")
+        return SessionStarted(
+            originator_id=sid,
+            originator_version=1,
+            timestamp=timestamp,
+            cwd=cwd,
+            version=version,
+            parent_session=parent,
+            metadata=metadata,
+            extra={k: v for k, v in data.items() if k not in known},
+        )
+
+    def decode_entry(self, data: Any, session_id: str, version: int) -> Entry:
+        """An entry event from a parsed JSON object (``version``: its place in the log)."""
+        if not isinstance(data, dict):
+            raise _corrupt("an entry line must be a JSON object")
+        tag = data.get("type")
+        entry_id = data.get("id")
+        parent = data.get(self.dialect.parent_key)
+        timestamp = data.get("timestamp")
+        if not isinstance(tag, str):
+            raise _corrupt("entry has no string 'type'")
+        if not isinstance(entry_id, str) or not entry_id:
+            raise _corrupt(f"{tag} entry has no string 'id'")
+        if self.dialect.parent_key not in data or (parent is not None and not isinstance(parent, str)):
+            raise _corrupt(f"entry {entry_id!r} has no '{self.dialect.parent_key}' (string or null)")
+        if not isinstance(timestamp, str):
+            raise _corrupt(f"entry {entry_id!r} has no string 'timestamp'")
+        base = {
+            "originator_id": session_id,
+            "originator_version": version,
+            "timestamp": timestamp,
+            "id": entry_id,
+            "parent_id": parent,
+        }
+        cls = self._entry_by_type.get(tag)
+        if cls is None:
+            return UnknownEntryAppended(type=tag, data=data, **base)
+        names = self._wire[cls]
+        known = {"type", "id", self.dialect.parent_key, "timestamp", *names.values()}
+        try:
+            fields = self._entry_fields(cls, names, data, entry_id)
+            extra = {k: v for k, v in data.items() if k not in known}
+            return cls(extra=extra, **base, **fields)
+        except (SessionError, TypeError, ValueError, KeyError, cattrs.BaseValidationError) as exc:
+            raise _corrupt(f"{tag} entry {entry_id!r} is malformed: {_first_error(exc)}") from None
+
+    def _entry_fields(
+        self, cls: type[Entry], names: dict[str, str], data: dict[str, Any], entry_id: str
+    ) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        for attr in attrs.fields(cls):
+            name = attr.name
+            if name not in names:
+                continue
+            wire = names[name]
+            if wire not in data:
+                if attr.default is attrs.NOTHING:
+                    raise _corrupt(f"{cls.type} entry {entry_id!r} has no '{wire}'")
+                continue
+            fields[name] = self._entry_value(cls, name, data[wire], entry_id)
+        return fields
+
+    def _entry_value(self, cls: type, name: str, value: Any, entry_id: str) -> Any:
+        if name == "message":
+            return self.structure_message(value)
+        if name == "usage":
+            return self.structure_usage(value)
+        if name == "retained_tail":
+            if value is None:
+                return None
+            if not isinstance(value, list):
+                raise _corrupt(f"entry {entry_id!r}: retained_tail must be a list or null")
+            return tuple(self.structure_message(v) for v in value)
+        if name == "content" and cls is CustomMessageAppended:
+            return self.structure_content(value)
+        if name == "active_tool_names":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise _corrupt(f"entry {entry_id!r}: active_tool_names must be a list of strings")
+            return tuple(value)
+        if name in _STR_FIELDS:
+            if not isinstance(value, str):
+                raise _corrupt(f"entry {entry_id!r}: '{name}' must be a string, not {value!r:.40}")
+        elif name in _OPT_STR_FIELDS:
+            if value is not None and not isinstance(value, str):
+                raise _corrupt(f"entry {entry_id!r}: '{name}' must be a string or null")
+        elif name == "tokens_before":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise _corrupt(f"entry {entry_id!r}: tokens_before must be a number")
+        elif name in ("from_hook", "display"):
+            if not isinstance(value, bool):
+                raise _corrupt(f"entry {entry_id!r}: '{name}' must be a boolean")
+        return value
+
+    def decode_line(self, line: bytes | str, session_id: str, version: int) -> Any:
+        data = loads(line)
+        if version == 1:
+            return self.decode_header(data)
+        return self.decode_entry(data, session_id, version)
+
+    def message_to_dict(self, message: Any) -> dict[str, Any]:
+        """A message as its wire dict (used for ``--json`` context output)."""
+        return self.unstructure_value(message)  # type: ignore[no-any-return]
+
+    def message_from_dict(self, data: Any) -> Any:
+        return self.structure_message(data)
+
+
+_STR_FIELDS = {"thinking_level", "provider", "model_id", "summary", "custom_type", "target_id", "from_id"}
+_OPT_STR_FIELDS = {"first_kept_entry_id", "label", "name"}
+
+
+def _first_error(exc: BaseException) -> str:
+    if isinstance(exc, cattrs.BaseValidationError) and exc.exceptions:
+        return _first_error(exc.exceptions[0])
+    if isinstance(exc, SessionError):
+        return exc.message
+    if isinstance(exc, KeyError):
+        return f"missing field {exc}"
+    return str(exc) or type(exc).__name__
+
+
+_NATIVE_CODEC: Codec | None = None
+
+
+def native_codec() -> Codec:
+    """The shared codec of the native dialect."""
+    global _NATIVE_CODEC
+    if _NATIVE_CODEC is None:
+        _NATIVE_CODEC = Codec(NATIVE)
+    return _NATIVE_CODEC

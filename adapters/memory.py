@@ -1,0 +1,60 @@
+"""In-memory storage: a real adapter on eventsourcing's POPO recorder (not a test fake)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from eventsourcing.popo import POPOAggregateRecorder
+
+from sessiontree.adapters.storage import RecorderSessionStorage, SessionMapper
+from sessiontree.domain.aggregate import SessionAggregate
+from sessiontree.domain.ids import new_session_id, now_iso
+
+
+class InMemorySessionStorage(RecorderSessionStorage):
+    """One session held in memory; two ``Session`` objects on it see each other's appends.
+
+    ``InMemorySessionStorage()`` starts a new empty session; ``recorder`` lets a repository
+    keep many sessions in one POPO recorder.
+    """
+
+    def __init__(
+        self,
+        *,
+        cwd: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+        timestamp: str | None = None,
+        recorder: POPOAggregateRecorder | None = None,
+        _existing: bool = False,
+    ) -> None:
+        sid = session_id or new_session_id()
+        super().__init__(recorder or POPOAggregateRecorder(), sid, location=f"memory:{sid}", mapper=SessionMapper())
+        if not _existing:
+            agg = SessionAggregate.create(
+                session_id=sid,
+                timestamp=timestamp or now_iso(),
+                cwd=cwd,
+                parent_session=parent_session,
+                metadata=metadata,
+            )
+            self.save(agg.collect_events())
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        cwd: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+    ) -> InMemorySessionStorage:
+        """A new, empty session in memory."""
+        return cls(cwd=cwd, metadata=metadata, session_id=session_id, parent_session=parent_session)
+
+    @classmethod
+    def attach(cls, recorder: POPOAggregateRecorder, session_id: str) -> InMemorySessionStorage:
+        """The storage of a session that already exists in ``recorder``."""
+        return cls(session_id=session_id, recorder=recorder, _existing=True)

@@ -1,0 +1,148 @@
+"""What a session storage is, and the storage every eventsourcing recorder can back.
+
+A storage keeps one session's event log. ``load`` returns the header and the entries
+(possibly lazy); ``save`` appends new events atomically or raises ``SessionError``
+(``conflict`` when another writer got there first, ``storage`` when the medium failed).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from eventsourcing.persistence import (
+    AggregateRecorder,
+    IntegrityError,
+    Mapper,
+    PersistenceError,
+    StoredEvent,
+)
+
+from sessiontree.adapters.codec import Codec, native_codec
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import SessionStarted
+
+TOPIC_PREFIX = "sessiontree:"
+
+
+class SessionStorage(ABC):
+    """One session's durable log (the port the Session service writes through)."""
+
+    read_only: bool = False
+
+    @property
+    @abstractmethod
+    def session_id(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Where the log lives (a path, a URL or ``memory:<id>``), for messages and listings."""
+
+    @abstractmethod
+    def load(self) -> tuple[SessionStarted, Sequence[Any]]:
+        """The header and every entry (decoded or lazy), in log order."""
+
+    @abstractmethod
+    def save(self, events: Sequence[Any]) -> None:
+        """Append ``events`` (consecutive versions) atomically."""
+
+    def load_prefix(self, version: int) -> tuple[SessionStarted, Sequence[Any]]:
+        """The header and the entries up to ``version`` (time travel from storage)."""
+        header, entries = self.load()
+        return header, list(entries)[: max(0, version - 1)]
+
+    def close(self) -> None:
+        """Release resources (files, connections); the default holds none."""
+
+    def check_writable(self) -> None:
+        if self.read_only:
+            raise SessionError("storage", f"session {self.session_id} at {self.location} is open read-only")
+
+
+class SessionMapper(Mapper[str]):
+    """eventsourcing's Mapper with our codec: a stored event's state is the JSON line.
+
+    Topics are ``sessiontree:<entry type>``; they are informative only, since the type is
+    read back from the line itself and resolved through the codec's registry, never by
+    importing a name found in stored data.
+    """
+
+    def __init__(self, codec: Codec | None = None) -> None:
+        self.codec = codec or native_codec()
+        self.transcoder = None  # type: ignore[assignment]
+        self.compressor = None
+        self.cipher = None
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        return StoredEvent(
+            originator_id=domain_event.originator_id,
+            originator_version=domain_event.originator_version,
+            topic=TOPIC_PREFIX + domain_event.type,
+            state=self.codec.encode_event(domain_event),
+        )
+
+    def to_domain_event(self, stored_event: StoredEvent) -> Any:
+        return self.codec.decode_line(
+            stored_event.state, str(stored_event.originator_id), stored_event.originator_version
+        )
+
+
+class RecorderSessionStorage(SessionStorage):
+    """A session stored through an eventsourcing ``AggregateRecorder`` (POPO, SQLite, ...)."""
+
+    def __init__(self, recorder: AggregateRecorder, session_id: str, *, location: str, mapper: SessionMapper | None = None):
+        self.recorder = recorder
+        self.mapper = mapper or SessionMapper()
+        self._session_id = session_id
+        self._location = location
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    @property
+    def location(self) -> str:
+        return self._location
+
+    def save(self, events: Sequence[Any]) -> None:
+        self.check_writable()
+        stored = [self.mapper.to_stored_event(e) for e in events]
+        try:
+            self.recorder.insert_events(stored)
+        except IntegrityError:
+            raise SessionError(
+                "conflict",
+                f"session {self._session_id} changed since it was read (version "
+                f"{events[0].originator_version} is taken); reopen it and retry",
+            ) from None
+        except PersistenceError as exc:
+            raise SessionError("storage", f"could not save to session {self._session_id}: {exc}") from exc
+
+    def _select(self, lte: int | None = None) -> tuple[SessionStarted, list[Any]]:
+        try:
+            stored = self.recorder.select_events(self._session_id, lte=lte)
+        except PersistenceError as exc:
+            raise SessionError("storage", f"could not read session {self._session_id}: {exc}") from exc
+        if not stored:
+            raise SessionError("not_found", f"session {self._session_id} not found at {self._location}")
+        events = []
+        for item in stored:
+            try:
+                events.append(self.mapper.to_domain_event(item))
+            except SessionError as exc:
+                raise SessionError(
+                    exc.code,
+                    f"session {self._session_id} event {item.originator_version}: {exc.message}",
+                ) from None
+        header = events[0]
+        if not isinstance(header, SessionStarted):
+            raise SessionError("corrupt", f"session {self._session_id} does not start with a header")
+        return header, events[1:]
+
+    def load(self) -> tuple[SessionStarted, Sequence[Any]]:
+        return self._select()
+
+    def load_prefix(self, version: int) -> tuple[SessionStarted, Sequence[Any]]:
+        return self._select(lte=version)

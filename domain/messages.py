@@ -1,0 +1,242 @@
+"""Messages and content blocks: immutable value objects (SPEC 2.1).
+
+Every class carries ``extra``: the fields a producer wrote that this library does not
+know. They are kept and written back unchanged, so nothing is ever dropped. Roles and
+block types the library does not know at all become :class:`UnknownMessage` and
+:class:`UnknownContent`, which keep every field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, Union
+
+import attrs
+from attrs import field, frozen
+from attrs.validators import deep_iterable, instance_of, optional
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _extra() -> Any:
+    return field(factory=dict, eq=True, repr=lambda v: repr(v) if v else "{}")
+
+
+def _as_tuple(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+_int = instance_of(int)
+_str = instance_of(str)
+_opt_str = optional(instance_of(str))
+
+
+@frozen(kw_only=True)
+class TextContent:
+    """A run of text."""
+
+    type: ClassVar[str] = "text"
+    text: str = field(validator=_str)
+    extra: Mapping[str, Any] = _extra()
+
+
+@frozen(kw_only=True)
+class ImageContent:
+    """An image, base64 ``data`` with its ``mime_type``."""
+
+    type: ClassVar[str] = "image"
+    data: str = field(validator=_str)
+    mime_type: str = field(validator=_str)
+    extra: Mapping[str, Any] = _extra()
+
+
+@frozen(kw_only=True)
+class ThinkingContent:
+    """The model's reasoning, optionally with the provider's signature."""
+
+    type: ClassVar[str] = "thinking"
+    thinking: str = field(validator=_str)
+    signature: str | None = field(default=None, validator=_opt_str)
+    extra: Mapping[str, Any] = _extra()
+
+
+@frozen(kw_only=True)
+class ToolCall:
+    """A tool call requested by the assistant."""
+
+    type: ClassVar[str] = "tool_call"
+    id: str = field(validator=_str)
+    name: str = field(validator=_str)
+    arguments: Mapping[str, Any] = field(factory=dict, validator=instance_of(Mapping))
+    extra: Mapping[str, Any] = _extra()
+
+
+@frozen(kw_only=True)
+class UnknownContent:
+    """A content block of a type this library does not know; ``data`` holds all its fields."""
+
+    type: str = field(validator=_str)
+    data: Mapping[str, Any] = field(factory=dict)
+
+
+Content = Union[TextContent, ImageContent, ThinkingContent, ToolCall, UnknownContent]
+_BLOCK_TYPES = (TextContent, ImageContent, ThinkingContent, ToolCall, UnknownContent)
+_blocks = deep_iterable(instance_of(_BLOCK_TYPES), instance_of(tuple))
+
+
+def _user_content(instance: Any, attribute: Any, value: Any) -> None:
+    if isinstance(value, str):
+        return
+    _blocks(instance, attribute, value)
+
+
+@frozen(kw_only=True)
+class Cost:
+    """Dollar cost of a model call."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    total: float = 0.0
+    extra: Mapping[str, Any] = _extra()
+
+
+@frozen(kw_only=True)
+class Usage:
+    """Token counts of a model call and their cost."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    cost: Cost = field(factory=Cost, validator=instance_of(Cost))
+    extra: Mapping[str, Any] = _extra()
+
+
+_opt_usage = optional(instance_of(Usage))
+
+
+@frozen(kw_only=True)
+class UserMessage:
+    """What the user said: a string or text/image blocks."""
+
+    role: ClassVar[str] = "user"
+    content: str | tuple[Content, ...] = field(converter=_as_tuple, validator=_user_content)
+    timestamp: int = field(default=0, validator=_int)
+    extra: Mapping[str, Any] = _extra()
+
+
+@frozen(kw_only=True)
+class AssistantMessage:
+    """A model reply: text, thinking and tool-call blocks, with its model and usage."""
+
+    role: ClassVar[str] = "assistant"
+    content: tuple[Content, ...] = field(converter=_as_tuple, validator=_blocks)
+    provider: str = field(default="", validator=_str)
+    model: str = field(default="", validator=_str)
+    api: str | None = field(default=None, validator=_opt_str)
+    usage: Usage | None = field(default=None, validator=_opt_usage)
+    stop_reason: str = field(default="stop", validator=_str)
+    error_message: str | None = field(default=None, validator=_opt_str)
+    timestamp: int = field(default=0, validator=_int)
+    extra: Mapping[str, Any] = _extra()
+
+
+@frozen(kw_only=True)
+class ToolResultMessage:
+    """The result of one tool call."""
+
+    role: ClassVar[str] = "tool_result"
+    tool_call_id: str = field(validator=_str)
+    tool_name: str = field(validator=_str)
+    content: tuple[Content, ...] = field(factory=tuple, converter=_as_tuple, validator=_blocks)
+    is_error: bool = field(default=False, validator=instance_of(bool))
+    details: Any = None
+    timestamp: int = field(default=0, validator=_int)
+    extra: Mapping[str, Any] = _extra()
+
+
+@frozen(kw_only=True)
+class CustomMessage:
+    """An app-defined message that reaches the model (from a ``custom_message`` entry)."""
+
+    role: ClassVar[str] = "custom"
+    custom_type: str = field(validator=_str)
+    content: str | tuple[Content, ...] = field(converter=_as_tuple, validator=_user_content)
+    display: bool = True
+    details: Any = None
+    timestamp: int = field(default=0, validator=_int)
+    extra: Mapping[str, Any] = _extra()
+
+
+@frozen(kw_only=True)
+class CompactionSummaryMessage:
+    """The summary that stands in for compacted turns."""
+
+    role: ClassVar[str] = "compaction_summary"
+    summary: str = field(validator=_str)
+    tokens_before: int = field(default=0, validator=_int)
+    timestamp: int = field(default=0, validator=_int)
+    extra: Mapping[str, Any] = _extra()
+
+
+@frozen(kw_only=True)
+class BranchSummaryMessage:
+    """The summary of a branch that was left."""
+
+    role: ClassVar[str] = "branch_summary"
+    summary: str = field(validator=_str)
+    from_id: str = field(validator=_str)
+    timestamp: int = field(default=0, validator=_int)
+    extra: Mapping[str, Any] = _extra()
+
+
+@frozen(kw_only=True)
+class UnknownMessage:
+    """A message whose role this library does not know; ``data`` holds all its fields."""
+
+    role: str = field(validator=_str)
+    data: Mapping[str, Any] = field(factory=dict)
+
+    @property
+    def timestamp(self) -> Any:
+        return self.data.get("timestamp", 0)
+
+
+Message = Union[
+    UserMessage,
+    AssistantMessage,
+    ToolResultMessage,
+    CustomMessage,
+    CompactionSummaryMessage,
+    BranchSummaryMessage,
+    UnknownMessage,
+]
+MESSAGE_TYPES: tuple[type, ...] = (
+    UserMessage,
+    AssistantMessage,
+    ToolResultMessage,
+    CustomMessage,
+    CompactionSummaryMessage,
+    BranchSummaryMessage,
+    UnknownMessage,
+)
+CONTENT_TYPES: tuple[type, ...] = _BLOCK_TYPES
+
+
+def message_text(message: Any) -> str:
+    """The plain text of a message's text blocks (for listings and previews)."""
+    content = getattr(message, "content", None)
+    if isinstance(content, str):
+        return content
+    if content is None:
+        summary = getattr(message, "summary", None)
+        return summary if isinstance(summary, str) else ""
+    return "".join(b.text for b in content if isinstance(b, TextContent))
+
+
+evolve = attrs.evolve

@@ -1,0 +1,581 @@
+"""The Session service: the SPEC section 7 API over an aggregate, its projections and a storage.
+
+``Session`` is the live, writable session. ``SessionView`` is a read-only view of the
+same log as of an earlier version (time travel). Both answer every query through the
+same code (:class:`SessionReader`), bounded by how many entries they can see.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from heapq import merge
+from typing import Any
+
+import attrs
+
+from sessiontree.adapters.storage import SessionStorage
+from sessiontree.domain.aggregate import SessionAggregate, leaf_after
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import Entry, SessionStarted, parse_timestamp
+from sessiontree.domain.ids import Clock, IdGenerator, new_entry_id, now_iso, utc_now
+from sessiontree.domain.messages import Cost, Usage
+from sessiontree.projections.base import Projection, fold, subscribed_types
+from sessiontree.projections.context import (
+    DEFAULT_OPTIONS,
+    ContextState,
+    SessionContext,
+    SessionContextBuildOptions,
+    branch_positions,
+    context_state,
+    entry_to_messages,
+    path_to_root_or_compaction,
+    build_session_context,
+    default_compaction_transform,
+)
+from sessiontree.projections.labels import LabelsProjection
+from sessiontree.projections.names import SessionNameProjection
+from sessiontree.projections.stats import SessionStats, StatsProjection, stats_of
+from sessiontree.projections.tree import TreeProjection
+
+_BUILTINS: dict[str, Any] = {
+    "labels": LabelsProjection(),
+    "session_name": SessionNameProjection(),
+    "tree": TreeProjection(),
+    "stats": StatsProjection(),
+}
+_HEADS_ONLY = frozenset({"tree"})
+
+
+@attrs.frozen
+class ReplayStep:
+    """One step of :meth:`SessionReader.replay`: the event and the session right after it."""
+
+    version: int
+    event: Any
+    view: SessionView
+
+
+@attrs.frozen
+class TreeNode:
+    """A node of :meth:`SessionReader.get_tree`: an entry, its label and its children."""
+
+    entry: Any
+    label: str | None
+    children: list[TreeNode]
+
+
+@attrs.define
+class _ContextCache:
+    leaf_id: str | None
+    entries: list[Any]
+    messages: list[Any]
+    state: ContextState
+
+
+def _check_id(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {value!r}")
+    return value
+
+
+class SessionReader:
+    """Every query of a session, over the first ``limit`` entries of its log."""
+
+    def __init__(
+        self,
+        aggregate: SessionAggregate,
+        limit: int,
+        options: SessionContextBuildOptions,
+        projections: Mapping[str, Projection[Any]],
+    ) -> None:
+        self._agg = aggregate
+        self._limit = limit
+        self._options = options
+        self._projections = dict(projections)
+        self._states: dict[str, Any] = {}
+
+    # -- identity ---------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        return self._agg.id
+
+    @property
+    def header(self) -> SessionStarted:
+        """The session header event (cwd, metadata, parent session, ...)."""
+        return self._agg.header
+
+    @property
+    def version(self) -> int:
+        """How many events this reader sees (the header is version 1)."""
+        return self._agg.INITIAL_VERSION + self._limit
+
+    @property
+    def leaf_id(self) -> str | None:
+        """The current leaf (None: before the first entry)."""
+        if self._limit == 0:
+            return None
+        return leaf_after(self._agg.log.head(self._limit - 1))
+
+    @property
+    def options(self) -> SessionContextBuildOptions:
+        return self._options
+
+    def __len__(self) -> int:
+        return self._limit
+
+    # -- entries ----------------------------------------------------------------------
+
+    def _pos(self, entry_id: Any, what: str = "entry") -> int:
+        _check_id(what, entry_id)
+        pos = self._agg.log.position(entry_id, self._limit)
+        if pos is None:
+            raise SessionError("not_found", f"{what} {entry_id!r} not found in session {self.id}")
+        return pos
+
+    def has_entry(self, entry_id: str) -> bool:
+        return isinstance(entry_id, str) and self._agg.log.position(entry_id, self._limit) is not None
+
+    def get_entry(self, entry_id: str) -> Entry:
+        """The entry with this id (``SessionError('not_found')`` if there is none)."""
+        return self._agg.log.get(self._pos(entry_id))
+
+    def get_entries(self) -> list[Entry]:
+        """Every entry, in the order appended (the header excluded)."""
+        return list(self._agg.log.iter_entries(self._limit))
+
+    def find_entries(self, entry_type: str) -> list[Entry]:
+        """Every entry of one type (``"message"``, ``"label"``, ...), in order."""
+        _check_id("entry type", entry_type)
+        log = self._agg.log
+        return [log.get(p) for p in log.positions_of(entry_type, self._limit)]
+
+    def get_children(self, entry_id: str | None) -> list[Entry]:
+        """The entries whose parent is ``entry_id`` (None: the roots); ``leaf`` records excluded."""
+        if entry_id is not None:
+            self._pos(entry_id)
+        tree = self.projection("tree")
+        log = self._agg.log
+        return [log.get(log.position(i)) for i in tree.get(entry_id, ())]  # type: ignore[arg-type]
+
+    def get_branch(self, leaf_id: str | None = None) -> list[Entry]:
+        """The root-to-leaf path ending at ``leaf_id`` (default: the current leaf)."""
+        leaf = self.leaf_id if leaf_id is None else leaf_id
+        if leaf_id is not None:
+            self._pos(leaf_id)
+        log = self._agg.log
+        return [log.get(p) for p in branch_positions(log, leaf, self._limit)]
+
+    def get_path_to_root_or_compaction(self, leaf_id: str | None = None) -> list[Entry]:
+        """The shortest root-first suffix of the branch that its context needs (SPEC 3)."""
+        leaf = self.leaf_id if leaf_id is None else leaf_id
+        if leaf_id is not None:
+            self._pos(leaf_id)
+        log = self._agg.log
+        return [log.get(p) for p in path_to_root_or_compaction(log, leaf, self._limit)]
+
+    def get_label(self, entry_id: str) -> str | None:
+        """The entry's current label, or None."""
+        self._pos(entry_id)
+        return self.projection("labels").get(entry_id)  # type: ignore[no-any-return]
+
+    def get_labels(self) -> dict[str, str]:
+        """Every current label, ``{entry_id: label}``."""
+        return dict(self.projection("labels"))
+
+    def get_session_name(self) -> str | None:
+        """The session's current name, or None."""
+        return self.projection("session_name")  # type: ignore[no-any-return]
+
+    def get_tree(self) -> list[TreeNode]:
+        """The whole tree from its roots, with labels (``leaf`` records left out)."""
+        tree = self.projection("tree")
+        labels = self.projection("labels")
+        log = self._agg.log
+        out: list[TreeNode] = []
+        # Iterative build: sessions can be deeper than Python's recursion limit.
+        stack: list[tuple[str | None, list[TreeNode]]] = [(None, out)]
+        while stack:
+            parent, sink = stack.pop()
+            for child_id in tree.get(parent, ()):
+                node = TreeNode(log.get(log.position(child_id)), labels.get(child_id), [])  # type: ignore[arg-type]
+                sink.append(node)
+                stack.append((child_id, node.children))
+        return out
+
+    # -- projections ------------------------------------------------------------------
+
+    def projection(self, name: str) -> Any:
+        """The state of a built-in (``labels``, ``session_name``, ``tree``, ``stats``) or
+        registered projection, as of this reader's version. Treat it as read-only."""
+        state = self._states.get(name, _MISSING)
+        if state is not _MISSING:
+            return state
+        projection = self._projections.get(name) or _BUILTINS.get(name)
+        if projection is None:
+            raise SessionError("not_found", f"no projection named {name!r} on session {self.id}")
+        state = fold(projection, self._entries_for(projection, name))
+        self._states[name] = state
+        return state
+
+    def _entries_for(self, projection: Any, name: str) -> Iterable[Any]:
+        log = self._agg.log
+        wanted = subscribed_types(projection)
+        if wanted is not None:
+            lists = [log.positions_of(t, self._limit) for t in wanted]
+            positions = lists[0] if len(lists) == 1 else merge(*lists)
+            return (log.get(p) for p in positions)
+        if name in _HEADS_ONLY and projection is _BUILTINS.get(name):
+            return log.iter_heads(self._limit)
+        return log.iter_entries(self._limit)
+
+    @property
+    def projection_names(self) -> list[str]:
+        return sorted({*_BUILTINS, *self._projections})
+
+    # -- context and stats ------------------------------------------------------------
+
+    def _merged(self, options: SessionContextBuildOptions | None) -> SessionContextBuildOptions:
+        if options is not None and not isinstance(options, SessionContextBuildOptions):
+            raise TypeError(f"options must be SessionContextBuildOptions or None, not {options!r}")
+        return self._options.merged(options)
+
+    def _context_parts(self, leaf: str | None, options: SessionContextBuildOptions) -> _ContextCache:
+        log = self._agg.log
+        path = [log.get(p) for p in path_to_root_or_compaction(log, leaf, self._limit)]
+        state = context_state(log, leaf, self._limit)
+        entries = default_compaction_transform(path)
+        for transform in options.entry_transforms:
+            entries = list(transform(entries))
+        messages: list[Any] = []
+        for index, entry in enumerate(entries):
+            messages.extend(entry_to_messages(entry, index, entries, options))
+        return _ContextCache(leaf, entries, messages, state)
+
+    def build_context(
+        self, options: SessionContextBuildOptions | None = None, *, leaf_id: str | None = None
+    ) -> SessionContext:
+        """The messages the model sees on the current branch (or the one ending at ``leaf_id``),
+        with the thinking level, model and active tools in force there."""
+        merged = self._merged(options)
+        if leaf_id is not None:
+            self._pos(leaf_id)
+            parts = self._context_parts(leaf_id, merged)
+        else:
+            parts = self._cached_context(merged, options is None)
+        state = parts.state
+        return SessionContext(
+            messages=list(parts.messages),
+            thinking_level=state.thinking_level,
+            model=dict(state.model) if state.model is not None else None,
+            active_tool_names=list(state.active_tool_names) if state.active_tool_names is not None else None,
+        )
+
+    def _cached_context(self, merged: SessionContextBuildOptions, cacheable: bool) -> _ContextCache:
+        return self._context_parts(self.leaf_id, merged)
+
+    def get_session_stats(self) -> SessionStats:
+        """Counts, tokens and cost for the whole session, with ``.branch`` for the current one."""
+        whole = copy.deepcopy(self.projection("stats"))
+        log = self._agg.log
+        whole.branch = stats_of(log.get(p) for p in branch_positions(log, self.leaf_id, self._limit))
+        return whole
+
+    # -- time travel ------------------------------------------------------------------
+
+    def at(self, version: int) -> SessionView:
+        """A read-only view of the session as it was after its first ``version`` events."""
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise TypeError(f"version must be an int, not {version!r}")
+        if not self._agg.INITIAL_VERSION <= version <= self.version:
+            raise SessionError(
+                "not_found",
+                f"session {self.id} has no version {version} (versions are 1..{self.version})",
+            )
+        return SessionView(self._agg, version - self._agg.INITIAL_VERSION, self._options, self._projections)
+
+    def as_of(self, moment: datetime | str) -> SessionView:
+        """A read-only view of the session as it was at ``moment`` (aware datetime or ISO string)."""
+        if isinstance(moment, str):
+            try:
+                moment = parse_timestamp(moment)
+            except ValueError:
+                raise SessionError("invalid_entry", f"not an ISO 8601 time: {moment!r}") from None
+        if not isinstance(moment, datetime):
+            raise TypeError(f"as_of needs a datetime or an ISO string, not {moment!r}")
+        if moment.tzinfo is None:
+            raise SessionError("invalid_entry", f"as_of needs a timezone-aware time, not {moment!r}")
+        if parse_timestamp(self.header.timestamp) > moment:
+            raise SessionError("not_found", f"session {self.id} did not exist yet at {moment.isoformat()}")
+        log = self._agg.log
+        count = 0
+        for pos in range(self._limit):
+            if parse_timestamp(log.get(pos).timestamp) > moment:
+                break
+            count = pos + 1
+        return SessionView(self._agg, count, self._options, self._projections)
+
+    def replay(self) -> Iterator[ReplayStep]:
+        """Step through the log: each event with a view of the session right after it."""
+        yield ReplayStep(1, self.header, self.at(1))
+        log = self._agg.log
+        for pos in range(self._limit):
+            version = pos + 1 + self._agg.INITIAL_VERSION
+            yield ReplayStep(version, log.get(pos), SessionView(self._agg, pos + 1, self._options, self._projections))
+
+
+_MISSING = object()
+
+
+class SessionView(SessionReader):
+    """A read-only view of a session as of one version (from ``at``, ``as_of``, ``replay``)."""
+
+    def __repr__(self) -> str:
+        return f"<SessionView {self.id} at version {self.version}>"
+
+
+class Session(SessionReader):
+    """A live session: every query of :class:`SessionReader`, plus the append commands.
+
+    ``Session(storage)`` replays the storage's log. ``clock`` and ``id_generator`` are
+    injectable (deterministic tests); ``options`` are session-level context options that
+    every ``build_context`` call merges with its own; ``projections`` are app projections
+    (see :meth:`register_projection`).
+    """
+
+    def __init__(
+        self,
+        storage: SessionStorage,
+        options: SessionContextBuildOptions | None = None,
+        *,
+        clock: Clock | None = None,
+        id_generator: IdGenerator | None = None,
+        projections: Sequence[Projection[Any]] = (),
+    ) -> None:
+        if not isinstance(storage, SessionStorage):
+            raise TypeError(f"storage must be a SessionStorage, not {storage!r}")
+        if options is not None and not isinstance(options, SessionContextBuildOptions):
+            raise TypeError(f"options must be SessionContextBuildOptions or None, not {options!r}")
+        header, entries = storage.load()
+        aggregate = SessionAggregate.replay(header, entries)
+        super().__init__(aggregate, len(aggregate.log), options or DEFAULT_OPTIONS, {})
+        self._storage = storage
+        self._clock = clock or utc_now
+        self._new_id = id_generator or new_entry_id
+        self._context: _ContextCache | None = None
+        for projection in projections:
+            self.register_projection(projection)
+
+    def __repr__(self) -> str:
+        return f"<Session {self.id} at {self._storage.location}, version {self.version}>"
+
+    @property
+    def storage(self) -> SessionStorage:
+        return self._storage
+
+    @property
+    def leaf_id(self) -> str | None:
+        return self._agg.leaf_id
+
+    def close(self) -> None:
+        self._storage.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- app projections --------------------------------------------------------------
+
+    def register_projection(self, projection: Projection[Any]) -> None:
+        """Add an app projection: replayed now (lazily), updated on append, and present in
+        every time-travel view, exactly like the built-ins."""
+        if not isinstance(projection, Projection):
+            raise TypeError(f"{projection!r} is not a projection (needs name, initial, apply)")
+        name = projection.name
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"projection name must be a non-empty str, not {name!r}")
+        if name in self._projections or name in _BUILTINS:
+            raise SessionError("already_exists", f"a projection named {name!r} is already registered")
+        self._projections[name] = projection
+
+    # -- writing ----------------------------------------------------------------------
+
+    def _stamp(self) -> dict[str, str]:
+        return {"id": self._agg.new_entry_id(self._new_id), "timestamp": now_iso(self._clock)}
+
+    def _commit(self) -> None:
+        agg = self._agg
+        events = agg.collect_events()
+        if not events:
+            return
+        before = events[0].originator_version - 1
+        try:
+            self._storage.save(events)
+        except BaseException:
+            agg.rollback(before)
+            raise
+        self._limit = len(agg.log)
+        for entry in events:
+            self._advance(entry)
+
+    def _advance(self, entry: Entry) -> None:
+        for name, state in self._states.items():
+            projection = self._projections.get(name) or _BUILTINS[name]
+            wanted = subscribed_types(projection)
+            if wanted is None or entry.type in wanted:
+                self._states[name] = projection.apply(state, entry)
+        self._advance_context(entry)
+
+    def _run(self, command: Any, *args: Any, **kwargs: Any) -> str:
+        self._storage.check_writable()
+        try:
+            entry_id: str = command(*args, **self._stamp(), **kwargs)
+        except BaseException:
+            self._agg.rollback(self.version)
+            raise
+        self._commit()
+        return entry_id
+
+    def append_message(self, message: Any) -> str:
+        """Append a user, assistant or tool-result message; returns the entry id."""
+        return self._run(self._agg.append_message, message)
+
+    def append_thinking_level_change(self, level: str) -> str:
+        return self._run(self._agg.append_thinking_level_change, level)
+
+    def append_model_change(self, provider: str, model_id: str) -> str:
+        return self._run(self._agg.append_model_change, provider, model_id)
+
+    def append_active_tools_change(self, names: Sequence[str]) -> str:
+        return self._run(self._agg.append_active_tools_change, names)
+
+    def append_compaction(
+        self,
+        summary: str,
+        first_kept_entry_id: str | None,
+        tokens_before: int,
+        details: Any = None,
+        from_hook: bool = False,
+        usage: Usage | None = None,
+        retained_tail: Sequence[Any] | None = None,
+    ) -> str:
+        """Record that older turns are replaced by ``summary`` (SPEC 2.2, 3)."""
+        return self._run(
+            self._agg.append_compaction,
+            summary,
+            first_kept_entry_id,
+            tokens_before,
+            details=details,
+            from_hook=from_hook,
+            usage=usage,
+            retained_tail=retained_tail,
+        )
+
+    def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
+        return self._run(self._agg.append_custom_entry, custom_type, data)
+
+    def append_custom_message_entry(
+        self, custom_type: str, content: Any, details: Any = None, display: bool = True
+    ) -> str:
+        return self._run(
+            self._agg.append_custom_message_entry, custom_type, content, details=details, display=display
+        )
+
+    def append_label_change(self, target_id: str, label: str | None) -> str:
+        return self._run(self._agg.append_label_change, target_id, label)
+
+    def append_session_info(self, name: str | None) -> str:
+        return self._run(self._agg.append_session_info, name)
+
+    def move_to(self, entry_id: str | None, summary: Mapping[str, Any] | None = None) -> str | None:
+        """Move the leaf to ``entry_id`` (None: before the first entry).
+
+        With ``summary`` (a dict with ``"summary"`` and optionally ``"details"``,
+        ``"usage"``, ``"from_hook"``) a branch summary is appended under the target and
+        becomes the leaf; its id is returned. Both entries are saved together.
+        """
+        self._storage.check_writable()
+        if summary is not None:
+            summary = _check_summary(summary)
+        agg = self._agg
+        try:
+            agg.move_to(entry_id, **self._stamp())
+            summary_id = None
+            if summary is not None:
+                summary_id = agg.append_branch_summary(
+                    entry_id if entry_id is not None else "root",
+                    summary["summary"],
+                    details=summary.get("details"),
+                    usage=summary.get("usage"),
+                    from_hook=summary.get("from_hook", False),
+                    **self._stamp(),
+                )
+        except BaseException:
+            agg.rollback(self.version)
+            raise
+        self._commit()
+        return summary_id
+
+    # -- the incremental context ------------------------------------------------------
+
+    def _cached_context(self, merged: SessionContextBuildOptions, cacheable: bool) -> _ContextCache:
+        if not cacheable or merged.entry_transforms:
+            return self._context_parts(self.leaf_id, merged)
+        cache = self._context
+        if cache is None or cache.leaf_id != self.leaf_id:
+            cache = self._context = self._context_parts(self.leaf_id, merged)
+        return cache
+
+    def _advance_context(self, entry: Entry) -> None:
+        cache = self._context
+        if cache is None:
+            return
+        kind = entry.type
+        if kind == "leaf":
+            return  # the cache is keyed by leaf; a later lookup rebuilds if it moved
+        if entry.parent_id != cache.leaf_id or kind == "compaction":
+            self._context = None
+            return
+        index = len(cache.entries)
+        cache.entries.append(entry)
+        cache.messages.extend(entry_to_messages(entry, index, cache.entries, self._options))
+        state = cache.state
+        if kind == "thinking_level_change":
+            state = attrs.evolve(state, thinking_level=entry.thinking_level)  # type: ignore[attr-defined]
+        elif kind == "model_change":
+            state = attrs.evolve(state, model={"provider": entry.provider, "model_id": entry.model_id})  # type: ignore[attr-defined]
+        elif kind == "message" and entry.message.role == "assistant":  # type: ignore[attr-defined]
+            message = entry.message  # type: ignore[attr-defined]
+            state = attrs.evolve(state, model={"provider": message.provider, "model_id": message.model})
+        elif kind == "active_tools_change":
+            state = attrs.evolve(state, active_tool_names=tuple(entry.active_tool_names))  # type: ignore[attr-defined]
+        cache.state = state
+        cache.leaf_id = entry.id
+
+
+def _check_summary(summary: Any) -> dict[str, Any]:
+    if not isinstance(summary, Mapping):
+        raise TypeError(f"summary must be a dict with a 'summary' key, not {summary!r}")
+    unknown = set(summary) - {"summary", "details", "usage", "from_hook"}
+    if unknown:
+        raise SessionError("invalid_entry", f"unknown branch summary keys: {', '.join(sorted(unknown))}")
+    if not isinstance(summary.get("summary"), str):
+        raise SessionError("invalid_entry", f"branch summary needs a str 'summary', got {summary.get('summary')!r}")
+    out = dict(summary)
+    usage = out.get("usage")
+    if isinstance(usage, Mapping):
+        fields = dict(usage)
+        cost = fields.pop("cost", None)
+        try:
+            out["usage"] = Usage(**fields, cost=Cost(**cost) if isinstance(cost, Mapping) else Cost())
+        except TypeError as exc:
+            raise SessionError("invalid_entry", f"branch summary usage is not a valid usage: {exc}") from None
+    return out
+
+
+__all__ = ["ReplayStep", "Session", "SessionReader", "SessionView", "TreeNode"]

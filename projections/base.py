@@ -1,0 +1,65 @@
+"""The one shape every projection has: a name, an initial state and ``apply``.
+
+A projection is a fold over a session's entries. The same object serves three ways:
+replayed over the log when a session opens, applied to each new entry on append, and
+replayed over a prefix of the log for a time-travel view. Built-ins and app projections
+go through exactly this mechanism.
+
+``apply`` may update the state in place, but must return the state to use next. A
+projection that lists ``types`` is only shown entries of those types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+S = TypeVar("S")
+
+
+@runtime_checkable
+class Projection(Protocol[S]):  # type: ignore[misc]
+    """What an app implements to add its own view of a session (see docs/concepts.md)."""
+
+    name: str
+
+    def initial(self) -> S: ...
+
+    def apply(self, state: S, entry: Any) -> S: ...
+
+
+def subscribed_types(projection: Any) -> frozenset[str] | None:
+    """The entry types a projection wants, or None for every type."""
+    types = getattr(projection, "types", None)
+    return frozenset(types) if types is not None else None
+
+
+def fold(projection: Projection[S], entries: Iterable[Any]) -> S:
+    """Replay ``entries`` through ``projection`` from its initial state."""
+    state = projection.initial()
+    apply = projection.apply
+    wanted = subscribed_types(projection)
+    for entry in entries:
+        if wanted is None or entry.type in wanted:
+            state = apply(state, entry)
+    return state
+
+
+class FunctionProjection(Generic[S]):
+    """A projection made of a name, an initial-state factory and an apply function."""
+
+    def __init__(self, name: str, initial: Any, apply: Any, types: Iterable[str] | None = None):
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"projection name must be a non-empty str, not {name!r}")
+        if not callable(apply):
+            raise TypeError(f"apply must be callable, not {apply!r}")
+        self.name = name
+        self._initial = initial
+        self._apply = apply
+        self.types = frozenset(types) if types is not None else None
+
+    def initial(self) -> S:
+        return self._initial() if callable(self._initial) else self._initial  # type: ignore[no-any-return]
+
+    def apply(self, state: S, entry: Any) -> S:
+        return self._apply(state, entry)  # type: ignore[no-any-return]

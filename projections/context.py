@@ -1,0 +1,278 @@
+"""The LLM context for a branch (SPEC 3): the messages the model sees and the settings.
+
+``build_session_context`` is a pure function of the branch's entries, as in the seed and
+in pi. ``path_to_root_or_compaction`` and ``context_state`` read the entry log directly so
+that building a context costs O(context), not O(session): the first stops at the latest
+compaction's boundary, the second walks back only until every setting is known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from sessiontree.domain.events import ContextCompacted, parse_timestamp
+from sessiontree.domain.log import EntryLog
+from sessiontree.domain.messages import (
+    AssistantMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    CustomMessage,
+)
+
+EntryTransform = Callable[[list[Any]], list[Any]]
+EntryProjector = Callable[[Any, int, list[Any]], list[Any]]
+
+
+@attrs.frozen(kw_only=True)
+class SessionContextBuildOptions:
+    """How to turn a branch into messages, beyond the default rules.
+
+    ``entry_transforms`` run in order after the default compaction transform, each taking
+    and returning a list of entries. ``entry_projectors`` map a ``custom`` entry's
+    ``custom_type`` to a callable ``(entry, index, entries) -> list of messages``.
+    """
+
+    entry_transforms: tuple[EntryTransform, ...] = attrs.field(default=(), converter=tuple)
+    entry_projectors: Mapping[str, EntryProjector] = attrs.field(factory=dict, converter=dict)
+
+    def __attrs_post_init__(self) -> None:
+        for transform in self.entry_transforms:
+            if not callable(transform):
+                raise TypeError(f"entry transform {transform!r} is not callable")
+        for key, projector in self.entry_projectors.items():
+            if not isinstance(key, str) or not callable(projector):
+                raise TypeError(f"entry projector {key!r}: {projector!r} is not a callable keyed by str")
+
+    def merged(self, other: SessionContextBuildOptions | None) -> SessionContextBuildOptions:
+        """These options followed by ``other``'s: transforms appended, projectors overridden."""
+        if other is None:
+            return self
+        if not isinstance(other, SessionContextBuildOptions):
+            raise TypeError(f"options must be SessionContextBuildOptions or None, not {other!r}")
+        return SessionContextBuildOptions(
+            entry_transforms=self.entry_transforms + other.entry_transforms,
+            entry_projectors={**self.entry_projectors, **other.entry_projectors},
+        )
+
+    @property
+    def is_default(self) -> bool:
+        return not self.entry_transforms and not self.entry_projectors
+
+
+DEFAULT_OPTIONS = SessionContextBuildOptions()
+
+
+@attrs.frozen(kw_only=True)
+class ContextState:
+    """The settings in force at the end of a branch."""
+
+    thinking_level: str = "off"
+    model: Mapping[str, str] | None = None
+    active_tool_names: tuple[str, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SessionContext:
+    """What the model sees: the messages, and the settings in force."""
+
+    messages: list[Any]
+    thinking_level: str = "off"
+    model: Mapping[str, str] | None = None
+    active_tool_names: list[str] | None = None
+
+
+def timestamp_ms(entry: Any) -> int:
+    """An entry's ISO timestamp as Unix milliseconds (summary messages carry these)."""
+    try:
+        return int(parse_timestamp(entry.timestamp).timestamp() * 1000)
+    except (ValueError, TypeError):
+        return 0
+
+
+# -- settings ----------------------------------------------------------------------------
+
+
+def derive_state(path_entries: Iterable[Any]) -> ContextState:
+    """Settings from a whole branch, root first: the latest change of each kind wins."""
+    thinking = "off"
+    model = None
+    tools = None
+    for entry in path_entries:
+        kind = entry.type
+        if kind == "thinking_level_change":
+            thinking = entry.thinking_level
+        elif kind == "model_change":
+            model = {"provider": entry.provider, "model_id": entry.model_id}
+        elif kind == "message" and isinstance(entry.message, AssistantMessage):
+            model = {"provider": entry.message.provider, "model_id": entry.message.model}
+        elif kind == "active_tools_change":
+            tools = tuple(entry.active_tool_names)
+    return ContextState(thinking_level=thinking, model=model, active_tool_names=tools)
+
+
+def context_state(log: EntryLog, leaf_id: str | None, limit: int | None = None) -> ContextState:
+    """The same settings as :func:`derive_state`, found by walking back from the leaf."""
+    thinking = model = tools = None
+    found_thinking = found_model = found_tools = False
+    pos = log.position(leaf_id, limit) if leaf_id is not None else None
+    while pos is not None and not (found_thinking and found_model and found_tools):
+        kind = log.type_of(pos)
+        if kind == "thinking_level_change" and not found_thinking:
+            thinking, found_thinking = log.get(pos).thinking_level, True  # type: ignore[attr-defined]
+        elif kind == "model_change" and not found_model:
+            entry = log.get(pos)
+            model, found_model = {"provider": entry.provider, "model_id": entry.model_id}, True  # type: ignore[attr-defined]
+        elif kind == "message" and not found_model:
+            message = log.get(pos).message  # type: ignore[attr-defined]
+            if isinstance(message, AssistantMessage):
+                model, found_model = {"provider": message.provider, "model_id": message.model}, True
+        elif kind == "active_tools_change" and not found_tools:
+            tools, found_tools = tuple(log.get(pos).active_tool_names), True  # type: ignore[attr-defined]
+        parent = log.parent_of(pos)
+        nxt = log.position(parent, limit) if parent is not None else None
+        pos = nxt if nxt is not None and nxt < pos else None
+    return ContextState(thinking_level=thinking or "off", model=model, active_tool_names=tools)
+
+
+# -- the path the context needs ------------------------------------------------------------
+
+
+def path_to_root_or_compaction(
+    log: EntryLog, leaf_id: str | None, limit: int | None = None
+) -> list[int]:
+    """Positions, root first, of the shortest branch suffix the context needs.
+
+    Walking back from the leaf, the first compaction met is the latest: with a retained
+    tail the path stops there; otherwise it goes on to its ``first_kept_entry_id`` (or
+    stops at the compaction when that is null). A kept id that is not on the branch
+    means a walk to the root; the context then keeps nothing before the compaction.
+    """
+    out: list[int] = []
+    if leaf_id is None:
+        return out
+    pos = log.position(leaf_id, limit)
+    stop_at: str | None = None
+    seen_compaction = False
+    while pos is not None:
+        head = log.head(pos)
+        if head.type != "leaf":
+            out.append(pos)
+        if stop_at is not None and head.id == stop_at:
+            break
+        if head.type == "compaction" and not seen_compaction:
+            seen_compaction = True
+            compaction = log.get(pos)
+            if compaction.retained_tail is not None or compaction.first_kept_entry_id is None:  # type: ignore[attr-defined]
+                break
+            stop_at = compaction.first_kept_entry_id  # type: ignore[attr-defined]
+        parent = head.parent_id
+        nxt = log.position(parent, limit) if parent is not None else None
+        pos = nxt if nxt is not None and nxt < pos else None
+    out.reverse()
+    return out
+
+
+def branch_positions(log: EntryLog, leaf_id: str | None, limit: int | None = None) -> list[int]:
+    """Positions of the whole root-to-leaf path (``leaf`` side records left out)."""
+    return [p for p in log.path_positions(leaf_id, limit) if log.type_of(p) != "leaf"]
+
+
+# -- entries to messages ----------------------------------------------------------------------
+
+
+def default_compaction_transform(path_entries: Sequence[Any]) -> list[Any]:
+    """Apply the latest compaction on the branch: its entry, the kept range, the rest."""
+    last = None
+    for index in range(len(path_entries) - 1, -1, -1):
+        if isinstance(path_entries[index], ContextCompacted):
+            last = index
+            break
+    if last is None:
+        return list(path_entries)
+    compaction = path_entries[last]
+    out = [compaction]
+    if compaction.retained_tail is None and compaction.first_kept_entry_id is not None:
+        start = None
+        for index in range(last):
+            if path_entries[index].id == compaction.first_kept_entry_id:
+                start = index
+                break
+        if start is not None:
+            out.extend(e for e in path_entries[start:last] if not isinstance(e, ContextCompacted))
+    out.extend(path_entries[last + 1 :])
+    return out
+
+
+def entry_to_messages(
+    entry: Any, index: int, entries: list[Any], options: SessionContextBuildOptions
+) -> list[Any]:
+    """The messages one context entry contributes (SPEC 3)."""
+    kind = entry.type
+    if kind == "message":
+        return [entry.message]
+    if kind == "custom_message":
+        return [
+            CustomMessage(
+                custom_type=entry.custom_type,
+                content=entry.content,
+                display=entry.display,
+                details=entry.details,
+                timestamp=timestamp_ms(entry),
+            )
+        ]
+    if kind == "compaction":
+        out: list[Any] = [
+            CompactionSummaryMessage(
+                summary=entry.summary,
+                tokens_before=int(entry.tokens_before),
+                timestamp=timestamp_ms(entry),
+            )
+        ]
+        if entry.retained_tail is not None:
+            out.extend(entry.retained_tail)
+        return out
+    if kind == "branch_summary":
+        if not entry.summary:
+            return []
+        return [
+            BranchSummaryMessage(
+                summary=entry.summary, from_id=entry.from_id, timestamp=timestamp_ms(entry)
+            )
+        ]
+    if kind == "custom":
+        projector = options.entry_projectors.get(entry.custom_type)
+        if projector is not None:
+            return list(projector(entry, index, entries))
+    return []
+
+
+def context_entries(path_entries: Sequence[Any], options: SessionContextBuildOptions) -> list[Any]:
+    entries = default_compaction_transform(path_entries)
+    for transform in options.entry_transforms:
+        entries = list(transform(entries))
+    return entries
+
+
+def build_session_context(
+    path_entries: Sequence[Any],
+    options: SessionContextBuildOptions | None = None,
+    state: ContextState | None = None,
+) -> SessionContext:
+    """The context of a branch given its entries, root first (a suffix is enough when the
+    settings are passed in as ``state``)."""
+    opts = options or DEFAULT_OPTIONS
+    if state is None:
+        state = derive_state(path_entries)
+    entries = context_entries(path_entries, opts)
+    messages: list[Any] = []
+    for index, entry in enumerate(entries):
+        messages.extend(entry_to_messages(entry, index, entries, opts))
+    return SessionContext(
+        messages=messages,
+        thinking_level=state.thinking_level,
+        model=dict(state.model) if state.model is not None else None,
+        active_tool_names=list(state.active_tool_names) if state.active_tool_names is not None else None,
+    )
