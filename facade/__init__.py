@@ -4,8 +4,9 @@ The public API (SPEC section 7). Layers: ``sessiontree.domain`` (events, aggrega
 I/O), ``sessiontree.projections`` (pure folds), ``sessiontree.adapters`` (storage).
 """
 
-from sessiontree.adapters.memory import InMemorySessionStorage
-from sessiontree.adapters.storage import SessionStorage
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.messages import (
     AssistantMessage,
@@ -26,7 +27,38 @@ from sessiontree.domain.messages import (
 from sessiontree.projections.base import FunctionProjection, Projection
 from sessiontree.projections.context import SessionContext, SessionContextBuildOptions
 from sessiontree.projections.stats import SessionStats
-from sessiontree.session import ReplayStep, Session, SessionView, TreeNode
+
+# Names that live in (or import) sessiontree.adapters are loaded on first use (PEP 562):
+# ``import sessiontree.domain`` imports this package first, and the layer rule says the
+# domain and projections load no adapter or serialiser (tests/test_layers.py checks it).
+# Add new adapter-backed exports here, not as imports above.
+_LAZY: dict[str, str] = {
+    "InMemorySessionStorage": "sessiontree.adapters.memory",
+    "SessionStorage": "sessiontree.adapters.storage",
+    "ReplayStep": "sessiontree.session",
+    "Session": "sessiontree.session",
+    "SessionView": "sessiontree.session",
+    "TreeNode": "sessiontree.session",
+}
+
+if TYPE_CHECKING:
+    from sessiontree.adapters.memory import InMemorySessionStorage
+    from sessiontree.adapters.storage import SessionStorage
+    from sessiontree.session import ReplayStep, Session, SessionView, TreeNode
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sessiontree' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "AssistantMessage",
