@@ -126,6 +126,11 @@ class Codec:
         self._structure: dict[type, Callable[[Mapping[str, Any]], Any]] = {}
         conv = self._conv
         conv.register_structure_hook(Any, lambda v, _: v)
+        # Strict scalars: cattrs would coerce ("text": 5 -> "5"), silently changing history.
+        conv.register_structure_hook(str, _strict(str))
+        conv.register_structure_hook(int, _strict(int))
+        conv.register_structure_hook(bool, _strict(bool))
+        conv.register_structure_hook(float, _strict_number)
         conv.register_structure_hook_func(lambda t: t == m.Content, lambda v, _: self.structure_block(v))
         conv.register_structure_hook_func(
             lambda t: t == (str | tuple[m.Content, ...]),
@@ -167,23 +172,31 @@ class Codec:
         if tag_key:
             known.add(tag_key)
 
+        optional = {
+            wire for name, wire in names.items() if attrs.fields_dict(cls)[name].default is not attrs.NOTHING
+        }
+
         def unstructure(obj: Any) -> dict[str, Any]:
             body = base_unstructure(obj)
             out = {tag_key: tag} if tag_key else {}
+            extra = obj.extra
+            absent = m.absent_fields(extra)
             for key, value in body.items():
-                if value is None and key in omit:
+                if (value is None and key in omit) or key in absent:
                     continue
                 out[key] = value
-            if obj.extra:
-                out.update(obj.extra)
+            if extra:
+                out.update(extra)
             return out
 
         def structure(data: Any, _: Any = None) -> Any:
             if not isinstance(data, Mapping):
                 raise _corrupt(f"expected an object for {cls.__name__}, got {data!r:.80}")
-            extra = {k: v for k, v in data.items() if k not in known}
             obj = base_structure(data, cls)
-            if extra:
+            unknown = data.keys() - known
+            missing = optional - data.keys()
+            if unknown or missing:
+                extra = m.Extra({k: data[k] for k in data if k in unknown}, frozenset(missing))
                 object.__setattr__(obj, "extra", extra)
             return obj
 
@@ -211,10 +224,14 @@ class Codec:
                 self.dialect.parent_key: event.parent_id,
                 "timestamp": event.timestamp,
             }
+            extra = event.extra
+            absent = m.absent_fields(extra)
             for name, wire in names.items():
+                if wire in absent:
+                    continue
                 out[wire] = self.unstructure_value(getattr(event, name))
-            if event.extra:
-                out.update(event.extra)
+            if extra:
+                out.update(extra)
             return out
 
         self._unstructure[cls] = unstructure
@@ -356,7 +373,9 @@ class Codec:
         known = {"type", "id", self.dialect.parent_key, "timestamp", *names.values()}
         try:
             fields = self._entry_fields(cls, names, data, entry_id)
-            extra = {k: v for k, v in data.items() if k not in known}
+            unknown = data.keys() - known
+            missing = frozenset(wire for wire in names.values() if wire not in data)
+            extra = m.Extra({k: data[k] for k in data if k in unknown}, missing) if unknown or missing else {}
             return cls(extra=extra, **base, **fields)
         except (SessionError, TypeError, ValueError, KeyError, cattrs.BaseValidationError) as exc:
             raise _corrupt(f"{tag} entry {entry_id!r} is malformed: {_first_error(exc)}") from None
@@ -420,6 +439,22 @@ class Codec:
 
     def message_from_dict(self, data: Any) -> Any:
         return self.structure_message(data)
+
+
+def _strict(kind: type) -> Callable[[Any, Any], Any]:
+    def check(value: Any, _: Any) -> Any:
+        if type(value) is not kind:
+            raise _corrupt(f"expected {kind.__name__}, got {value!r:.40}")
+        return value
+
+    return check
+
+
+def _strict_number(value: Any, _: Any) -> Any:
+    """A JSON number for a float field, kept as written (0 stays 0, so bytes round-trip)."""
+    if type(value) not in (int, float):
+        raise _corrupt(f"expected a number, got {value!r:.40}")
+    return value
 
 
 _STR_FIELDS = {"thinking_level", "provider", "model_id", "summary", "custom_type", "target_id", "from_id"}

@@ -18,6 +18,37 @@ from attrs.validators import deep_iterable, instance_of, optional
 _EMPTY: Mapping[str, Any] = {}
 
 
+class Extra(dict):  # type: ignore[type-arg]
+    """The ``extra`` of a value read from the wire: its unknown fields, as a plain dict.
+
+    ``absent`` names the known fields the producer left out (they hold their defaults), so
+    writing the value back omits them again and the line round-trips. It takes no part in
+    equality: an ``Extra`` equals the plain dict of the same fields.
+    """
+
+    __slots__ = ("absent",)
+
+    def __init__(self, fields: Any = (), absent: frozenset[str] = frozenset()) -> None:
+        super().__init__(fields)
+        self.absent = absent
+
+    def __reduce__(self) -> Any:
+        return (Extra, (dict(self), self.absent))
+
+    def __copy__(self) -> Extra:
+        return Extra(self, self.absent)
+
+    def __deepcopy__(self, memo: Any) -> Extra:
+        import copy
+
+        return Extra(copy.deepcopy(dict(self), memo), self.absent)
+
+
+def absent_fields(extra: Any) -> frozenset[str]:
+    """The known fields a producer left out (see :class:`Extra`)."""
+    return getattr(extra, "absent", frozenset())
+
+
 def _extra() -> Any:
     return field(factory=dict, eq=True, repr=lambda v: repr(v) if v else "{}")
 
