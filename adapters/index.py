@@ -1,0 +1,229 @@
+"""The cross-session listing index: one small summary per session, folded from its log.
+
+A :class:`Summary` is what ``repo.list()`` shows about a session (id, cwd, created,
+modified, name, message count, first user message, parent session). It is a projection
+over the session's events, folded line by line from the raw JSON objects (no full decode),
+so the same fold serves every backend: JSONL files (:class:`DirectoryIndex`, below), the
+in-memory repository and the database view (``sessiontree.adapters.database``).
+
+:class:`DirectoryIndex` keeps the summaries of a JSONL directory in one index file and
+brings them up to date from the logs on each ``refresh``: an unchanged file (same size,
+modification time and inode) costs one ``stat``; a file that grew is read from where the
+index stopped; anything else (a new, shrunk or replaced file, a missing or unreadable
+index) is folded from its first line. The index is a cache: deleting it is always safe.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+import orjson
+
+INDEX_FILE = ".sessiontree-index.json"
+INDEX_FORMAT = 1
+
+
+@attrs.define
+class Summary:
+    """The listing state of one session (mutable: it is the state of a fold)."""
+
+    id: str
+    cwd: str = ""
+    created: str = ""
+    modified: str = ""
+    name: str | None = None
+    message_count: int = 0
+    first_message: str | None = None
+    parent_session: str | None = None
+    version: int = 1  # events folded so far (the header is version 1)
+
+    @classmethod
+    def from_header(cls, data: Mapping[str, Any]) -> Summary | None:
+        """The summary right after a header line, or None if ``data`` is not a header."""
+        if not isinstance(data, Mapping) or data.get("type") != "session":
+            return None
+        sid = data.get("id")
+        if not isinstance(sid, str) or not sid:
+            return None
+        timestamp = data.get("timestamp")
+        timestamp = timestamp if isinstance(timestamp, str) else ""
+        cwd = data.get("cwd")
+        parent = data.get("parent_session", data.get("parentSession"))
+        return cls(
+            id=sid,
+            cwd=cwd if isinstance(cwd, str) else "",
+            created=timestamp,
+            modified=timestamp,
+            parent_session=parent if isinstance(parent, str) else None,
+        )
+
+    def apply(self, data: Any) -> None:
+        """Fold one entry (a parsed JSON object in either dialect)."""
+        self.version += 1
+        if not isinstance(data, Mapping):
+            return
+        timestamp = data.get("timestamp")
+        if isinstance(timestamp, str):
+            self.modified = timestamp
+        kind = data.get("type")
+        if kind == "message":
+            self.message_count += 1
+            message = data.get("message")
+            if self.first_message is None and isinstance(message, Mapping) and message.get("role") == "user":
+                self.first_message = message_text(message.get("content"))
+        elif kind == "session_info":
+            name = data.get("name")
+            name = name.strip() if isinstance(name, str) else None
+            self.name = name or None
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Summary:
+        return cls(**{f.name: data[f.name] for f in attrs.fields(cls) if f.name in data})
+
+
+def message_text(content: Any) -> str:
+    """The text of a message's content: a string, or its text blocks joined by a space."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [b.get("text") for b in content if isinstance(b, Mapping) and b.get("type") == "text"]
+        return " ".join(p for p in parts if isinstance(p, str))
+    return ""
+
+
+def fold_lines(lines: Iterable[bytes]) -> Summary | None:
+    """The summary of a whole log given as JSON lines (header first); None without a header."""
+    summary: Summary | None = None
+    for line in lines:
+        if summary is None:
+            try:
+                summary = Summary.from_header(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                return None
+            if summary is None:
+                return None
+            continue
+        summary.apply(_parse(line))
+    return summary
+
+
+def _parse(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None  # listing is best effort; opening the session reports the bad line
+
+
+class DirectoryIndex:
+    """Summaries of every ``*.jsonl`` file directly in ``root``, cached in an index file."""
+
+    def __init__(self, root: str | os.PathLike[str], *, persist: bool = True) -> None:
+        self.root = os.fspath(root)
+        self.path = os.path.join(self.root, INDEX_FILE)
+        self.persist = persist
+        self._files: dict[str, dict[str, Any]] | None = None
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        try:
+            with open(self.path, "rb") as handle:
+                data = orjson.loads(handle.read())
+            if isinstance(data, dict) and data.get("format") == INDEX_FORMAT and isinstance(data.get("files"), dict):
+                return data["files"]  # type: ignore[no-any-return]
+        except (OSError, orjson.JSONDecodeError):
+            pass
+        return {}  # missing or unreadable: rebuilt from the logs
+
+    def _save(self, files: dict[str, dict[str, Any]]) -> None:
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "wb") as handle:
+                handle.write(orjson.dumps({"format": INDEX_FORMAT, "files": files}))
+            os.replace(tmp, self.path)
+        except OSError:
+            # A read-only directory still lists; it just cannot keep its cache.
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+    def refresh(self) -> dict[str, Summary]:
+        """Bring the index up to date with the directory; ``{file name: summary}``."""
+        files = self._files if self._files is not None else self._load()
+        changed = self._files is None and not os.path.exists(self.path)
+        seen: dict[str, dict[str, Any]] = {}
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            entries = []
+        for entry in entries:
+            name = entry.name
+            if not name.endswith(".jsonl") or name.startswith("."):
+                continue
+            try:
+                st = entry.stat()
+            except OSError:
+                continue
+            record = files.get(name)
+            if (
+                record is not None
+                and record["size"] == st.st_size
+                and record["mtime_ns"] == st.st_mtime_ns
+                and record["ino"] == st.st_ino
+            ):
+                seen[name] = record
+                continue
+            seen[name] = self._scan(entry.path, st, record)
+            changed = True
+        if set(files) != set(seen):
+            changed = True
+        self._files = seen
+        if changed and self.persist:
+            self._save(seen)
+        return {name: Summary.from_dict(r["summary"]) for name, r in seen.items() if r["summary"] is not None}
+
+    def forget(self, name: str) -> None:
+        """Drop a file from the index (after deleting it)."""
+        if self._files is not None:
+            self._files.pop(name, None)
+
+    def _scan(self, path: str, st: os.stat_result, record: dict[str, Any] | None) -> dict[str, Any]:
+        summary: Summary | None = None
+        offset = 0
+        if (
+            record is not None
+            and record["summary"] is not None
+            and record["ino"] == st.st_ino
+            and 0 < record["offset"] <= st.st_size
+        ):
+            summary = Summary.from_dict(record["summary"])
+            offset = record["offset"]
+        try:
+            with open(path, "rb") as handle:
+                if offset:
+                    handle.seek(offset - 1)
+                    if handle.read(1) != b"\n":  # rewritten, not appended: start over
+                        summary, offset = None, 0
+                        handle.seek(0)
+                data = handle.read()
+        except OSError:
+            return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "offset": 0, "summary": None}
+        end = data.rfind(b"\n") + 1  # a torn last line is left for the next refresh
+        lines = data[:end].splitlines()
+        if summary is None:
+            summary = fold_lines(lines)
+        else:
+            for line in lines:
+                summary.apply(_parse(line))
+        return {
+            "size": st.st_size,
+            "mtime_ns": st.st_mtime_ns,
+            "ino": st.st_ino,
+            "offset": offset + end if summary is not None else 0,
+            "summary": summary.to_dict() if summary is not None else None,
+        }
