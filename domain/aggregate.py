@@ -32,6 +32,7 @@ from sessiontree.domain.events import (
     SessionRenamed,
     SessionStarted,
     ThinkingLevelChanged,
+    parse_timestamp,
 )
 from sessiontree.domain.log import EntryLog
 from sessiontree.domain.messages import CONTENT_TYPES, MESSAGE_TYPES, Usage
@@ -87,8 +88,13 @@ class SessionAggregate(BaseAggregate[str]):
         _check_str("session_id", session_id)
         _check_str("cwd", cwd)
         _check_str("parent_session", parent_session, optional=True)
+        _check_str("timestamp", timestamp)
         if not session_id:
             raise SessionError("invalid_entry", "session id must not be empty")
+        try:
+            parse_timestamp(timestamp)
+        except ValueError:
+            raise SessionError("invalid_entry", f"session timestamp {timestamp!r} is not ISO 8601") from None
         if metadata is not None and not isinstance(metadata, Mapping):
             raise TypeError(f"metadata must be a mapping or None, not {metadata!r}")
         header = SessionStarted(
@@ -176,6 +182,8 @@ class SessionAggregate(BaseAggregate[str]):
         """A fresh id from ``generate``, regenerated on collision (SPEC 2.2)."""
         for _ in range(100):
             candidate = generate()
+            if not isinstance(candidate, str) or not candidate:
+                raise TypeError(f"the id generator must return non-empty str ids, not {candidate!r}")
             if candidate not in self.log._index:
                 return candidate
         raise SessionError("invalid_entry", "the id generator kept returning ids already in use")
@@ -242,6 +250,11 @@ class SessionAggregate(BaseAggregate[str]):
         if not isinstance(from_hook, bool):
             raise TypeError(f"from_hook must be a bool, not {from_hook!r}")
         _check_usage(usage)
+        if first_kept_entry_id is not None and not self.has_entry(first_kept_entry_id):
+            raise SessionError(
+                "not_found",
+                f"first_kept_entry_id {first_kept_entry_id!r} not found in session {self.id}",
+            )
         if first_kept_entry_id is not None and not self.on_branch(first_kept_entry_id, self.leaf_id):
             raise SessionError(
                 "invalid_entry",
@@ -316,6 +329,11 @@ class SessionAggregate(BaseAggregate[str]):
         _check_str("entry_id", target_id, optional=True)
         if target_id is not None and not self.has_entry(target_id):
             raise SessionError("not_found", f"entry {target_id!r} not found in session {self.id}")
+        if target_id is not None and self.log.type_of(self.log._index[target_id]) == "leaf":
+            raise SessionError(
+                "invalid_entry",
+                f"entry {target_id!r} is a leaf record, not a place in the tree (session {self.id})",
+            )
         return self._append(LeafMoved, id=id, timestamp=timestamp, target_id=target_id)
 
     def append_branch_summary(
