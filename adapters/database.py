@@ -1,0 +1,299 @@
+"""Sessions in a database, through eventsourcing's stock persistence modules.
+
+``DatabaseSessionRepo`` is an eventsourcing ``Application`` (``SessionLog``, named
+``sessiontree``) configured by environment, as every eventsourcing application is:
+``PERSISTENCE_MODULE`` picks ``eventsourcing.popo``, ``eventsourcing.sqlite`` or
+``eventsourcing.postgres``; ``ORIGINATOR_ID_TYPE=text`` keeps session ids as they are.
+Its mapper is the project's own (:class:`SessionMapper`): a stored event's ``state`` is
+exactly the JSON line a JSONL file holds, so a session reads back identically from any
+backend and ``SELECT state ... ORDER BY originator_version`` is an export to JSONL.
+
+Each session is one aggregate sequence; the ``Session`` service writes through
+:class:`RecorderSessionStorage`, whose optimistic version check turns a stale writer's
+insert into ``SessionError('conflict')``. Listing runs on a projection of the
+application's notification log (:mod:`sessiontree.adapters.database_index`).
+
+Settings given to the constructors win; anything else may come from the process
+environment (``POSTGRES_POOL_SIZE``, ``POSTGRES_PASSWORD``, ... or the same names
+prefixed ``SESSIONTREE_``), exactly as eventsourcing reads them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+from eventsourcing.application import Application
+from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent, Tracking
+from eventsourcing.popo import POPOApplicationRecorder
+
+from sessiontree.adapters.database_index import (
+    DELETED_TOPIC,
+    DELETIONS_STREAM,
+    DeletionMarker,
+    POPOSessionIndexView,
+    PostgresSessionIndexView,
+    SessionIndexProjection,
+    SQLiteSessionIndexView,
+    process_once,
+)
+from sessiontree.adapters.repo import SessionInfo, SessionRepo
+from sessiontree.adapters.storage import RecorderSessionStorage, SessionMapper, SessionStorage
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import SessionStarted
+from sessiontree.domain.ids import now_iso
+
+APP_NAME = "sessiontree"
+BATCH = 1000
+_VIEWS = {
+    "eventsourcing.popo": POPOSessionIndexView,
+    "eventsourcing.sqlite": SQLiteSessionIndexView,
+    "eventsourcing.postgres": PostgresSessionIndexView,
+}
+
+
+class DatabaseMapper(SessionMapper):
+    """The session mapper, plus the deletion markers of the ``~deletions`` stream."""
+
+    def to_domain_event(self, stored_event: StoredEvent) -> Any:
+        if stored_event.topic == DELETED_TOPIC:
+            data = orjson.loads(stored_event.state)
+            return DeletionMarker(str(stored_event.originator_id), stored_event.originator_version, data["id"])
+        return super().to_domain_event(stored_event)
+
+
+class SessionLog(Application[str]):
+    """The eventsourcing application that holds every session of a database repository."""
+
+    name = APP_NAME
+
+    def construct_mapper(self) -> DatabaseMapper:  # type: ignore[override]
+        return DatabaseMapper()
+
+
+def _explicit(settings: Mapping[str, str]) -> dict[str, str]:
+    """Settings that beat the process environment (eventsourcing reads ``NAME_KEY`` first)."""
+    env = {k: str(v) for k, v in settings.items()}
+    env.update({f"{APP_NAME.upper()}_{k}": str(v) for k, v in settings.items()})
+    return env
+
+
+def _has_setting(key: str) -> bool:
+    return any(name in os.environ for name in (key, f"{APP_NAME.upper()}_{key}"))
+
+
+class DatabaseSessionRepo(SessionRepo):
+    """Sessions in eventsourcing's POPO, SQLite or PostgreSQL module (see the module doc)."""
+
+    def __init__(self, settings: Mapping[str, str], *, url: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.url = url
+        self.env = _explicit({"ORIGINATOR_ID_TYPE": "text", **settings})
+        try:
+            self.app = SessionLog(env=self.env)
+        except (PersistenceError, OSError) as exc:
+            raise SessionError("storage", f"cannot open the session database {url}: {exc}") from exc
+        self.recorder = self.app.recorder
+        self.module = type(self.app.factory).__module__
+        view_class = _VIEWS.get(self.module)
+        if view_class is None:
+            raise SessionError("storage", f"{url}: persistence module {self.module} is not supported")
+        self.view = self.app.factory.tracking_recorder(view_class)  # type: ignore[arg-type]
+        self._lock = threading.RLock()
+
+    # -- constructors -----------------------------------------------------------------
+
+    @classmethod
+    def popo(cls, **kwargs: Any) -> DatabaseSessionRepo:
+        """Sessions in eventsourcing's in-memory module (one process, gone on exit)."""
+        return cls({"PERSISTENCE_MODULE": "eventsourcing.popo"}, url="popo:", **kwargs)
+
+    @classmethod
+    def sqlite(cls, path: str | os.PathLike[str], **kwargs: Any) -> DatabaseSessionRepo:
+        """Sessions in one SQLite file (created if missing; WAL mode)."""
+        path = os.fspath(path)
+        settings = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": path}
+        return cls(settings, url=f"sqlite:///{path}", **kwargs)
+
+    @classmethod
+    def postgres(
+        cls,
+        dbname: str,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 5432,
+        user: str = "postgres",
+        password: str | None = None,
+        schema: str | None = None,
+        settings: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> DatabaseSessionRepo:
+        """Sessions in PostgreSQL (psycopg 3; install ``sessiontree[postgres]``).
+
+        ``schema`` is created if missing. ``settings`` passes any other eventsourcing
+        setting (``POSTGRES_POOL_SIZE``, ``POSTGRES_LOCK_TIMEOUT``, ...).
+        """
+        env: dict[str, str] = {
+            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "POSTGRES_DBNAME": dbname,
+            "POSTGRES_HOST": host,
+            "POSTGRES_PORT": str(port),
+            "POSTGRES_USER": user,
+        }
+        if password is not None:
+            env["POSTGRES_PASSWORD"] = password
+        elif not _has_setting("POSTGRES_PASSWORD") and not _has_setting("POSTGRES_GET_PASSWORD_TOPIC"):
+            env["POSTGRES_PASSWORD"] = ""  # trust auth, or libpq's own PGPASSFILE
+        if schema:
+            env["POSTGRES_SCHEMA"] = schema
+        env.update(settings or {})
+        url = f"postgresql://{user}@{host}:{port}/{dbname}" + (f"?schema={schema}" if schema else "")
+        if schema:
+            ensure_schema(env, schema, url)
+        return cls(env, url=url, **kwargs)
+
+    # -- the backend primitives -------------------------------------------------------
+
+    def _storage(self, session_id: str) -> RecorderSessionStorage:
+        return RecorderSessionStorage(
+            self.recorder, session_id, location=f"{self.url}#{session_id}", mapper=self.app.mapper  # type: ignore[arg-type]
+        )
+
+    def _store_header(self, header: SessionStarted) -> SessionStorage:
+        storage = self._storage(header.originator_id)
+        try:
+            storage.save([header])
+        except SessionError as exc:
+            if exc.code == "conflict":
+                raise SessionError(
+                    "already_exists", f"session {header.originator_id} already exists in {self.url}"
+                ) from None
+            raise
+        return storage
+
+    def _exists(self, session_id: str) -> bool:
+        try:
+            return bool(self.recorder.select_events(session_id, limit=1))
+        except PersistenceError as exc:
+            raise SessionError("storage", f"could not read session {session_id} in {self.url}: {exc}") from exc
+
+    def _attach(self, session_id: str) -> SessionStorage:
+        if not self._exists(session_id):
+            raise SessionError("not_found", f"session {session_id} not found in {self.url}")
+        return self._storage(session_id)
+
+    def _remove(self, session_id: str) -> None:
+        with self._lock:
+            if not self._exists(session_id):
+                return
+            # The marker first: it takes the highest notification id, so SQLite never
+            # hands a deleted row's id to a later insert the index has already passed.
+            self._mark_deleted(session_id)
+            self._delete_events(session_id)
+
+    def _mark_deleted(self, session_id: str) -> None:
+        state = orjson.dumps({"type": "deleted", "id": session_id, "timestamp": now_iso(self._clock)})
+        for _ in range(20):
+            last = self.recorder.select_events(DELETIONS_STREAM, desc=True, limit=1)
+            version = last[0].originator_version + 1 if last else 1
+            try:
+                self.recorder.insert_events([StoredEvent(DELETIONS_STREAM, version, DELETED_TOPIC, state)])
+                return
+            except IntegrityError:
+                continue  # another process deleted a session at the same moment
+        raise SessionError("conflict", f"could not record the deletion of session {session_id} in {self.url}")
+
+    def _delete_events(self, session_id: str) -> None:
+        recorder: Any = self.recorder
+        if isinstance(recorder, POPOApplicationRecorder):
+            with recorder._database_lock:
+                recorder._stored_events_index.pop(session_id, None)
+            return
+        if self.module == "eventsourcing.sqlite":
+            with recorder.datastore.transaction(commit=True) as c:
+                c.execute(f"DELETE FROM {recorder.events_table_name} WHERE originator_id = ?", (session_id,))
+            return
+        from psycopg.sql import SQL, Identifier
+
+        statement = SQL("DELETE FROM {0}.{1} WHERE originator_id = %s").format(
+            Identifier(recorder.datastore.schema), Identifier(recorder.events_table_name)
+        )
+        with recorder.datastore.transaction(commit=True) as curs:
+            curs.execute(statement, (session_id,))
+
+    def _infos(self, cwd: str | None) -> Iterable[SessionInfo]:
+        self.refresh_index()
+        return [SessionInfo.from_summary(s, f"{self.url}#{s.id}") for s in self.view.summaries(cwd)]
+
+    # -- the listing projection -------------------------------------------------------
+
+    def refresh_index(self) -> int:
+        """Fold the notifications the listing view has not seen yet; how many were new."""
+        name = self.app.name
+        done = 0
+        try:
+            while True:
+                last = self.view.max_tracking_id(name) or 0
+                notes = self.recorder.select_notifications(start=last + 1, limit=BATCH)
+                if not notes:
+                    return done
+                items = [(n.id, str(n.originator_id), n.originator_version, _parse(n.state)) for n in notes]
+                if process_once(self.view, items, Tracking(name, notes[-1].id)):
+                    done += len(notes)
+        except PersistenceError as exc:
+            raise SessionError("storage", f"could not update the session index of {self.url}: {exc}") from exc
+
+    def index_runner(self) -> Any:
+        """An eventsourcing ``ProjectionRunner`` keeping the listing view current as events
+        are recorded (PostgreSQL: LISTEN/NOTIFY). Use it as a context manager; ``list()``
+        catches up by itself either way."""
+        if self.module != "eventsourcing.postgres":
+            raise SessionError(
+                "storage",
+                f"{self.url}: {self.module} cannot push notifications to another application; "
+                "list() keeps the index current by pulling instead",
+            )
+        from eventsourcing.projection import ProjectionRunner
+
+        return ProjectionRunner(
+            application_class=SessionLog,
+            projection_class=SessionIndexProjection,
+            view_class=PostgresSessionIndexView,
+            env=self.env,
+        )
+
+    def close(self) -> None:
+        self.app.close()
+
+
+def _parse(state: bytes) -> Any:
+    try:
+        return orjson.loads(state)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def ensure_schema(env: Mapping[str, str], schema: str, url: str) -> None:
+    """Create a PostgreSQL schema if it does not exist (eventsourcing expects it to)."""
+    try:
+        import psycopg
+        from psycopg.sql import SQL, Identifier
+    except ImportError:  # pragma: no cover - the extra is missing
+        raise SessionError("storage", "PostgreSQL needs psycopg: pip install 'sessiontree[postgres]'") from None
+    password = env.get("POSTGRES_PASSWORD") or os.environ.get("POSTGRES_PASSWORD") or None
+    try:
+        with psycopg.connect(
+            dbname=env["POSTGRES_DBNAME"],
+            host=env["POSTGRES_HOST"],
+            port=env["POSTGRES_PORT"],
+            user=env["POSTGRES_USER"],
+            password=password,
+            autocommit=True,
+            connect_timeout=10,
+        ) as conn:
+            conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {0}").format(Identifier(schema)))
+    except psycopg.Error as exc:
+        raise SessionError("storage", f"cannot reach {url}: {exc}".strip()) from exc
