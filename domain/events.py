@@ -40,7 +40,11 @@ def parse_timestamp(value: str) -> datetime:
 def format_timestamp(moment: datetime) -> str:
     """Format an aware datetime the way JavaScript's ``toISOString`` does (ms and ``Z``)."""
     utc = moment.astimezone(timezone.utc)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    # Not strftime: its %Y does not zero-pad years before 1000 on every platform.
+    return (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
+        f"{utc.second:02d}.{utc.microsecond // 1000:03d}Z"
+    )
 
 
 @frozen(slots=False, kw_only=True)

@@ -39,7 +39,10 @@ def new_session_id() -> str:
 
 def now_iso(clock: Clock = utc_now) -> str:
     """The clock's time as an entry timestamp (``...123Z``)."""
-    return format_timestamp(clock())
+    moment = clock()
+    if not isinstance(moment, datetime) or moment.tzinfo is None:
+        raise TypeError(f"the clock must return a timezone-aware datetime, not {moment!r}")
+    return format_timestamp(moment)
 
 
 def counter_ids(prefix: str = "", width: int = 8) -> IdGenerator:

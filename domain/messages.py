@@ -60,6 +60,17 @@ def _as_tuple(value: Any) -> Any:
 
 
 _int = instance_of(int)
+
+
+def _count(instance: Any, attribute: Any, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{attribute.name} must be an int, not {value!r}")
+
+
+def _amount(instance: Any, attribute: Any, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{attribute.name} must be a number, not {value!r}")
+
 _str = instance_of(str)
 _opt_str = optional(instance_of(str))
 
@@ -127,11 +138,11 @@ def _user_content(instance: Any, attribute: Any, value: Any) -> None:
 class Cost:
     """Dollar cost of a model call."""
 
-    input: float = 0.0
-    output: float = 0.0
-    cache_read: float = 0.0
-    cache_write: float = 0.0
-    total: float = 0.0
+    input: float = field(default=0.0, validator=_amount)
+    output: float = field(default=0.0, validator=_amount)
+    cache_read: float = field(default=0.0, validator=_amount)
+    cache_write: float = field(default=0.0, validator=_amount)
+    total: float = field(default=0.0, validator=_amount)
     extra: Mapping[str, Any] = _extra()
 
 
@@ -139,11 +150,11 @@ class Cost:
 class Usage:
     """Token counts of a model call and their cost."""
 
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    total_tokens: int = 0
+    input: int = field(default=0, validator=_count)
+    output: int = field(default=0, validator=_count)
+    cache_read: int = field(default=0, validator=_count)
+    cache_write: int = field(default=0, validator=_count)
+    total_tokens: int = field(default=0, validator=_count)
     cost: Cost = field(factory=Cost, validator=instance_of(Cost))
     extra: Mapping[str, Any] = _extra()
 

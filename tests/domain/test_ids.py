@@ -1,0 +1,68 @@
+"""Ids, timestamps and the injectable clock (SPEC 2.2)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sessiontree.domain.events import format_timestamp, parse_timestamp
+from sessiontree.domain.ids import counter_ids, fixed_clock, new_entry_id, new_session_id, now_iso
+
+
+def test_entry_ids_are_eight_lowercase_hex_characters():
+    """New entry ids match SPEC 2.2's format."""
+    assert all(re.fullmatch(r"[0-9a-f]{8}", new_entry_id()) for _ in range(50))
+
+
+def test_session_ids_are_time_ordered_uuid7():
+    """Session ids are version 7 UUIDs whose order follows creation time."""
+    first = new_session_id()
+    assert uuid.UUID(first).version == 7
+    assert uuid.UUID(first).variant == uuid.RFC_4122
+    assert int(first[:8], 16) <= int(new_session_id()[:8], 16)
+
+
+def test_counter_ids_are_deterministic():
+    """``counter_ids`` gives 00000001, 00000002, ... and a prefix form for readable tests."""
+    ids = counter_ids()
+    assert [ids(), ids(), ids()] == ["00000001", "00000002", "00000003"]
+    named = counter_ids("e")
+    assert [named(), named()] == ["e1", "e2"]
+
+
+def test_fixed_clock_starts_at_start_and_steps():
+    """The fixed clock returns ``start`` first, then advances by ``step_ms`` per call."""
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    clock = fixed_clock(start, step_ms=250)
+    assert [clock(), clock()] == [start, start + timedelta(milliseconds=250)]
+
+
+def test_timestamps_have_milliseconds_and_z():
+    """Entry timestamps look like ``2026-11-29T11:30:20.123Z``."""
+    moment = datetime(2026, 11, 29, 11, 30, 20, 123456, tzinfo=timezone.utc)
+    assert now_iso(lambda: moment) == "2026-11-29T11:30:20.123Z"
+
+
+def test_other_offsets_are_converted_to_utc():
+    """A clock in another zone still gives a UTC ``Z`` timestamp."""
+    moment = datetime(2026, 1, 1, 1, 0, tzinfo=timezone(timedelta(hours=1)))
+    assert format_timestamp(moment) == "2026-01-01T00:00:00.000Z"
+
+
+@pytest.mark.parametrize("bad", [lambda: "2026-01-01", lambda: datetime(2026, 1, 1)])
+def test_a_clock_must_give_aware_datetimes(bad):
+    """A clock returning a string or a naive datetime is a programming error."""
+    with pytest.raises(TypeError):
+        now_iso(bad)
+
+
+@given(st.datetimes(timezones=st.just(timezone.utc)))
+def test_format_then_parse_keeps_the_millisecond(moment):
+    """Parsing a formatted timestamp gives the time truncated to the millisecond."""
+    back = parse_timestamp(format_timestamp(moment))
+    assert back == moment.replace(microsecond=moment.microsecond // 1000 * 1000)
