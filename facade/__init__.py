@@ -34,6 +34,7 @@ from sessiontree.projections.stats import SessionStats
 # Add new adapter-backed exports here, not as imports above.
 _LAZY: dict[str, str] = {
     "InMemorySessionStorage": "sessiontree.adapters.memory",
+    "JsonlSessionStorage": "sessiontree.adapters.jsonl",
     "SessionStorage": "sessiontree.adapters.storage",
     "ReplayStep": "sessiontree.session",
     "Session": "sessiontree.session",
@@ -43,6 +44,7 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from sessiontree.adapters.memory import InMemorySessionStorage
+    from sessiontree.adapters.jsonl import JsonlSessionStorage
     from sessiontree.adapters.storage import SessionStorage
     from sessiontree.session import ReplayStep, Session, SessionView, TreeNode
 
@@ -69,6 +71,7 @@ __all__ = [
     "FunctionProjection",
     "ImageContent",
     "InMemorySessionStorage",
+    "JsonlSessionStorage",
     "Projection",
     "ReplayStep",
     "Session",

@@ -1,0 +1,258 @@
+"""The JSONL session storage: one session per file, header first (SPEC section 4).
+
+``JsonlSessionStorage.create(path, ...)`` makes a new file, ``JsonlSessionStorage.open(path)``
+opens one; ``__init__`` touches no file. Opening reads and checks the header only;
+``load`` (what ``Session(storage)`` calls) reads the file in one go and checks every line
+(see :mod:`sessiontree.adapters.jsonl_scan`); ``load_prefix`` reads only the lines a
+time-travel view needs. Writes go through eventsourcing's persistence layer: the storage's
+``SessionMapper`` makes stored events whose state is the line, and the
+:class:`~sessiontree.adapters.jsonl_recorder.JsonlAggregateRecorder` appends them, so a
+stale writer gets eventsourcing's ``IntegrityError``, raised here as ``conflict``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from eventsourcing.persistence import IntegrityError, PersistenceError
+
+from sessiontree.adapters.codec import Codec, native_codec
+from sessiontree.adapters.jsonl_file import DURABILITIES, LineFile, TornLineWarning, is_whole_line
+from sessiontree.adapters.jsonl_recorder import JsonlAggregateRecorder
+from sessiontree.adapters.jsonl_salvage import salvage_entries
+from sessiontree.adapters.jsonl_scan import JsonlEntry, ScanContext, corrupt, read_header, scan_entries
+from sessiontree.adapters.storage import RecorderSessionStorage, SessionMapper
+from sessiontree.domain.aggregate import SessionAggregate
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import SessionStarted
+from sessiontree.domain.ids import new_session_id, now_iso
+
+
+def _check_durability(durability: Any) -> str:
+    if durability not in DURABILITIES:
+        raise ValueError(f"durability must be one of {', '.join(DURABILITIES)}, not {durability!r}")
+    return durability  # type: ignore[no-any-return]
+
+
+class JsonlSessionStorage(RecorderSessionStorage):
+    """One session in one JSONL file (the embedded default).
+
+    ``durability``: ``"flush"`` (default) hands each append to the OS with one write
+    before returning, so it survives a crash of the process; ``"fsync"`` also waits until
+    it is on the disk, so it survives a power cut (see docs/file-format.md for the cost).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        file: LineFile,
+        header: SessionStarted,
+        *,
+        codec: Codec,
+        read_only: bool = False,
+    ) -> None:
+        recorder = JsonlAggregateRecorder(files={header.originator_id: file}, durability=file.durability)
+        super().__init__(recorder, header.originator_id, location=str(path), mapper=SessionMapper(codec))
+        self.path = path
+        self.header = header
+        self.codec = codec
+        self.read_only = read_only or not file.writable
+        self.skipped: list[tuple[int, str]] = []
+        self._file = file
+        self._salvaged: list[Any] | None = None
+
+    # -- named constructors ---------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        path: str | Path,
+        *,
+        cwd: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+        durability: str = "flush",
+        timestamp: str | None = None,
+        codec: Codec | None = None,
+    ) -> JsonlSessionStorage:
+        """A new session in a new file at ``path`` (``already_exists`` if there is one)."""
+        path = Path(path)
+        _check_durability(durability)
+        codec = codec or native_codec()
+        agg = SessionAggregate.create(
+            session_id=session_id or new_session_id(),
+            timestamp=timestamp or now_iso(),
+            cwd=cwd,
+            parent_session=parent_session,
+            metadata=metadata,
+        )
+        events = agg.collect_events()
+        codec.encode_event(events[0])  # refuse what cannot be written before making a file
+        try:
+            file = LineFile.create(path, durability=durability)
+        except FileExistsError:
+            raise SessionError("already_exists", "a file already exists there", path=str(path)) from None
+        except OSError as exc:
+            raise SessionError("storage", f"cannot create the file: {exc.strerror or exc}", path=str(path)) from exc
+        storage = cls(path, file, events[0], codec=codec)
+        try:
+            storage.save(events)
+        except BaseException:
+            storage.close()
+            path.unlink(missing_ok=True)
+            raise
+        return storage
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        durability: str = "flush",
+        salvage: bool = False,
+        codec: Codec | None = None,
+    ) -> JsonlSessionStorage:
+        """The session in the file at ``path`` (``not_found`` if there is none).
+
+        With ``salvage=True`` the file is opened read-only and every line that cannot be
+        read is skipped and reported in ``skipped`` as ``(line number, reason)``.
+        """
+        path = Path(path)
+        _check_durability(durability)
+        try:
+            file = LineFile.open(path, durability=durability, read_only=salvage)
+        except FileNotFoundError:
+            raise SessionError("not_found", "no session file there", path=str(path)) from None
+        except OSError as exc:
+            raise SessionError("storage", f"cannot open the file: {exc.strerror or exc}", path=str(path)) from exc
+        try:
+            first = file.read(0, lines=1)
+            if not first.endswith(b"\n") and not (first and is_whole_line(first)):
+                problem = "the file is empty" if not first else "the header line is incomplete (torn)"
+                raise corrupt(path, 1, f"{problem}: no session header")
+            header, chosen = read_header(first.rstrip(b"\n"), path, codec)
+        except OSError as exc:
+            file.close()
+            raise SessionError("storage", f"cannot read the file: {exc.strerror or exc}", path=str(path)) from exc
+        except BaseException:
+            file.close()
+            raise
+        storage = cls(path, file, header, codec=chosen, read_only=salvage)
+        if salvage:
+            storage._salvage()
+        return storage
+
+    # -- attributes -----------------------------------------------------------------------
+
+    @property
+    def durability(self) -> str:
+        return self._file.durability
+
+    @property
+    def warnings(self) -> list[str]:
+        """Warnings about the file (a torn last line ignored or repaired), oldest first."""
+        return self._file.warnings
+
+    @property
+    def bytes_read(self) -> int:
+        """How many bytes of the file this storage has read (time travel reads a prefix)."""
+        return self._file.bytes_read
+
+    def close(self) -> None:
+        self.recorder.close()  # type: ignore[attr-defined]
+
+    # -- reading --------------------------------------------------------------------------
+
+    def _context(self) -> ScanContext:
+        return ScanContext(self.path, self.header.originator_id, self.codec)
+
+    def _read_lines(self, lines: int | None = None) -> tuple[list[bytes], bytes]:
+        try:
+            data = self._file.read(0, lines=lines)
+        except OSError as exc:
+            raise SessionError("storage", f"cannot read the file: {exc.strerror or exc}", path=str(self.path)) from exc
+        parts = data.split(b"\n")
+        tail = parts.pop()
+        if lines is None:
+            self._file.observe(0, data, count=len(parts))
+        if tail and is_whole_line(tail):
+            parts.append(tail)
+            tail = b""
+        return parts, tail
+
+    def _check_header(self, first: bytes) -> None:
+        header, _ = read_header(first, self.path, self.codec)
+        if header.originator_id != self.header.originator_id:
+            raise corrupt(self.path, 1, f"the header now names session {header.originator_id}, not {self.session_id}")
+
+    def load(self) -> tuple[SessionStarted, Sequence[Any]]:
+        """The header and every entry (lazy), after checking every line of the file."""
+        if self._salvaged is not None:
+            return self.header, list(self._salvaged)
+        lines, tail = self._read_lines()
+        if not lines:
+            raise corrupt(self.path, 1, "no session header")
+        self._check_header(lines[0])
+        entries = scan_entries(lines, self._context())
+        if tail:
+            self._warn_torn(len(lines) + 1, tail)
+        return self.header, entries
+
+    def load_prefix(self, version: int) -> tuple[SessionStarted, Sequence[Any]]:
+        """The header and the entries up to ``version``, reading only that prefix of the file."""
+        if self._salvaged is not None:
+            return self.header, self._salvaged[: max(0, version - 1)]
+        lines, _ = self._read_lines(lines=max(1, version))
+        self._check_header(lines[0])
+        return self.header, scan_entries(lines[: max(1, version)], self._context())
+
+    def _warn_torn(self, lineno: int, tail: bytes) -> None:
+        try:  # an append in flight holds the lock: its unfinished line is not torn
+            fcntl.flock(self._file.fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return
+        fcntl.flock(self._file.fd, fcntl.LOCK_UN)
+        message = (
+            f"{self.path}: ignoring a torn last line (line {lineno}, {len(tail)} bytes, left by an "
+            "interrupted append); it is removed before the next append"
+        )
+        self._file.warnings.append(message)
+        warnings.warn(message, TornLineWarning, stacklevel=3)
+
+    def _salvage(self) -> None:
+        lines, tail = self._read_lines()
+        entries, skipped = salvage_entries(lines, self._context())
+        if tail:
+            skipped.append((len(lines) + 1, f"torn last line ({len(tail)} bytes)"))
+        self._salvaged = entries
+        self.skipped = skipped
+
+    # -- writing --------------------------------------------------------------------------
+
+    def save(self, events: Sequence[Any]) -> None:
+        """Append the events' lines with one write under the file lock (``conflict`` if stale)."""
+        self.check_writable()
+        if not events:
+            return
+        stored = [self.mapper.to_stored_event(e) for e in events]
+        try:
+            self.recorder.insert_events(stored)
+        except IntegrityError as exc:
+            raise SessionError(
+                "conflict",
+                f"session {self.session_id} changed since it was read: "
+                f"{str(exc).removeprefix(f'{self.path}: ')}; reopen it and retry",
+                path=str(self.path),
+            ) from None
+        except PersistenceError as exc:
+            raise SessionError(
+                "storage", f"could not save to session {self.session_id}: {exc}", path=str(self.path)
+            ) from exc
+
+
+__all__ = ["JsonlEntry", "JsonlSessionStorage", "TornLineWarning"]

@@ -1,0 +1,250 @@
+"""One append-only JSONL file: locked, whole-line appends and prefix reads.
+
+:class:`LineFile` is the single place that touches a log file's bytes. It knows how many
+complete lines the file holds (as far as this process has looked), appends whole lines
+with one ``os.write`` under an exclusive ``flock``, repairs a torn last line before it
+appends, and reads the file or only a prefix of it. Readers never lock.
+
+A *torn* line is a last line without its newline: what a crash in the middle of an append
+leaves. Every proper prefix of a JSON object line is invalid JSON, so a torn line can
+never be mistaken for a complete one; it is ignored on read and cut off, with a warning,
+by the next append (which holds the lock, so no append is in flight at that moment).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import threading
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+
+DURABILITIES = ("flush", "fsync")
+_CHUNK = 1 << 16
+
+
+class TornLineWarning(UserWarning):
+    """A log file ends with a line cut short by a crash; it is ignored and later removed."""
+
+
+class StaleFileError(Exception):
+    """The file changed under this writer in a way appends cannot continue from."""
+
+
+class LineFile:
+    """An open JSONL log file and what this process knows of it.
+
+    ``size``: bytes up to the end of the last complete line seen; ``count``: complete
+    lines seen; ``torn``: the bytes of an unterminated last line seen after them (empty if
+    none). ``size`` is None until the file is scanned (:meth:`sync`).
+    """
+
+    def __init__(self, path: Path, fd: int, *, durability: str = "flush", writable: bool = True) -> None:
+        if durability not in DURABILITIES:
+            raise ValueError(f"durability must be one of {DURABILITIES}, not {durability!r}")
+        self.path = path
+        self.fd = fd
+        self.durability = durability
+        self.writable = writable
+        self.size: int | None = None
+        self.count = 0
+        self.torn = b""
+        self.needs_newline = False
+        self.bytes_read = 0
+        self.warnings: list[str] = []
+        self._mutex = threading.Lock()
+
+    # -- opening ------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: Path, *, durability: str = "flush") -> LineFile:
+        """Create a new, empty file (mode 0600, parent folders 0700); FileExistsError if any."""
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        out = cls(path, fd, durability=durability)
+        out.size = 0
+        return out
+
+    @classmethod
+    def open(cls, path: Path, *, durability: str = "flush", read_only: bool = False) -> LineFile:
+        """Open an existing file (FileNotFoundError if none); read-only if it is not writable."""
+        if not read_only:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+                return cls(path, fd, durability=durability)
+            except PermissionError:
+                pass
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        return cls(path, fd, durability=durability, writable=False)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    # -- reading ------------------------------------------------------------------------
+
+    def read(self, start: int = 0, lines: int | None = None) -> bytes:
+        """Bytes from ``start`` to the end, or only until ``lines`` newlines have been read."""
+        if lines is None:
+            end = os.fstat(self.fd).st_size
+            data = os.pread(self.fd, max(0, end - start), start) if end > start else b""
+            while True:  # the file may have grown meanwhile: read to the real end
+                more = os.pread(self.fd, _CHUNK, start + len(data))
+                if not more:
+                    break
+                data += more
+            self.bytes_read += len(data)
+            return data
+        parts: list[bytes] = []
+        found = 0
+        chunk = _CHUNK
+        pos = start
+        while found < lines:
+            more = os.pread(self.fd, chunk, pos)
+            if not more:
+                break
+            parts.append(more)
+            pos += len(more)
+            found += more.count(b"\n")
+            chunk = min(chunk * 2, 1 << 24)
+        data = b"".join(parts)
+        self.bytes_read += len(data)
+        if found > lines:  # cut after the wanted newline, searching back from the end
+            cut = len(data)
+            for _ in range(found - lines + 1):
+                cut = data.rindex(b"\n", 0, cut)
+            data = data[: cut + 1]
+        return data
+
+    def observe(self, start: int, data: bytes, count: int | None = None) -> None:
+        """Record what was read: ``data`` runs from byte ``start`` to the end of the file.
+
+        ``count`` (complete lines in ``data``) saves a pass when the caller has split it.
+        A last line without newline counts as complete when it is a whole JSON object (a
+        file from a producer that writes no final newline); one is added before the next
+        append. Otherwise it is torn and kept aside.
+        """
+        cut = data.rfind(b"\n") + 1
+        tail = data[cut:]
+        n = data.count(b"\n", 0, cut) if count is None else count
+        self.count = n if start == 0 else self.count + n
+        if tail and is_whole_line(tail):
+            self.count += 1
+            self.size = start + len(data)
+            self.torn = b""
+            self.needs_newline = True
+        else:
+            self.size = start + cut
+            self.torn = tail
+            self.needs_newline = False
+
+    def sync(self) -> None:
+        """Catch up with lines appended since the last look (no JSON parsing)."""
+        if self.size is None:
+            self.observe(0, self.read(0))
+            return
+        end = os.fstat(self.fd).st_size
+        known = self.size + len(self.torn)
+        if end == known:
+            return
+        if end < known:
+            raise StaleFileError(f"{self.path} shrank from {known} to {end} bytes since it was read")
+        start = self.size
+        data = self.read(start)
+        if self.needs_newline:
+            if not data.startswith(b"\n"):
+                raise StaleFileError(f"{self.path}: a line was appended without a line break before it")
+            data = data[1:]
+            start += 1
+        self.observe(start, data)
+
+    # -- appending ----------------------------------------------------------------------
+
+    def lock(self, timeout: float = 30.0) -> None:
+        """Take the exclusive OS lock (and this object's thread lock), waiting up to ``timeout``."""
+        if not self._mutex.acquire(timeout=timeout):
+            raise TimeoutError(f"timed out waiting for the write lock on {self.path}")
+        deadline = time.monotonic() + timeout
+        delay = 0.0005
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    self._mutex.release()
+                    raise TimeoutError(f"timed out waiting for the write lock on {self.path}") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.02)
+            except BaseException:
+                self._mutex.release()
+                raise
+
+    def unlock(self) -> None:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        finally:
+            self._mutex.release()
+
+    def repair(self) -> None:
+        """Cut off a torn last line (call with the lock held, after :meth:`sync`)."""
+        if not self.torn:
+            return
+        assert self.size is not None
+        tail = os.pread(self.fd, len(self.torn) + 1, self.size)
+        if tail != self.torn:
+            raise StaleFileError(f"the end of {self.path} changed since it was read")
+        os.ftruncate(self.fd, self.size)
+        message = (
+            f"{self.path}: removed a torn last line (line {self.count + 1}, {len(self.torn)} bytes, "
+            "left by an interrupted append) before appending"
+        )
+        self.warnings.append(message)
+        warnings.warn(message, TornLineWarning, stacklevel=4)
+        self.torn = b""
+
+    def append(self, lines: Sequence[bytes]) -> None:
+        """Write ``lines`` (each without newline) with one ``os.write``; lock held, state synced.
+
+        On any failure the file is cut back to where it was, so it stays valid, and the
+        OSError propagates.
+        """
+        assert self.size is not None and not self.torn
+        data = b"\n".join(lines) + b"\n"
+        if self.needs_newline:
+            data = b"\n" + data
+        start = self.size
+        try:
+            written = os.write(self.fd, data)
+            while written < len(data):  # only on a full disk or a signal: finish or fail
+                more = os.write(self.fd, data[written:])
+                if more <= 0:
+                    raise OSError(errno.EIO, "short write")
+                written += more
+            if self.durability == "fsync":
+                os.fsync(self.fd)
+        except BaseException:
+            try:
+                os.ftruncate(self.fd, start)
+            except OSError:
+                pass
+            raise
+        self.size = start + len(data)
+        self.count += len(lines)
+        self.needs_newline = False
+
+
+def is_whole_line(tail: bytes) -> bool:
+    """Is an unterminated last line a whole JSON object (rather than a torn one)?"""
+    if not (tail.startswith(b"{") and tail.rstrip().endswith(b"}")):
+        return False
+    try:
+        return isinstance(orjson.loads(tail), dict)
+    except orjson.JSONDecodeError:
+        return False

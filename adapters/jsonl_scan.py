@@ -1,0 +1,179 @@
+"""Reading a session file: the header, then every entry line checked cheaply and held lazily.
+
+Opening a 100k-entry file must not decode 100k entries. Each line is parsed once with
+``orjson`` (that is the JSON check) and only its envelope is looked at: ``type``, ``id``,
+the parent key and ``timestamp``. The tree is checked too (a parent must appear on an
+earlier line, ids are unique, a ``leaf`` entry targets an earlier entry). The line's bytes
+are kept in a :class:`JsonlEntry`, which the aggregate's log decodes with the codec the
+first time anything else is needed; a line whose body does not decode raises
+``SessionError("corrupt")`` naming the file and line at that moment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from sessiontree.adapters.codec import Codec, native_codec
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import Entry, SessionStarted
+
+
+def corrupt(path: Any, line: int | None, message: str, code: str = "corrupt") -> SessionError:
+    return SessionError(code, message, path=str(path), line=line)
+
+
+def choose_codec(header: dict[str, Any], path: Any, codec: Codec | None = None) -> Codec:
+    """The codec for a file, from its parsed header line (the one place dialects are told apart).
+
+    An explicit ``codec`` wins. Otherwise the file is in the native dialect; a dialect
+    with its own header shape (pi's) adds its test here.
+    """
+    if codec is not None:
+        return codec
+    return native_codec()
+
+
+def read_header(first: bytes, path: Any, codec: Codec | None = None) -> tuple[SessionStarted, Codec]:
+    """Decode a file's first line (without its newline) into the header event and its codec."""
+    try:
+        obj = orjson.loads(first)
+    except orjson.JSONDecodeError as exc:
+        raise corrupt(path, 1, f"the header line is not valid JSON ({exc})") from None
+    if not isinstance(obj, dict) or obj.get("type") != "session":
+        raise corrupt(path, 1, "the first line is not a session header (type 'session')")
+    chosen = choose_codec(obj, path, codec)
+    try:
+        header = chosen.decode_header(obj)
+    except SessionError as exc:
+        raise corrupt(path, 1, exc.message, exc.code) from None
+    return header, chosen
+
+
+class ScanContext:
+    """What every lazy entry of one file shares: where it came from and how to decode it."""
+
+    __slots__ = ("path", "session_id", "codec")
+
+    def __init__(self, path: Any, session_id: str, codec: Codec) -> None:
+        self.path = path
+        self.session_id = session_id
+        self.codec = codec
+
+    def decode(self, line: bytes, version: int, lineno: int) -> Entry:
+        try:
+            return self.codec.decode_entry(orjson.loads(line), self.session_id, version)
+        except orjson.JSONDecodeError as exc:
+            raise corrupt(self.path, lineno, f"invalid JSON ({exc})") from None
+        except SessionError as exc:
+            raise corrupt(self.path, lineno, f"session {self.session_id}: {exc.message}", exc.code) from None
+
+
+class JsonlEntry:
+    """A lazy entry (see ``sessiontree.domain.log.LazyEntry``): envelope now, body on demand."""
+
+    __slots__ = ("type", "id", "parent_id", "line", "version", "lineno", "_ctx", "_entry")
+
+    def __init__(
+        self, type: str, id: str, parent_id: str | None, line: bytes, version: int, lineno: int, ctx: ScanContext
+    ) -> None:
+        self.type = type
+        self.id = id
+        self.parent_id = parent_id
+        self.line = line
+        self.version = version
+        self.lineno = lineno
+        self._ctx = ctx
+        self._entry: Entry | None = None
+
+    def load(self) -> Entry:
+        entry = self._entry
+        if entry is None:
+            entry = self._entry = self._ctx.decode(self.line, self.version, self.lineno)
+        return entry
+
+    def __repr__(self) -> str:
+        return f"<JsonlEntry {self.type} {self.id} line {self.lineno}>"
+
+
+def envelope_problem(obj: Any, parent_key: str) -> str | None:
+    """What is wrong with an entry's envelope, or None."""
+    if not isinstance(obj, dict):
+        return "an entry line must be a JSON object"
+    kind = obj.get("type")
+    if not isinstance(kind, str) or not kind:
+        return "entry has no string 'type'"
+    if kind == "session":
+        return "a second session header"
+    entry_id = obj.get("id")
+    if not isinstance(entry_id, str) or not entry_id:
+        return f"{kind} entry has no string 'id'"
+    if parent_key not in obj:
+        return f"entry {entry_id!r} has no '{parent_key}'"
+    parent = obj[parent_key]
+    if parent is not None and not isinstance(parent, str):
+        return f"entry {entry_id!r}: '{parent_key}' must be a string or null"
+    if not isinstance(obj.get("timestamp"), str):
+        return f"entry {entry_id!r} has no string 'timestamp'"
+    return None
+
+
+def tree_problem(obj: dict[str, Any], parent_key: str, ids: set[str]) -> str | None:
+    """What is wrong with an entry's place in the tree (given the ids before it), or None."""
+    entry_id = obj["id"]
+    if entry_id in ids:
+        return f"duplicate entry id {entry_id!r}"
+    parent = obj[parent_key]
+    if parent is not None and parent not in ids:
+        return f"entry {entry_id!r} has unknown parent {parent!r} (not on an earlier line)"
+    if obj["type"] == "leaf":
+        target = obj.get("target_id")
+        if target is not None and target not in ids:
+            return f"leaf entry {entry_id!r} targets unknown entry {target!r}"
+    return None
+
+
+def scan_entries(lines: Sequence[bytes], ctx: ScanContext, first: int = 1) -> list[JsonlEntry]:
+    """Lazy entries for ``lines[first:]`` (line ``k``, 1-based, is version ``k``); strict.
+
+    Raises ``SessionError("corrupt")`` naming the file and line for bad JSON, a bad
+    envelope, an unknown parent, a duplicate id or a dangling leaf target.
+    """
+    loads = orjson.loads
+    pk = ctx.codec.dialect.parent_key
+    path = ctx.path
+    ids: set[str] = set()
+    add = ids.add
+    out: list[JsonlEntry] = []
+    append = out.append
+    for index in range(first, len(lines)):
+        line = lines[index]
+        try:
+            obj = loads(line)
+            kind = obj["type"]
+            entry_id = obj["id"]
+            parent = obj[pk]
+            if (
+                kind.__class__ is not str
+                or entry_id.__class__ is not str
+                or obj["timestamp"].__class__ is not str
+                or kind == "session"
+                or not entry_id
+                or entry_id in ids
+                or (parent is not None and parent not in ids)
+                or kind == "leaf"
+            ):
+                raise LookupError
+        except orjson.JSONDecodeError as exc:
+            raise corrupt(path, index + 1, f"invalid JSON ({exc})") from None
+        except (LookupError, TypeError, AttributeError):
+            obj = loads(line)
+            problem = envelope_problem(obj, pk) or tree_problem(obj, pk, ids)
+            if problem is not None:
+                raise corrupt(path, index + 1, problem) from None
+            kind, entry_id, parent = obj["type"], obj["id"], obj[pk]
+        add(entry_id)
+        append(JsonlEntry(kind, entry_id, parent, line, index + 1, index + 1, ctx))
+    return out
