@@ -27,6 +27,9 @@ from sessiontree.domain.messages import (
 from sessiontree.projections.base import FunctionProjection, Projection
 from sessiontree.projections.context import SessionContext, SessionContextBuildOptions
 from sessiontree.projections.stats import SessionStats
+from sessiontree.projections.compaction import CompactionPlan
+from sessiontree.projections.tokens import CharEstimator, ContextTokens, TextCounterEstimator
+from sessiontree.summary import Summary, extractive_summary
 
 # Names that live in (or import) sessiontree.adapters are loaded on first use (PEP 562):
 # ``import sessiontree.domain`` imports this package first, and the layer rule says the
@@ -65,7 +68,10 @@ def __dir__() -> list[str]:
 __all__ = [
     "AssistantMessage",
     "BranchSummaryMessage",
+    "CharEstimator",
     "CompactionSummaryMessage",
+    "CompactionPlan",
+    "ContextTokens",
     "Cost",
     "CustomMessage",
     "FunctionProjection",
@@ -81,7 +87,9 @@ __all__ = [
     "SessionStats",
     "SessionStorage",
     "SessionView",
+    "Summary",
     "TextContent",
+    "TextCounterEstimator",
     "ThinkingContent",
     "ToolCall",
     "ToolResultMessage",
@@ -90,4 +98,5 @@ __all__ = [
     "UnknownMessage",
     "Usage",
     "UserMessage",
+    "extractive_summary",
 ]

@@ -38,6 +38,9 @@ from sessiontree.projections.labels import LabelsProjection
 from sessiontree.projections.names import SessionNameProjection
 from sessiontree.projections.stats import SessionStats, StatsProjection, stats_of
 from sessiontree.projections.tree import TreeProjection
+from sessiontree import compaction as _compaction
+from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionPlan
+from sessiontree.projections.tokens import ContextTokens, TokenEstimator
 
 _BUILTINS: dict[str, Any] = {
     "labels": LabelsProjection(),
@@ -284,6 +287,26 @@ class SessionReader:
         whole.branch = stats_of(log.get(p) for p in branch_positions(log, self.leaf_id, self._limit))
         return whole
 
+    # -- compaction (facade/compaction.py; docs/compaction.md) --------------------------
+
+    def estimate_context_tokens(self, estimator: TokenEstimator | None = None) -> ContextTokens:
+        """The current context's size: the last reply's reported usage plus an estimate."""
+        return _compaction.estimate_context_tokens(self, estimator)
+
+    def should_compact(
+        self, context_window: int, reserve_tokens: int = DEFAULT_RESERVE_TOKENS, *,
+        estimator: TokenEstimator | None = None,
+    ) -> bool:
+        """True when the context is larger than ``context_window - reserve_tokens``."""
+        return _compaction.should_compact(self, context_window, reserve_tokens, estimator)
+
+    def plan_compaction(
+        self, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, *, retain_tail: bool = False,
+        estimator: TokenEstimator | None = None,
+    ) -> CompactionPlan:
+        """Where a compaction would cut and what it would summarise (nothing is written)."""
+        return _compaction.plan(self, keep_recent_tokens, retain_tail, estimator)
+
     # -- time travel ------------------------------------------------------------------
 
     def at(self, version: int) -> SessionView:
@@ -492,13 +515,21 @@ class Session(SessionReader):
     def append_session_info(self, name: str | None) -> str:
         return self._run(self._agg.append_session_info, name)
 
-    def move_to(self, entry_id: str | None, summary: Mapping[str, Any] | None = None) -> str | None:
+    def move_to(
+        self, entry_id: str | None, summary: Mapping[str, Any] | None = None, *, summarize: Any = None
+    ) -> str | None:
         """Move the leaf to ``entry_id`` (None: before the first entry).
 
         With ``summary`` (a dict with ``"summary"`` and optionally ``"details"``,
         ``"usage"``, ``"from_hook"``) a branch summary is appended under the target and
         becomes the leaf; its id is returned. Both entries are saved together.
+        With ``summarize`` (a summariser, docs/compaction.md) the branch being left is
+        summarised first; ``summary`` and ``summarize`` are mutually exclusive.
         """
+        if summarize is not None:
+            if summary is not None:
+                raise TypeError("move_to takes summary= or summarize=, not both")
+            return _compaction.move_summarized(self, entry_id, summarize)
         self._storage.check_writable()
         if summary is not None:
             summary = _check_summary(summary)
@@ -520,6 +551,25 @@ class Session(SessionReader):
             raise
         self._commit()
         return summary_id
+
+    async def amove_to(self, entry_id: str | None, summarize: Any) -> str | None:
+        """:meth:`move_to` with ``summarize=`` an async (or plain) summariser."""
+        return await _compaction.amove_summarized(self, entry_id, summarize)
+
+    def compact(
+        self, summarize: Any, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, retain_tail: bool = False,
+        details: Any = None, from_hook: bool = False, *, estimator: TokenEstimator | None = None,
+    ) -> str | None:
+        """Summarise the older turns with ``summarize`` and append the compaction entry;
+        returns its id, or None when there is nothing to summarise (docs/compaction.md)."""
+        return _compaction.compact(self, summarize, keep_recent_tokens, retain_tail, details, from_hook, estimator)
+
+    async def acompact(
+        self, summarize: Any, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, retain_tail: bool = False,
+        details: Any = None, from_hook: bool = False, *, estimator: TokenEstimator | None = None,
+    ) -> str | None:
+        """:meth:`compact` with an async (or plain) summariser."""
+        return await _compaction.acompact(self, summarize, keep_recent_tokens, retain_tail, details, from_hook, estimator)
 
     # -- the incremental context ------------------------------------------------------
 

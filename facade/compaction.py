@@ -1,0 +1,307 @@
+"""The compaction and branch-summary workflow: when to compact, and doing it.
+
+``Session`` delegates here (``should_compact``, ``plan_compaction``, ``compact``,
+``acompact``, ``estimate_context_tokens``, ``move_to(..., summarize=...)``). The library
+makes no network call: the caller supplies the **summariser**, a plain or async callable
+
+    summarize(messages, previous_summary) -> str | Summary
+
+that gets the messages to summarise (oldest first) and the previous compaction's summary
+(None for the first compaction and for branch summaries), and returns the summary text or
+a :class:`Summary` with the summarisation call's usage and details. The session is only
+written after the summariser returns, so one that raises leaves it untouched.
+
+:func:`extractive_summary` is a stand-in summariser with no model behind it (it lists the
+user's requests and the files tools touched); the command line's ``sessiontree compact``
+uses it through :func:`compact_command`. See docs/compaction.md.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any
+
+from sessiontree.domain.errors import SessionError
+from sessiontree.projections.compaction import (
+    DEFAULT_KEEP_RECENT_TOKENS,
+    DEFAULT_RESERVE_TOKENS,
+    CompactionPlan,
+    plan_compaction,
+)
+from sessiontree.projections.context import entry_to_messages
+from sessiontree.projections.tokens import ContextTokens, TokenEstimator, context_tokens
+from sessiontree.summary import AsyncSummarizer, Summarizer, Summary, as_summary, extractive_summary
+
+if TYPE_CHECKING:
+    from sessiontree.session import Session, SessionReader
+
+
+def _check_summarizer(summarize: Any) -> None:
+    if not callable(summarize):
+        raise TypeError(f"summarize must be a callable (messages, previous_summary), not {summarize!r}")
+
+
+def _sync_result(result: Any) -> Summary:
+    if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()
+        raise TypeError("the summariser is async: use acompact / amove_to")
+    return as_summary(result)
+
+
+# -- token accounting ------------------------------------------------------------------
+
+
+def estimate_context_tokens(
+    reader: SessionReader, estimator: TokenEstimator | None = None, options: Any = None
+) -> ContextTokens:
+    """The size of the current context: the last reply's reported usage when it measured
+    this context (it came after the latest compaction), plus an estimate of what follows."""
+    messages = reader.build_context(options).messages
+    path = reader.get_path_to_root_or_compaction()
+    last = next((i for i in range(len(path) - 1, -1, -1) if path[i].type == "compaction"), None)
+    if last is None:
+        return context_tokens(messages, estimator)
+    fresh = {id(e.message) for e in path[last + 1 :] if e.type == "message"}
+    return context_tokens(messages, estimator, trusted=lambda m: id(m) in fresh)
+
+
+def should_compact(
+    reader: SessionReader,
+    context_window: int,
+    reserve_tokens: int = DEFAULT_RESERVE_TOKENS,
+    estimator: TokenEstimator | None = None,
+) -> bool:
+    """True when the context is larger than ``context_window - reserve_tokens``."""
+    for name, value in (("context_window", context_window), ("reserve_tokens", reserve_tokens)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise TypeError(f"{name} must be an int >= 0, not {value!r}")
+    if reserve_tokens >= context_window:
+        raise ValueError(f"reserve_tokens ({reserve_tokens}) must be below context_window ({context_window})")
+    return estimate_context_tokens(reader, estimator).tokens > context_window - reserve_tokens
+
+
+def plan(
+    reader: SessionReader,
+    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
+    retain_tail: bool = False,
+    estimator: TokenEstimator | None = None,
+) -> CompactionPlan:
+    """Plan a compaction of the current branch (see ``sessiontree.projections.compaction``)."""
+    if not isinstance(retain_tail, bool):
+        raise TypeError(f"retain_tail must be a bool, not {retain_tail!r}")
+    return plan_compaction(
+        reader.get_path_to_root_or_compaction(),
+        keep_recent_tokens=keep_recent_tokens,
+        retain_tail=retain_tail,
+        options=reader.options,
+        estimator=estimator,
+        tokens_before=estimate_context_tokens(reader, estimator).tokens,
+    )
+
+
+# -- compaction ------------------------------------------------------------------------
+
+
+def _append(
+    session: Session, planned: CompactionPlan, version: int, summary: Summary, details: Any, from_hook: bool
+) -> str:
+    if session.version != version:
+        raise SessionError(
+            "conflict",
+            f"session {session.id} changed while its compaction was being summarised "
+            f"(version {version} -> {session.version}); nothing was written",
+        )
+    return session.append_compaction(
+        summary.summary,
+        planned.first_kept_entry_id,
+        planned.tokens_before,
+        details=details if details is not None else summary.details,
+        from_hook=from_hook,
+        usage=summary.usage,
+        retained_tail=list(planned.kept_messages) if planned.retain_tail else None,
+    )
+
+
+def _prepare(session: Session, summarize: Any, keep_recent_tokens: int, retain_tail: bool,
+             from_hook: Any, estimator: Any) -> CompactionPlan:
+    _check_summarizer(summarize)
+    if not isinstance(from_hook, bool):
+        raise TypeError(f"from_hook must be a bool, not {from_hook!r}")
+    session.storage.check_writable()
+    return plan(session, keep_recent_tokens, retain_tail, estimator)
+
+
+def compact(
+    session: Session,
+    summarize: Summarizer,
+    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
+    retain_tail: bool = False,
+    details: Any = None,
+    from_hook: bool = False,
+    estimator: TokenEstimator | None = None,
+    planned: CompactionPlan | None = None,
+) -> str | None:
+    """Summarise the older part of the branch and append the compaction entry.
+
+    Returns the entry id, or None (and calls nothing) when there is nothing to summarise.
+    ``details`` given here wins over the summariser's. ``planned`` reuses a plan made by
+    :func:`plan` on the same, unchanged session.
+    """
+    if planned is None:
+        planned = _prepare(session, summarize, keep_recent_tokens, retain_tail, from_hook, estimator)
+    else:
+        _prepare(session, summarize, keep_recent_tokens, retain_tail, from_hook, estimator)
+    if planned.is_empty:
+        return None
+    version = session.version
+    result = summarize(list(planned.messages_to_summarize), planned.previous_summary)
+    return _append(session, planned, version, _sync_result(result), details, from_hook)
+
+
+async def acompact(
+    session: Session,
+    summarize: Summarizer | AsyncSummarizer,
+    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
+    retain_tail: bool = False,
+    details: Any = None,
+    from_hook: bool = False,
+    estimator: TokenEstimator | None = None,
+) -> str | None:
+    """:func:`compact` with an async (or plain) summariser; a session changed meanwhile is a
+    ``conflict`` and nothing is written."""
+    planned = _prepare(session, summarize, keep_recent_tokens, retain_tail, from_hook, estimator)
+    if planned.is_empty:
+        return None
+    version = session.version
+    result = summarize(list(planned.messages_to_summarize), planned.previous_summary)
+    if inspect.isawaitable(result):
+        result = await result
+    return _append(session, planned, version, as_summary(result), details, from_hook)
+
+
+# -- branch summaries ----------------------------------------------------------------------
+
+
+def branch_left(reader: SessionReader, entry_id: str | None) -> list[Any]:
+    """The entries a move to ``entry_id`` leaves behind: from just after the common ancestor
+    of the current leaf and the target, to the current leaf (root first)."""
+    if entry_id is not None and not reader.has_entry(entry_id):
+        raise SessionError("not_found", f"entry {entry_id!r} not found in session {reader.id}")
+    old = reader.get_branch()
+    target = {e.id for e in reader.get_branch(entry_id)} if entry_id is not None else set()
+    start = 0
+    for index in range(len(old) - 1, -1, -1):
+        if old[index].id in target:
+            start = index + 1
+            break
+    return old[start:]
+
+
+def _left_messages(reader: SessionReader, entry_id: str | None) -> list[Any]:
+    entries = branch_left(reader, entry_id)
+    options = reader.options
+    return [m for i, e in enumerate(entries) for m in entry_to_messages(e, i, entries, options)]
+
+
+def _move(session: Session, entry_id: str | None, version: int, summary: Summary) -> str | None:
+    if session.version != version:
+        raise SessionError(
+            "conflict", f"session {session.id} changed while its branch was being summarised; nothing was written"
+        )
+    fields = {"summary": summary.summary, "details": summary.details, "usage": summary.usage}
+    return session.move_to(entry_id, summary=fields)
+
+
+def move_summarized(session: Session, entry_id: str | None, summarize: Summarizer) -> str | None:
+    """Move the leaf to ``entry_id``, recording a summary of the branch left behind.
+
+    Nothing left behind (moving forward, or to where the leaf is): a plain move, no call.
+    """
+    _check_summarizer(summarize)
+    session.storage.check_writable()
+    messages = _left_messages(session, entry_id)
+    if not messages:
+        return session.move_to(entry_id)
+    version = session.version
+    return _move(session, entry_id, version, _sync_result(summarize(messages, None)))
+
+
+async def amove_summarized(
+    session: Session, entry_id: str | None, summarize: Summarizer | AsyncSummarizer
+) -> str | None:
+    """:func:`move_summarized` with an async (or plain) summariser."""
+    _check_summarizer(summarize)
+    session.storage.check_writable()
+    messages = _left_messages(session, entry_id)
+    if not messages:
+        return session.move_to(entry_id)
+    version = session.version
+    result = summarize(messages, None)
+    if inspect.isawaitable(result):
+        result = await result
+    return _move(session, entry_id, version, as_summary(result))
+
+
+def left_leaf_id(reader: SessionReader, branch_summary_id: str) -> str | None:
+    """The leaf a ``move_to`` left when it wrote this branch summary (its ``leaf`` record's
+    parent), or None when the summary was not written by a move."""
+    entries = reader.get_entries()
+    ids = [e.id for e in entries]
+    index = ids.index(reader.get_entry(branch_summary_id).id)
+    if index == 0 or entries[index - 1].type != "leaf":
+        return None
+    return entries[index - 1].parent_id
+
+
+# -- the command line's entry point ------------------------------------------------------
+
+
+def compact_command(
+    session: Session,
+    *,
+    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
+    retain_tail: bool = False,
+    dry_run: bool = False,
+    summarize: Summarizer = extractive_summary,
+    estimator: TokenEstimator | None = None,
+) -> dict[str, Any]:
+    """What ``sessiontree compact`` does: plan, compact (unless ``dry_run``) and report.
+
+    The report is JSON-ready: ``compacted``, ``entry_id``, ``first_kept_entry_id``,
+    ``tokens_before``, ``tokens_after`` (None on a dry run), ``summarized_entries``,
+    ``kept_entries``, ``summarized_tokens``, ``kept_tokens``, ``fits``.
+    """
+    planned = plan(session, keep_recent_tokens, retain_tail, estimator)
+    entry_id = None
+    if not dry_run and not planned.is_empty:
+        entry_id = compact(session, summarize, keep_recent_tokens, retain_tail, estimator=estimator,
+                           planned=planned)
+    after = estimate_context_tokens(session, estimator).tokens if entry_id is not None else None
+    return {
+        "compacted": entry_id is not None,
+        "entry_id": entry_id,
+        "first_kept_entry_id": planned.first_kept_entry_id,
+        "tokens_before": planned.tokens_before,
+        "tokens_after": after,
+        "summarized_entries": len(planned.summarized_entry_ids),
+        "summarized_messages": len(planned.messages_to_summarize),
+        "kept_entries": len(planned.kept_entry_ids),
+        "summarized_tokens": planned.summarized_tokens,
+        "kept_tokens": planned.kept_tokens,
+        "fits": planned.fits,
+    }
+
+
+__all__ = [
+    "acompact",
+    "amove_summarized",
+    "branch_left",
+    "compact",
+    "compact_command",
+    "estimate_context_tokens",
+    "left_leaf_id",
+    "move_summarized",
+    "plan",
+    "should_compact",
+]

@@ -1,0 +1,96 @@
+"""Summarisers: the protocol the compaction workflow calls, its result type, and a stand-in.
+
+A summariser is a plain or async callable
+
+    summarize(messages, previous_summary) -> str | Summary
+
+given the messages to summarise (oldest first) and the previous compaction's summary (None
+for a first compaction and for branch summaries). It returns the summary text, or a
+:class:`Summary` that also carries the summarisation call's usage and details. The library
+never calls a model itself.
+
+:func:`extractive_summary` is a stand-in with no model behind it, for the command line and
+for tests: it lists the user's requests and the files tool calls touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Union
+
+import attrs
+
+from sessiontree.domain.messages import AssistantMessage, ToolCall, Usage, UserMessage, message_text
+
+
+@attrs.frozen(kw_only=True)
+class Summary:
+    """What a summariser returns: the text, and optionally the call's usage and details."""
+
+    summary: str = attrs.field(validator=attrs.validators.instance_of(str))
+    usage: Usage | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(Usage))
+    )
+    details: Any = None
+
+
+SummaryResult = Union[str, Summary]
+Summarizer = Callable[[list[Any], Union[str, None]], SummaryResult]
+AsyncSummarizer = Callable[[list[Any], Union[str, None]], Awaitable[SummaryResult]]
+
+
+def as_summary(result: Any) -> Summary:
+    """A summariser's return value as a :class:`Summary` (a str or a Summary is accepted)."""
+    if isinstance(result, Summary):
+        return result
+    if isinstance(result, str):
+        return Summary(summary=result)
+    raise TypeError(f"a summariser must return a str or a Summary, not {result!r}")
+
+
+_PATH_KEYS = ("path", "file_path", "filepath", "file", "filename")
+_READ_TOOLS = frozenset({"read", "read_file", "view", "cat", "ls", "grep", "find", "glob"})
+
+
+def _first_line(text: str, width: int = 160) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def extractive_summary(messages: Sequence[Any], previous_summary: str | None = None) -> Summary:
+    """A stand-in summariser that needs no model: the user's requests and the files touched.
+
+    It copies the first line of every user message and collects the ``path``-like
+    arguments of tool calls (read-only tools as read, the others as modified). It does
+    not understand the conversation; use a real model for real sessions.
+    """
+    requests = [_first_line(message_text(m)) for m in messages if isinstance(m, UserMessage)]
+    read: list[str] = []
+    modified: list[str] = []
+    for message in messages:
+        if not isinstance(message, AssistantMessage):
+            continue
+        for block in message.content:
+            if not isinstance(block, ToolCall):
+                continue
+            for key in _PATH_KEYS:
+                value = block.arguments.get(key)
+                if isinstance(value, str) and value:
+                    bucket = read if block.name.lower() in _READ_TOOLS else modified
+                    if value not in bucket:
+                        bucket.append(value)
+    lines: list[str] = []
+    if previous_summary:
+        lines += ["Earlier summary:", previous_summary, ""]
+    lines.append(f"Summary of {len(messages)} earlier messages (extractive, no model).")
+    if requests:
+        lines.append("User requests:")
+        lines += [f"- {r}" for r in requests if r]
+    if read:
+        lines.append("Files read: " + ", ".join(read))
+    if modified:
+        lines.append("Files modified: " + ", ".join(modified))
+    return Summary(summary="\n".join(lines), details={"read_files": read, "modified_files": modified})
+
+
+__all__ = ["AsyncSummarizer", "Summarizer", "Summary", "SummaryResult", "as_summary", "extractive_summary"]

@@ -1,0 +1,263 @@
+"""The compaction planner: where to cut a branch, what to summarise, what to keep.
+
+Pure: it reads the entries of a branch (root first; the suffix that
+``path_to_root_or_compaction`` returns is enough) and decides, for a budget of recent
+tokens to keep, where the kept part starts. Nothing is written here; the facade's
+``Session.compact`` turns a plan into a compaction entry.
+
+The rules (docs/compaction.md explains them with an example):
+
+* The part considered is what the context holds now: the previous compaction's kept part
+  (its retained tail, or its kept entries) and everything after it. Its summary is
+  passed along as ``previous_summary``, so repeated compactions summarise from the
+  previous kept boundary.
+* A cut is only made on a **turn boundary**: right before a user message, a
+  ``custom_message`` or a branch summary, or after the last entry when the last turn is
+  complete (the assistant answered without pending tool calls).
+* A cut never separates a tool call from its result, whatever the entry types.
+* Among the boundaries, the plan keeps the most recent turns that fit in
+  ``keep_recent_tokens``. When even the newest turn is larger, it keeps that whole turn
+  (never cutting inside it), and ``kept_tokens`` says so.
+* The cut moves back over directly preceding entries that carry no message (model or
+  thinking-level changes, labels, ...), so they stay with the turn they introduce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from sessiontree.domain.events import ContextCompacted
+from sessiontree.domain.messages import (
+    AssistantMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    CustomMessage,
+    ToolCall,
+    ToolResultMessage,
+)
+from sessiontree.projections.context import (
+    DEFAULT_OPTIONS,
+    SessionContextBuildOptions,
+    entry_to_messages,
+    timestamp_ms,
+)
+from sessiontree.projections.tokens import DEFAULT_ESTIMATOR, TokenEstimator
+
+DEFAULT_KEEP_RECENT_TOKENS = 20_000
+DEFAULT_RESERVE_TOKENS = 16_384
+
+TURN_START_ROLES = frozenset({"user", "custom", "branch_summary", "bashExecution", "bash_execution"})
+_TURN_START_TYPES = frozenset({"custom_message", "branch_summary"})
+_MESSAGE_TYPES = frozenset({"message", "custom_message", "branch_summary", "compaction"})
+
+
+@attrs.frozen
+class _Unit:
+    """One thing the context holds: an entry, or a message of a retained tail (entry None)."""
+
+    entry: Any
+    messages: tuple[Any, ...]
+    tokens: int
+
+    @property
+    def turn_start(self) -> bool:
+        if self.entry is None:
+            return self.messages[0].role in TURN_START_ROLES
+        kind = self.entry.type
+        if kind in _TURN_START_TYPES:
+            return True
+        return kind == "message" and self.entry.message.role in TURN_START_ROLES
+
+    @property
+    def silent(self) -> bool:
+        """An entry that carries no message and is no message-like entry."""
+        return self.entry is not None and not self.messages and self.entry.type not in _MESSAGE_TYPES
+
+
+@attrs.frozen(kw_only=True)
+class CompactionPlan:
+    """What a compaction would do: what it summarises, where the kept part starts.
+
+    ``first_kept_entry_id`` is the entry the kept part starts at (None when nothing kept is
+    an entry, e.g. everything is summarised). With ``retain_tail`` the compaction stores
+    ``kept_messages`` as its retained tail instead. ``tokens_before`` is the context size
+    now; ``summarized_tokens`` and ``kept_tokens`` the estimates of the two parts.
+    """
+
+    keep_recent_tokens: int
+    retain_tail: bool
+    previous_compaction_id: str | None
+    previous_summary: str | None
+    messages_to_summarize: tuple[Any, ...]
+    summarized_entry_ids: tuple[str, ...]
+    kept_messages: tuple[Any, ...]
+    kept_entry_ids: tuple[str, ...]
+    first_kept_entry_id: str | None
+    tokens_before: int
+    summarized_tokens: int
+    kept_tokens: int
+
+    @property
+    def is_empty(self) -> bool:
+        """True when there is nothing new to summarise (compacting would change nothing)."""
+        return not self.messages_to_summarize
+
+    @property
+    def fits(self) -> bool:
+        """True when the kept part fits the budget (False: the newest turn alone is larger)."""
+        return self.kept_tokens <= self.keep_recent_tokens
+
+
+def _latest_compaction(path: Sequence[Any]) -> int | None:
+    for index in range(len(path) - 1, -1, -1):
+        if isinstance(path[index], ContextCompacted):
+            return index
+    return None
+
+
+def context_units(
+    path: Sequence[Any], options: SessionContextBuildOptions, estimate: TokenEstimator
+) -> tuple[Any, list[_Unit]]:
+    """The latest compaction on ``path`` (or None) and the units the context holds after it."""
+    last = _latest_compaction(path)
+    compaction = path[last] if last is not None else None
+    kept: list[Any] = []
+    tail: tuple[Any, ...] = ()
+    after = list(path) if last is None else list(path[last + 1 :])
+    if compaction is not None:
+        if compaction.retained_tail is not None:
+            tail = tuple(compaction.retained_tail)
+        elif compaction.first_kept_entry_id is not None:
+            ids = [e.id for e in path[:last]]
+            if compaction.first_kept_entry_id in ids:
+                start = ids.index(compaction.first_kept_entry_id)
+                kept = [e for e in path[start:last] if not isinstance(e, ContextCompacted)]
+    units = [_Unit(None, (m,), estimate(m)) for m in tail]
+    entries = ([compaction] if compaction is not None else []) + kept + after
+    offset = 1 if compaction is not None else 0
+    for index, entry in enumerate(entries[offset:], start=offset):
+        messages = tuple(entry_to_messages(entry, index, entries, options))
+        units.append(_Unit(entry, messages, sum(estimate(m) for m in messages)))
+    return compaction, units
+
+
+def _tool_links(units: Sequence[_Unit]) -> list[tuple[int, int]]:
+    """``(call unit, result unit)`` for every tool result whose call is in an earlier unit."""
+    calls: dict[str, int] = {}
+    links: list[tuple[int, int]] = []
+    for index, unit in enumerate(units):
+        for message in unit.messages:
+            if isinstance(message, ToolResultMessage) and message.tool_call_id in calls:
+                links.append((calls[message.tool_call_id], index))
+            elif isinstance(message, AssistantMessage):
+                for block in message.content:
+                    if isinstance(block, ToolCall):
+                        calls[block.id] = index
+    return links
+
+
+def _last_turn_complete(units: Sequence[_Unit]) -> bool:
+    """Did the newest turn end with an assistant reply that asked for no tool?"""
+    for unit in reversed(units):
+        if unit.messages:
+            last = unit.messages[-1]
+            if isinstance(last, AssistantMessage):
+                return not any(isinstance(b, ToolCall) for b in last.content)
+            return isinstance(last, (CompactionSummaryMessage, BranchSummaryMessage, CustomMessage))
+    return True
+
+
+def boundaries(units: Sequence[_Unit], *, retain_tail: bool) -> list[int]:
+    """Indices where a cut may go, ascending (``len(units)``: after everything)."""
+    n = len(units)
+    blocked = [0] * (n + 2)
+    for call, result in _tool_links(units):
+        blocked[call + 1] += 1
+        blocked[result + 1] -= 1
+    out: list[int] = []
+    open_links = 0
+    for k in range(n + 1):
+        open_links += blocked[k]
+        if open_links:
+            continue
+        if k == n:
+            if _last_turn_complete(units):
+                out.append(k)
+        elif units[k].turn_start and (retain_tail or units[k].entry is not None):
+            out.append(k)
+    return out
+
+
+def plan_compaction(
+    path: Sequence[Any],
+    *,
+    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
+    retain_tail: bool = False,
+    options: SessionContextBuildOptions | None = None,
+    estimator: TokenEstimator | None = None,
+    tokens_before: int | None = None,
+) -> CompactionPlan:
+    """Plan a compaction of the branch whose entries are ``path`` (root first).
+
+    ``tokens_before`` defaults to the estimate of the whole current context; a caller that
+    knows the real usage (``Session.plan_compaction`` does) passes it in.
+    """
+    if isinstance(keep_recent_tokens, bool) or not isinstance(keep_recent_tokens, int):
+        raise TypeError(f"keep_recent_tokens must be an int, not {keep_recent_tokens!r}")
+    if keep_recent_tokens < 0:
+        raise ValueError(f"keep_recent_tokens must be >= 0, not {keep_recent_tokens}")
+    estimate = estimator or DEFAULT_ESTIMATOR
+    opts = options or DEFAULT_OPTIONS
+    compaction, units = context_units(path, opts, estimate)
+    previous = compaction.summary if compaction is not None else None
+    suffix = [0] * (len(units) + 1)
+    for index in range(len(units) - 1, -1, -1):
+        suffix[index] = suffix[index + 1] + units[index].tokens
+    candidates = boundaries(units, retain_tail=retain_tail)
+    fitting = [k for k in candidates if suffix[k] <= keep_recent_tokens]
+    if fitting:
+        cut = fitting[0]
+    elif candidates:
+        cut = candidates[-1]
+    else:
+        cut = 0
+    while cut > 0 and units[cut - 1].silent:
+        cut -= 1
+    if tokens_before is None:
+        summary_tokens = 0
+        if compaction is not None:
+            summary_tokens = estimate(
+                CompactionSummaryMessage(summary=compaction.summary, tokens_before=compaction.tokens_before,
+                                         timestamp=timestamp_ms(compaction))
+            )
+        tokens_before = summary_tokens + suffix[0]
+    summarized, kept = units[:cut], units[cut:]
+    first_kept = None
+    if not retain_tail and kept and kept[0].entry is not None:
+        first_kept = kept[0].entry.id
+    return CompactionPlan(
+        keep_recent_tokens=keep_recent_tokens,
+        retain_tail=retain_tail,
+        previous_compaction_id=compaction.id if compaction is not None else None,
+        previous_summary=previous,
+        messages_to_summarize=tuple(m for u in summarized for m in u.messages),
+        summarized_entry_ids=tuple(u.entry.id for u in summarized if u.entry is not None),
+        kept_messages=tuple(m for u in kept for m in u.messages),
+        kept_entry_ids=tuple(u.entry.id for u in kept if u.entry is not None),
+        first_kept_entry_id=first_kept,
+        tokens_before=tokens_before,
+        summarized_tokens=suffix[0] - suffix[cut],
+        kept_tokens=suffix[cut],
+    )
+
+
+__all__ = [
+    "DEFAULT_KEEP_RECENT_TOKENS",
+    "DEFAULT_RESERVE_TOKENS",
+    "TURN_START_ROLES",
+    "CompactionPlan",
+    "plan_compaction",
+]
