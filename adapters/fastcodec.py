@@ -1,0 +1,307 @@
+"""The hot path of the codec: straight-line functions generated from the reference codec.
+
+The cattrs converter in ``codec.py`` is the reference for the format. This module reads the
+same metadata (attrs fields, the dialect's wire names, tags and omit rules) and generates,
+per class, one plain Python function that decodes a parsed JSON object or encodes a value,
+without cattrs' per-value dispatch and without attrs validators (it checks the same types
+itself). That is what makes opening and appending fast (docs/performance.md).
+
+Semantics are the reference's: a decode that fails here is re-run through the reference,
+so errors are the reference's own errors, and property tests check that both paths give
+equal objects and byte-identical lines.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import orjson
+
+from sessiontree.domain import messages as m
+from sessiontree.domain.events import Entry, UnknownEntryAppended
+
+from sessiontree.adapters.codec import field_annotation
+
+if TYPE_CHECKING:
+    from sessiontree.adapters.codec import Codec
+
+_NOTHING = attrs.NOTHING
+
+
+class _Invalid(Exception):
+    """Raised inside generated code; the caller re-runs the reference decoder."""
+
+
+# How a field's value is checked or converted, by its annotation in the domain classes.
+_CHECKS = {
+    "str": "if type(v) is not str: raise _Invalid",
+    "int": "if type(v) is not int: raise _Invalid",
+    "float": "if type(v) is not int and type(v) is not float: raise _Invalid",
+    "bool": "if type(v) is not bool: raise _Invalid",
+    "str | None": "if v is not None and type(v) is not str: raise _Invalid",
+    "Any": "",
+    "Mapping[str, Any]": "if type(v) is not dict: raise _Invalid",
+    "Usage": "v = _usage(v)",
+    "Usage | None": "if v is not None: v = _usage(v)",
+    "Cost": "v = _cost(v)",
+    "tuple[Content, ...]": "if type(v) is not list: raise _Invalid\n{i}v = tuple([_block(b) for b in v])",
+    "str | tuple[Content, ...]": (
+        "if type(v) is not str:\n{i}    if type(v) is not list: raise _Invalid\n"
+        "{i}    v = tuple([_block(b) for b in v])"
+    ),
+    "Message": "v = _message(v)",
+    "tuple[Message, ...] | None": (
+        "if v is not None:\n{i}    if type(v) is not list: raise _Invalid\n"
+        "{i}    v = tuple([_message(x) for x in v])"
+    ),
+    "tuple[str, ...]": (
+        "if type(v) is not list or not all(type(x) is str for x in v): raise _Invalid\n{i}v = tuple(v)"
+    ),
+}
+# Annotations whose values are written as they are (everything else goes through _u).
+_PLAIN = {"str", "int", "float", "bool", "str | None", "Any", "Mapping[str, Any]"}
+
+
+class FastCodec:
+    """Generated decoders and encoders for one dialect, derived from ``codec``."""
+
+    def __init__(self, codec: Codec) -> None:
+        self.codec = codec
+        self.parent_key = codec.dialect.parent_key
+        self._decoders: dict[type, Any] = {}
+        self._encoders: dict[type, Any] = {}
+        self._ns: dict[str, Any] = {
+            "_Invalid": _Invalid,
+            "_new": object.__new__,
+            "_M": _NOTHING,
+            "Extra": m.Extra,
+            "_absent": m.absent_fields,
+            "_block": self._block,
+            "_message": self._message,
+            "_u": self.unstructure,
+            "Unknown": UnknownEntryAppended,
+        }
+        # Cost before Usage before messages: each generated function binds the ones it calls.
+        value_classes = (m.Cost, m.Usage, *codec._block_by_tag.values(), *codec._message_by_role.values())
+        for cls in value_classes:
+            self._decoders[cls] = self._generate_decoder(cls, entry=False)
+            self._encoders[cls] = self._generate_encoder(cls, entry=False)
+            if cls is m.Cost:
+                self._ns["_cost"] = self._decoders[m.Cost]
+            elif cls is m.Usage:
+                self._ns["_usage"] = self._decoders[m.Usage]
+        self._blocks = {tag: self._decoders[cls] for tag, cls in codec._block_by_tag.items()}
+        self._messages = {role: self._decoders[cls] for role, cls in codec._message_by_role.items()}
+        self._entries = {}
+        for tag, cls in codec._entry_by_type.items():
+            self._entries[tag] = self._generate_decoder(cls, entry=True)
+            self._encoders[cls] = self._generate_encoder(cls, entry=True)
+
+    # -- code generation --------------------------------------------------------------
+
+    def _fields(self, cls: type) -> list[tuple[str, str, str, Any]]:
+        names = self.codec._wire[cls]
+        out = []
+        for a in attrs.fields(cls):
+            if a.name in names:
+                out.append((names[a.name], a.name, field_annotation(cls, a.name), a.default))
+        return out
+
+    def _tag(self, cls: type) -> tuple[str, str] | None:
+        if hasattr(cls, "role") and isinstance(getattr(cls, "role", None), str):
+            return ("role", self.codec.dialect.role(cls.role))
+        if cls in self.codec._block_by_tag.values():
+            return ("type", self.codec.dialect.block_type(cls.type))
+        return None
+
+    def _compile(self, name: str, lines: list[str], extra_ns: dict[str, Any]) -> Any:
+        ns = dict(self._ns)
+        ns.update(extra_ns)
+        exec(compile("\n".join(lines), f"<sessiontree fastcodec {name}>", "exec"), ns)  # noqa: S102
+        return ns[name]
+
+    def _generate_decoder(self, cls: type, *, entry: bool) -> Any:
+        fields = self._fields(cls)
+        known = {w for w, _, _, _ in fields}
+        tag = None if entry else self._tag(cls)
+        ns: dict[str, Any] = {"_cls": cls}
+        fn = f"decode_{cls.__name__}"
+        if entry:
+            known |= {"type", "id", self.parent_key, "timestamp"}
+            lines = [f"def {fn}(data, sid, version, eid, parent, ts):", "    missing = []"]
+            lines.append(
+                "    st = {'originator_id': sid, 'originator_version': version, 'timestamp': ts, "
+                "'id': eid, 'parent_id': parent}"
+            )
+        else:
+            if tag:
+                known.add(tag[0])
+            lines = [f"def {fn}(data):", "    if type(data) is not dict: raise _Invalid", "    missing = []", "    o = _new(_cls)"]
+        ns["_known"] = frozenset(known)
+        ns["_nknown"] = len(known)
+        for index, (wire, name, annotation, default) in enumerate(fields):
+            check = _CHECKS.get(annotation)
+            if check is None:
+                raise TypeError(f"fastcodec has no rule for {cls.__name__}.{name}: {annotation}")
+            setter = f"st[{name!r}] = v" if entry else f"_s{index}(o, v)"
+            if not entry:
+                ns[f"_s{index}"] = cls.__dict__[name].__set__
+            lines.append(f"    v = data.get({wire!r}, _M)")
+            lines.append("    if v is _M:")
+            lines.append(f"        missing.append({wire!r})")
+            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+                ns[f"_f{index}"] = default.factory  # type: ignore[union-attr]
+                lines.append(f"        v = _f{index}()")
+            elif default is _NOTHING:
+                lines.append("        raise _Invalid")
+            else:
+                ns[f"_d{index}"] = default
+                lines.append(f"        v = _d{index}")
+            if check:
+                lines.append("    else:")
+                first, *rest = check.split("\n")
+                lines.append("        " + first)
+                lines.extend(part.format(i="        ") for part in rest)
+            lines.append(f"    {setter}")
+        count = len(known) - (0 if entry or tag else 0)
+        lines.append(f"    if missing or len(data) != {count} - len(missing):")
+        lines.append("        unknown = data.keys() - _known")
+        lines.append("        extra = Extra({k: data[k] for k in data if k in unknown}, frozenset(missing)) if (unknown or missing) else {}")
+        lines.append("    else:")
+        lines.append("        extra = {}")
+        if entry:
+            lines.append("    st['extra'] = extra")
+            lines.append("    o = _new(_cls)")
+            lines.append("    o.__dict__.update(st)")
+        else:
+            ns["_sx"] = cls.__dict__["extra"].__set__
+            lines.append("    _sx(o, extra)")
+        lines.append("    return o")
+        return self._compile(fn, lines, ns)
+
+    def _generate_encoder(self, cls: type, *, entry: bool) -> Any:
+        fields = self._fields(cls)
+        fn = f"encode_{cls.__name__}"
+        omit = {self.codec._wire[cls][n] for n in self.codec.dialect.omit_none(cls)}
+        lines = [f"def {fn}(o):"]
+        if entry:
+            tag = self.codec.dialect.entry_type(cls.type)  # type: ignore[attr-defined]
+            lines.append("    d = o.__dict__")
+            lines.append(
+                f"    out = {{'type': {tag!r}, 'id': d['id'], {self.parent_key!r}: d['parent_id'], "
+                "'timestamp': d['timestamp']}"
+            )
+            get = "d[{name!r}]"
+        else:
+            value_tag = self._tag(cls)
+            lines.append(f"    out = {{{value_tag[0]!r}: {value_tag[1]!r}}}" if value_tag else "    out = {}")
+            get = "o.{name}"
+        lines.append("    extra = " + ("d['extra']" if entry else "o.extra"))
+        lines.append("    absent = _absent(extra) if extra.__class__ is not dict else ()")
+        for wire, name, annotation, _ in fields:
+            value = get.format(name=name)
+            convert = "v" if annotation in _PLAIN else "_u(v)"
+            lines.append(f"    v = {value}")
+            condition = f"{wire!r} not in absent"
+            if wire in omit:
+                condition = f"v is not None and {condition}"
+            lines.append(f"    if {condition}:")
+            lines.append(f"        out[{wire!r}] = {convert}")
+        lines.append("    if extra:")
+        lines.append("        out.update(extra)")
+        lines.append("    return out")
+        return self._compile(fn, lines, {})
+
+    # -- decoding ---------------------------------------------------------------------
+
+    def _block(self, data: Any) -> Any:
+        if type(data) is not dict:
+            raise _Invalid
+        tag = data.get("type")
+        decoder = self._blocks.get(tag)
+        if decoder is None:
+            if type(tag) is not str:
+                raise _Invalid
+            return m.UnknownContent(type=tag, data=dict(data))
+        return decoder(data)
+
+    def _message(self, data: Any) -> Any:
+        if type(data) is not dict:
+            raise _Invalid
+        role = data.get("role")
+        decoder = self._messages.get(role)
+        if decoder is None:
+            if type(role) is not str:
+                raise _Invalid
+            return m.UnknownMessage(role=role, data=dict(data))
+        return decoder(data)
+
+    def decode_entry(self, data: Any, session_id: str, version: int) -> Entry:
+        """Exactly ``Codec.decode_entry`` (same objects, same errors), faster."""
+        try:
+            if type(data) is dict:
+                tag = data.get("type")
+                entry_id = data.get("id")
+                parent = data.get(self.parent_key, _NOTHING)
+                timestamp = data.get("timestamp")
+                if (
+                    type(entry_id) is str
+                    and entry_id
+                    and (parent is None or type(parent) is str)
+                    and type(timestamp) is str
+                ):
+                    decoder = self._entries.get(tag)
+                    if decoder is not None:
+                        return decoder(data, session_id, version, entry_id, parent, timestamp)  # type: ignore[no-any-return]
+        except (_Invalid, TypeError, ValueError, KeyError, AttributeError):
+            pass
+        return self.codec.decode_entry(data, session_id, version)
+
+    def decode_message(self, data: Any) -> Any:
+        try:
+            return self._message(data)
+        except (_Invalid, TypeError, ValueError, KeyError, AttributeError):
+            return self.codec.structure_message(data)
+
+    # -- encoding ---------------------------------------------------------------------
+
+    def unstructure(self, value: Any) -> Any:
+        if value is None:
+            return None
+        t = type(value)
+        if t is tuple:
+            u = self.unstructure
+            return [u(v) for v in value]
+        encoder = self._encoders.get(t)
+        if encoder is not None:
+            return encoder(value)
+        return self.codec.unstructure_value(value)
+
+    def unstructure_entry(self, event: Any) -> dict[str, Any]:
+        encoder = self._encoders.get(type(event))
+        if encoder is None:
+            return self.codec.unstructure_event(event)
+        return encoder(event)  # type: ignore[no-any-return]
+
+
+    def encode_entry(self, event: Any) -> bytes:
+        encoder = self._encoders.get(type(event))
+        if encoder is None:
+            return self.codec.reference_encode(event)
+        try:
+            return orjson.dumps(encoder(event))
+        except TypeError:
+            return self.codec.reference_encode(event)  # raises the reference's error
+
+
+def fast_codec(codec: Codec) -> FastCodec:
+    """The generated fast path of ``codec`` (built once per codec)."""
+    fast = codec.__dict__.get("_fast")
+    if fast is None:
+        fast = FastCodec(codec)
+        codec.__dict__["_fast"] = fast
+    return fast
+
+
+__all__ = ["FastCodec", "fast_codec"]

@@ -1,0 +1,95 @@
+"""The generated fast codec agrees with the cattrs reference codec, object for object and byte for byte."""
+
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+import sessiontree_strategies as ss  # noqa: E402
+
+from sessiontree.adapters.codec import native_codec  # noqa: E402
+from sessiontree.domain.errors import SessionError  # noqa: E402
+
+CODEC = native_codec()
+FAST = CODEC.fast
+
+
+def _outcome(fn, *args):
+    try:
+        return ("ok", fn(*args))
+    except SessionError as exc:
+        return ("error", exc.code, exc.message)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(ss.entry_events())
+def test_fast_encode_gives_the_reference_bytes(event):
+    """Encoding any entry through the generated path gives exactly the reference's bytes."""
+    assert FAST.encode_entry(event) == CODEC.reference_encode(event)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(ss.entry_events())
+def test_fast_decode_gives_the_reference_object(event):
+    """Decoding any entry line through the generated path gives an object equal to the reference's."""
+    data = orjson.loads(CODEC.reference_encode(event))
+    fast = FAST.decode_entry(data, event.originator_id, event.originator_version)
+    reference = CODEC.decode_entry(data, event.originator_id, event.originator_version)
+    assert fast == reference == event
+    assert CODEC.encode_event(fast) == CODEC.reference_encode(reference)
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, (*prefix, index))
+
+
+_replacements = st.sampled_from([None, 0, -1, 1.5, True, "", "x", [], {}, [1], {"type": 3}, {"role": None}])
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(ss.entry_events(), st.data())
+def test_damaged_lines_fail_or_pass_the_same_way(event, data):
+    """A line with any one value replaced or removed decodes, or fails, exactly as the reference does."""
+    wire = orjson.loads(CODEC.reference_encode(event))
+    paths = [p for p in _paths(wire) if p]
+    path = data.draw(st.sampled_from(paths))
+    target = wire
+    for key in path[:-1]:
+        target = target[key]
+    if data.draw(st.booleans()) and isinstance(target, dict):
+        del target[path[-1]]
+    else:
+        target[path[-1]] = data.draw(_replacements)
+    fast = _outcome(FAST.decode_entry, wire, event.originator_id, event.originator_version)
+    reference = _outcome(CODEC.decode_entry, wire, event.originator_id, event.originator_version)
+    assert fast == reference
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"type":"message","id":"a","parent_id":null,"timestamp":"t","message":{"role":"user","content":[{"type":"text","text":5}]}}',
+        b'{"type":"message","id":"a","parent_id":null,"timestamp":"t","message":{"role":"assistant","content":"s"}}',
+        b'{"type":"label","id":"a","parent_id":null,"timestamp":"t","target_id":3,"label":null}',
+        b'{"type":"compaction","id":"a","parent_id":null,"timestamp":"t","summary":"s","tokens_before":1}',
+    ],
+)
+def test_malformed_entries_are_corrupt_on_both_paths(line):
+    """Type errors and missing required fields are `corrupt`, never coerced, on both paths."""
+    data = orjson.loads(line)
+    with pytest.raises(SessionError) as fast:
+        FAST.decode_entry(data, "s", 2)
+    with pytest.raises(SessionError) as reference:
+        CODEC.decode_entry(data, "s", 2)
+    assert fast.value.code == reference.value.code == "corrupt"
+    assert fast.value.message == reference.value.message
