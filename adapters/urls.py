@@ -1,0 +1,126 @@
+"""One way in: ``open_repo(url)`` picks the repository a URL names.
+
+===================================  =============================================
+``memory:``                          :class:`InMemorySessionRepo` (nothing kept)
+``jsonl:///abs/dir``, ``jsonl:dir``  :class:`JsonlSessionRepo` (one file a session;
+                                     ``///`` reads as in ``file:`` URLs)
+a plain directory path               the same
+``sqlite:///file.db``                :class:`DatabaseSessionRepo` on SQLite, paths as
+                                     in SQLAlchemy (``sqlite:///rel.db`` relative,
+                                     ``sqlite:////abs/file.db`` absolute)
+``postgresql://user@host:port/db``   :class:`DatabaseSessionRepo` on PostgreSQL
+                                     (``?schema=name`` and other settings, below)
+``popo:``                            :class:`DatabaseSessionRepo` on eventsourcing's
+                                     in-memory module
+===================================  =============================================
+
+PostgreSQL query parameters: ``schema`` (created if missing), and any eventsourcing
+setting by name, with or without its ``POSTGRES_`` prefix (``pool_size=10``,
+``lock_timeout=5``). A password may be in the URL; it never appears in locations or
+messages. Keyword arguments (``options``, ``projections``, ...) go to the repository.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from sessiontree.adapters.repo import InMemorySessionRepo, SessionRepo
+from sessiontree.domain.errors import SessionError
+
+_SCHEMES = ("memory", "popo", "jsonl", "sqlite", "postgresql", "postgres")
+
+
+def open_repo(url: str | os.PathLike[str], **kwargs: Any) -> SessionRepo:
+    """The session repository ``url`` names (see the module documentation)."""
+    if isinstance(url, os.PathLike):
+        return _jsonl(os.fspath(url), kwargs)
+    if not isinstance(url, str) or not url:
+        raise TypeError(f"a repository URL must be a non-empty str or path, not {url!r}")
+    scheme, sep, rest = url.partition(":")
+    if not sep or scheme.lower() not in _SCHEMES or (len(scheme) == 1 and os.name == "nt"):
+        if "://" in url:
+            raise SessionError("storage", f"unknown repository URL scheme in {url!r} (use one of {', '.join(_SCHEMES)})")
+        return _jsonl(url, kwargs)
+    scheme = scheme.lower()
+    if scheme == "memory":
+        return InMemorySessionRepo(**kwargs)
+    if scheme == "popo":
+        from sessiontree.adapters.database import DatabaseSessionRepo
+
+        return DatabaseSessionRepo.popo(**kwargs)
+    if scheme == "jsonl":
+        return _jsonl(_path_after(rest, url), kwargs)
+    if scheme == "sqlite":
+        from sessiontree.adapters.database import DatabaseSessionRepo
+
+        return DatabaseSessionRepo.sqlite(_path_after(rest, url, sqlalchemy=True), **kwargs)
+    return _postgres(url, kwargs)
+
+
+def _path_after(rest: str, url: str, *, sqlalchemy: bool = False) -> str:
+    """The path of a ``jsonl:`` or ``sqlite:`` URL.
+
+    ``jsonl:`` reads like ``file:`` (``jsonl:///a/b`` is ``/a/b``); ``sqlite:`` like
+    SQLAlchemy (``sqlite:///a.db`` is relative, ``sqlite:////a/b.db`` absolute). Both
+    take a bare path too (``jsonl:sessions``, ``sqlite:a.db``).
+    """
+    if rest.startswith("//"):
+        rest = rest[2:]
+        if not rest.startswith("/"):
+            raise SessionError("storage", f"{url!r}: a host is not allowed here; write {url.split(':')[0]}:///path")
+        if sqlalchemy:
+            rest = rest[1:]
+    path = unquote(rest)
+    if not path:
+        raise SessionError("storage", f"{url!r} names no path")
+    return path
+
+
+def _jsonl(path: str, kwargs: dict[str, Any]) -> SessionRepo:
+    from sessiontree.adapters.jsonl_repo import JsonlSessionRepo
+
+    return JsonlSessionRepo(path, **kwargs)
+
+
+def _postgres(url: str, kwargs: dict[str, Any]) -> SessionRepo:
+    from sessiontree.adapters.database import DatabaseSessionRepo
+
+    parts = urlsplit(url)
+    dbname = unquote(parts.path.lstrip("/"))
+    if not dbname:
+        raise SessionError("storage", f"{_safe(url)}: name the database (postgresql://user@host:port/dbname)")
+    try:
+        port = parts.port or 5432
+    except ValueError:
+        raise SessionError("storage", f"{_safe(url)}: the port is not a number") from None
+    schema = None
+    settings: dict[str, str] = {}
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key.lower() == "schema":
+            schema = value
+            continue
+        name = key.upper()
+        if not name.startswith("POSTGRES_") and name not in ("ORIGINATOR_ID_TYPE", "CREATE_TABLE", "SINGLE_ROW_TRACKING"):
+            name = "POSTGRES_" + name
+        settings[name] = value
+    return DatabaseSessionRepo.postgres(
+        dbname,
+        host=parts.hostname or "127.0.0.1",
+        port=port,
+        user=unquote(parts.username) if parts.username else "postgres",
+        password=unquote(parts.password) if parts.password is not None else None,
+        schema=schema,
+        settings=settings,
+        **kwargs,
+    )
+
+
+def _safe(url: str) -> str:
+    """The URL without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return parts._replace(netloc=netloc).geturl()
