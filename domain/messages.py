@@ -120,7 +120,18 @@ class UnknownContent:
     """A content block of a type this library does not know; ``data`` holds all its fields."""
 
     type: str = field(validator=_str)
-    data: Mapping[str, Any] = field(factory=dict)
+    data: Mapping[str, Any] = field(factory=dict, validator=instance_of(Mapping))
+
+    def __attrs_post_init__(self) -> None:
+        _carry_tag(self, "type", self.type)
+
+
+def _carry_tag(obj: Any, key: str, tag: str) -> None:
+    """``data`` holds all the wire fields, the tag included (added if the caller left it out)."""
+    if key not in obj.data:
+        object.__setattr__(obj, "data", {**obj.data, key: tag})
+    elif obj.data[key] != tag:
+        raise TypeError(f"{key} {tag!r} disagrees with data[{key!r}] = {obj.data[key]!r}")
 
 
 Content = Union[TextContent, ImageContent, ThinkingContent, ToolCall, UnknownContent]
@@ -242,7 +253,10 @@ class UnknownMessage:
     """A message whose role this library does not know; ``data`` holds all its fields."""
 
     role: str = field(validator=_str)
-    data: Mapping[str, Any] = field(factory=dict)
+    data: Mapping[str, Any] = field(factory=dict, validator=instance_of(Mapping))
+
+    def __attrs_post_init__(self) -> None:
+        _carry_tag(self, "role", self.role)
 
     @property
     def timestamp(self) -> Any:

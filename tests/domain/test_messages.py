@@ -108,3 +108,13 @@ def test_message_text_joins_text_blocks():
     """``message_text`` gives the plain text of a message (or a summary's text)."""
     assert message_text(UserMessage(content=[TextContent(text="a"), ImageContent(data="d", mime_type="image/png"), TextContent(text="b")])) == "ab"
     assert message_text(CompactionSummaryMessage(summary="s")) == "s"
+
+
+def test_unknown_message_and_block_data_carry_their_tag():
+    """``data`` always holds the tag; a tag that disagrees with it is a TypeError."""
+    from sessiontree.domain.messages import UnknownContent
+
+    assert UnknownMessage(role="x", data={"a": 1}).data == {"a": 1, "role": "x"}
+    assert UnknownContent(type="audio").data == {"type": "audio"}
+    with pytest.raises(TypeError, match="'y'"):
+        UnknownMessage(role="x", data={"role": "y"})

@@ -149,15 +149,19 @@ def _entry(cls: type, version: int, **fields: Any) -> st.SearchStrategy[Any]:
     )
 
 
-def entry_events(version: int = 2) -> st.SearchStrategy[Any]:
-    """Any of the eleven entry events, or an entry of a type this library does not know."""
+def entry_strategies(version: int = 2) -> dict[type, st.SearchStrategy[Any]]:
+    """One strategy per entry class (the eleven of SPEC 2.2 and UnknownEntryAppended)."""
     opt_usage = st.none() | usages
-    known = st.one_of(
-        _entry(ev.MessageAppended, version, message=messages),
-        _entry(ev.ThinkingLevelChanged, version, thinking_level=st.sampled_from(ev.THINKING_LEVELS) | texts),
-        _entry(ev.ModelChanged, version, provider=names, model_id=names),
-        _entry(ev.ActiveToolsChanged, version, active_tool_names=st.lists(names, max_size=4).map(tuple)),
-        _entry(
+    return {
+        ev.MessageAppended: _entry(ev.MessageAppended, version, message=messages),
+        ev.ThinkingLevelChanged: _entry(
+            ev.ThinkingLevelChanged, version, thinking_level=st.sampled_from(ev.THINKING_LEVELS) | texts
+        ),
+        ev.ModelChanged: _entry(ev.ModelChanged, version, provider=names, model_id=names),
+        ev.ActiveToolsChanged: _entry(
+            ev.ActiveToolsChanged, version, active_tool_names=st.lists(names, max_size=4).map(tuple)
+        ),
+        ev.ContextCompacted: _entry(
             ev.ContextCompacted,
             version,
             summary=texts,
@@ -168,7 +172,7 @@ def entry_events(version: int = 2) -> st.SearchStrategy[Any]:
             usage=opt_usage,
             from_hook=st.booleans(),
         ),
-        _entry(
+        ev.BranchSummarized: _entry(
             ev.BranchSummarized,
             version,
             from_id=entry_ids,
@@ -177,8 +181,8 @@ def entry_events(version: int = 2) -> st.SearchStrategy[Any]:
             usage=opt_usage,
             from_hook=st.booleans(),
         ),
-        _entry(ev.CustomEntryAppended, version, custom_type=names, data=json_values),
-        _entry(
+        ev.CustomEntryAppended: _entry(ev.CustomEntryAppended, version, custom_type=names, data=json_values),
+        ev.CustomMessageAppended: _entry(
             ev.CustomMessageAppended,
             version,
             custom_type=names,
@@ -186,11 +190,16 @@ def entry_events(version: int = 2) -> st.SearchStrategy[Any]:
             details=json_values,
             display=st.booleans(),
         ),
-        _entry(ev.LabelChanged, version, target_id=entry_ids, label=st.none() | texts),
-        _entry(ev.SessionRenamed, version, name=st.none() | texts),
-        _entry(ev.LeafMoved, version, target_id=st.none() | entry_ids),
-    )
-    return known | _unknown_entries(version)
+        ev.LabelChanged: _entry(ev.LabelChanged, version, target_id=entry_ids, label=st.none() | texts),
+        ev.SessionRenamed: _entry(ev.SessionRenamed, version, name=st.none() | texts),
+        ev.LeafMoved: _entry(ev.LeafMoved, version, target_id=st.none() | entry_ids),
+        ev.UnknownEntryAppended: _unknown_entries(version),
+    }
+
+
+def entry_events(version: int = 2) -> st.SearchStrategy[Any]:
+    """Any of the eleven entry events, or an entry of a type this library does not know."""
+    return st.one_of(*entry_strategies(version).values())
 
 
 def _unknown_entries(version: int) -> st.SearchStrategy[Any]:
