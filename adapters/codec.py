@@ -206,7 +206,10 @@ class Codec:
         conv.register_structure_hook(cls, structure)
 
     def _unstructure_unknown(self, obj: Any) -> dict[str, Any]:
-        return dict(obj.data)
+        key, tag = ("role", obj.role) if isinstance(obj, m.UnknownMessage) else ("type", obj.type)
+        if key in obj.data:
+            return dict(obj.data)  # read from the wire: written back exactly as it was
+        return {key: tag, **obj.data}
 
     def _register_entry(self, cls: type[Entry]) -> None:
         conv = self._conv
@@ -248,7 +251,7 @@ class Codec:
         if fn is not None:
             return fn(value)
         if isinstance(value, (m.UnknownContent, m.UnknownMessage)):
-            return dict(value.data)
+            return self._unstructure_unknown(value)
         return self._conv.unstructure(value)
 
     def structure_block(self, data: Any) -> Any:
