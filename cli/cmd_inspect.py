@@ -1,0 +1,127 @@
+"""Read-only commands: ``ls``, ``show``, ``context``, ``stats``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import attrs
+
+from sessiontree.adapters.codec import native_codec
+from sessiontree.cli import render, treeview, views
+from sessiontree.cli.output import CliError, print_json, stdout
+from sessiontree.cli.target import open_repository, repo_url, session_for
+from sessiontree.projections.stats import stats_of
+from sessiontree.projections.tokens import DEFAULT_ESTIMATOR
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    repo = open_repository(args.repo)
+    with repo:
+        infos = repo.list(cwd=args.cwd)
+    if args.limit is not None:
+        infos = infos[: max(0, args.limit)]
+    if args.json:
+        print_json([attrs.asdict(i) for i in infos])
+        return 0
+    console = stdout()
+    if not infos:
+        console.print(f"no sessions in {repo_url(args.repo)}" + (f" started in {args.cwd}" if args.cwd else ""))
+        return 0
+    console.print(views.sessions_table(infos, console.width))
+    return 0
+
+
+def show_reader(reader: Any, args: argparse.Namespace, *, title: Any = None) -> None:
+    """Print (or ``--json``) the tree of a session or of a time-travel view."""
+    if args.depth is not None and args.depth < 0:
+        raise CliError("--depth must be 0 or more")
+    if args.window < 0:
+        raise CliError("--window must be 0 or more")
+    roots = treeview.build(reader, args.filter)
+    if args.json:
+        print_json(
+            {
+                "session_id": reader.id,
+                "name": reader.get_session_name(),
+                "version": reader.version,
+                "leaf_id": reader.leaf_id,
+                "filter": args.filter,
+                "rows": render.tree_rows(roots, native_codec(), window=args.window),
+            }
+        )
+        return
+    stdout().print(render.tree(reader, roots, depth=args.depth, window=args.window, title=title))
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with session_for(args.repo, args.session) as session:
+        show_reader(session, args)
+    return 0
+
+
+def context_payload(reader: Any, context: Any, leaf: str | None) -> dict[str, Any]:
+    """The exact context as JSON: the messages in their wire form, and the settings."""
+    codec = native_codec()
+    return {
+        "session_id": reader.id,
+        "leaf_id": leaf,
+        "version": reader.version,
+        "messages": [codec.message_to_dict(m) for m in context.messages],
+        "thinking_level": context.thinking_level,
+        "model": dict(context.model) if context.model else None,
+        "active_tool_names": context.active_tool_names,
+        "estimated_tokens": sum(DEFAULT_ESTIMATOR(m) for m in context.messages),
+    }
+
+
+def print_context(reader: Any, args: argparse.Namespace, leaf_option: str | None = None) -> None:
+    context = reader.build_context(leaf_id=leaf_option)
+    leaf = leaf_option or reader.leaf_id
+    if args.json:
+        print_json(context_payload(reader, context, leaf))
+        return
+    stdout().print(views.context_view(reader.id, leaf, context, full=getattr(args, "full", False)))
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    with session_for(args.repo, args.session) as session:
+        print_context(session, args, args.leaf)
+    return 0
+
+
+def branch_tips(reader: Any) -> list[str]:
+    """The last entry of every branch (tree nodes without children), in log order."""
+    tree = reader.projection("tree")
+    return [e.id for e in reader.get_entries() if e.type != "leaf" and not tree.get(e.id)]
+
+
+def _stats_json(stats: Any) -> dict[str, Any]:
+    data = attrs.asdict(stats, recurse=True)
+    data.pop("branch", None)
+    return data
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with session_for(args.repo, args.session) as session:
+        stats = session.get_session_stats()
+        branch = session.get_branch()
+        current = branch[-1].id if branch else None
+        tips = branch_tips(session)
+        if current is not None and current not in tips:  # the leaf sits inside the tree
+            tips.append(current)
+        branches = [(tip, tip == current, stats_of(session.get_branch(tip))) for tip in tips]
+        if args.json:
+            print_json(
+                {
+                    "session_id": session.id,
+                    "whole": _stats_json(stats),
+                    "current_branch": _stats_json(stats.branch) if stats.branch else None,
+                    "branches": [{"tip": tip, "current": cur, **_stats_json(s)} for tip, cur, s in branches],
+                }
+            )
+            return 0
+        console = stdout()
+        console.print(render.session_title(session))
+        console.print(views.stats_view(stats, branches))
+    return 0

@@ -1,0 +1,69 @@
+"""Where the command line writes: rich consoles, JSON on stdout, progress and errors on stderr."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+PROG = "sessiontree"
+
+
+class CliError(Exception):
+    """A command-line failure that is not a ``SessionError`` (bad arguments, missing feature)."""
+
+
+def stdout() -> Console:
+    """The console for results. ``highlight=False``: session text is shown as written."""
+    return Console(highlight=False, soft_wrap=False)
+
+
+def stderr() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def print_json(value: Any) -> None:
+    """Pretty JSON on stdout (UTF-8, keys in insertion order, a final newline)."""
+    data = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=_default)
+    sys.stdout.buffer.write(data + b"\n")
+    sys.stdout.flush()
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
+    return str(value)
+
+
+def error_line(message: str) -> None:
+    """The one line a failing command prints on stderr."""
+    text = " ".join(str(message).split()) or "unknown error"
+    sys.stderr.write(f"{PROG}: error: {text}\n")
+    sys.stderr.flush()
+
+
+def warn(message: str) -> None:
+    sys.stderr.write(f"{PROG}: warning: {message}\n")
+    sys.stderr.flush()
+
+
+@contextmanager
+def progress(description: str, total: int | None) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr for long work (shown only when stderr is a terminal).
+
+    Yields ``advance(n)``. The bar is transient: it disappears when the work is done, so
+    piped or redirected output stays clean.
+    """
+    console = stderr()
+    if not console.is_terminal:
+        yield lambda n=1: None
+        return
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n=1: bar.advance(task, n)
