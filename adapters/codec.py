@@ -206,10 +206,7 @@ class Codec:
         conv.register_structure_hook(cls, structure)
 
     def _unstructure_unknown(self, obj: Any) -> dict[str, Any]:
-        key, tag = ("role", obj.role) if isinstance(obj, m.UnknownMessage) else ("type", obj.type)
-        if key in obj.data:
-            return dict(obj.data)  # read from the wire: written back exactly as it was
-        return {key: tag, **obj.data}
+        return dict(obj.data)  # it holds every wire field, its tag included (domain/messages.py)
 
     def _register_entry(self, cls: type[Entry]) -> None:
         conv = self._conv
