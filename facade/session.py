@@ -35,6 +35,7 @@ from sessiontree.projections.context import (
     default_compaction_transform,
 )
 from sessiontree.projections.labels import LabelsProjection
+from sessiontree.projections.leaf import LeafProjection
 from sessiontree.projections.names import SessionNameProjection
 from sessiontree.projections.stats import SessionStats, StatsProjection, stats_of
 from sessiontree.projections.tree import TreeProjection
@@ -43,12 +44,13 @@ from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, DEFAU
 from sessiontree.projections.tokens import ContextTokens, TokenEstimator
 
 _BUILTINS: dict[str, Any] = {
+    "leaf": LeafProjection(),
     "labels": LabelsProjection(),
     "session_name": SessionNameProjection(),
     "tree": TreeProjection(),
     "stats": StatsProjection(),
 }
-_HEADS_ONLY = frozenset({"tree"})
+_HEADS_ONLY = frozenset({"tree", "leaf"})
 
 
 @attrs.frozen

@@ -135,7 +135,7 @@ def snapshot(reader: Any) -> dict[str, Any]:
         "app": {
             name: reader.projection(name)
             for name in reader.projection_names
-            if name not in ("labels", "session_name", "tree", "stats")
+            if name not in ("leaf", "labels", "session_name", "tree", "stats")
         },
     }
 
