@@ -313,7 +313,7 @@ def _fork_entries(
     name = source.get_session_name()
     names = [e.name for e in out if e.type == "session_info"]  # type: ignore[attr-defined]
     current = (names[-1] or "").strip() or None if names else None
-    if name is not None and current != name:
+    if current != name:  # the fork carries the source's current name (None clears one on the path)
         entry_id = new_entry_id()
         while entry_id in used:
             entry_id = new_entry_id()
