@@ -11,6 +11,7 @@ projection that lists ``types`` is only shown entries of those types.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -59,7 +60,11 @@ class FunctionProjection(Generic[S]):
         self.types = frozenset(types) if types is not None else None
 
     def initial(self) -> S:
-        return self._initial() if callable(self._initial) else self._initial  # type: ignore[no-any-return]
+        """A fresh state: ``initial()`` if it is a factory, else a deep copy of the value
+        (so folds for the live session and for views never share a mutable state)."""
+        if callable(self._initial):
+            return self._initial()  # type: ignore[no-any-return]
+        return copy.deepcopy(self._initial)  # type: ignore[no-any-return]
 
     def apply(self, state: S, entry: Any) -> S:
         return self._apply(state, entry)  # type: ignore[no-any-return]
