@@ -122,12 +122,15 @@ def build_parser() -> Parser:
 
     p = ps["move"]
     p.add_argument("entry", metavar="ENTRY", help="the entry to move the leaf to ('root': before the first entry)")
-    p.add_argument("--summary", metavar="TEXT", help="summarise the branch being left (appends a branch summary)")
+    p.add_argument("--summary", metavar="TEXT", help="a summary of the branch being left (appended as a branch summary, the new leaf)")
+    p.add_argument("--summarize", action="store_true", help="summarise the branch being left with the offline extractive summariser")
     _session_args(p, positional=False)
 
     p = ps["compact"]
     _session_args(p)
-    p.add_argument("--keep-tokens", type=int, metavar="N", help="keep about N tokens of recent turns verbatim")
+    p.add_argument("--keep-tokens", type=int, metavar="N", help="keep about N tokens of recent turns verbatim (default: the library's)")
+    p.add_argument("--retain-tail", action="store_true", help="store the kept messages in the compaction entry itself")
+    p.add_argument("--dry-run", action="store_true", help="only report what would be summarised and kept")
 
     p = ps["import"]
     p.add_argument("files", nargs="+", metavar="FILE", help="session files (pi or native JSONL)")

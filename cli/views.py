@@ -34,6 +34,15 @@ def local_time(timestamp: str) -> str:
         return timestamp
 
 
+def cut(text: str | Text) -> Text:
+    """A cell that is cut with an ellipsis rather than wrapped. Put it in the one column
+    declared without ``no_wrap``: rich narrows that column first on a narrow terminal."""
+    cell = Text(text) if isinstance(text, str) else text
+    cell.no_wrap = True
+    cell.overflow = "ellipsis"
+    return cell
+
+
 def _clip(text: str, full: bool) -> str:
     lines = text.splitlines() or [""]
     if full or len(lines) <= MAX_LINES:
@@ -113,10 +122,10 @@ def context_table(context: Any) -> Table:
     table.add_column("#", justify="right", style="dim", no_wrap=True)
     table.add_column("role", no_wrap=True)
     table.add_column("≈tokens", justify="right", style="dim", no_wrap=True)
-    table.add_column("message", no_wrap=True, overflow="ellipsis")
+    table.add_column("message")
     for i, message in enumerate(context.messages, 1):
         role = getattr(message, "role", "?")
-        table.add_row(str(i), Text(role, ROLE_STYLE.get(role, "")), f"{DEFAULT_ESTIMATOR(message):,}", Text(message_preview(message)))
+        table.add_row(str(i), Text(role, ROLE_STYLE.get(role, "")), f"{DEFAULT_ESTIMATOR(message):,}", cut(message_preview(message)))
     return table
 
 

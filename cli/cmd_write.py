@@ -1,0 +1,134 @@
+"""Write commands: ``fork``, ``label``, ``name``, ``move``, ``compact``.
+
+Each goes through the same ``Session`` (or repository) API a program would use, so the
+invariants are the library's: an unknown entry id is refused and nothing is appended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from rich.text import Text
+
+from sessiontree.cli.output import CliError, print_json, stdout
+from sessiontree.cli.target import feature, looks_like_path, open_file, open_repository, resolve_id, session_for
+
+
+def _done(args: argparse.Namespace, payload: dict[str, Any], message: Text | str) -> int:
+    if args.json:
+        print_json(payload)
+    else:
+        stdout().print(message)
+    return 0
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    if args.clear and args.text is not None:
+        raise CliError("give a label or --clear, not both")
+    text = None if args.clear else args.text
+    if text is None and not args.clear:
+        raise CliError("give the label text, or --clear to remove the entry's label")
+    with session_for(args.repo, args.session) as session:
+        entry_id = session.append_label_change(args.entry, text)
+        payload = {"session_id": session.id, "entry_id": entry_id, "target_id": args.entry, "label": text}
+        said = f"labelled {args.entry} {text!r}" if text else f"cleared the label of {args.entry}"
+        return _done(args, payload, Text(f"{said} (label entry {entry_id})"))
+
+
+def cmd_name(args: argparse.Namespace) -> int:
+    if args.clear and args.text is not None:
+        raise CliError("give a name or --clear, not both")
+    with session_for(args.repo, args.session) as session:
+        if args.text is None and not args.clear:
+            name = session.get_session_name()
+            return _done(args, {"session_id": session.id, "name": name}, Text(name or "(no name)"))
+        entry_id = session.append_session_info(None if args.clear else args.text)
+        name = session.get_session_name()
+        payload = {"session_id": session.id, "entry_id": entry_id, "name": name}
+        return _done(args, payload, Text(f"named the session {name!r}" if name else "cleared the session's name"))
+
+
+def cmd_move(args: argparse.Namespace) -> int:
+    target = None if args.entry == "root" else args.entry
+    with session_for(args.repo, args.session) as session:
+        before = session.leaf_id
+        if args.summarize and args.summary is not None:
+            raise CliError("give --summary TEXT or --summarize, not both")
+        if args.summarize:
+            extractive = feature("sessiontree.summary", "extractive_summary", "the offline summariser")
+            summary_id = session.move_to(target, summarize=extractive)
+        else:
+            summary_id = session.move_to(target, {"summary": args.summary} if args.summary is not None else None)
+        payload = {"session_id": session.id, "leaf_before": before, "leaf_id": session.leaf_id, "branch_summary_id": summary_id}
+        message = Text(f"moved the leaf from {before or '(none)'} to {target or 'before the first entry'}")
+        if summary_id:
+            message.append(f"; the branch left is summarised in {summary_id}, the new leaf")
+        return _done(args, payload, message)
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    position = args.position or "at"
+    if args.session is not None and looks_like_path(args.session):
+        # A session file: fork into the directory that holds it.
+        with open_file(args.session) as session:
+            sid = session.id
+        repo = open_repository(os.path.dirname(os.path.abspath(args.session)))
+        url = os.path.dirname(args.session) or "."
+    else:
+        repo = open_repository(args.repo)
+        url = args.repo or "the repository"
+        sid = resolve_id(repo, args.session, url)
+    with repo:
+        fork = repo.fork(sid, args.entry, position)
+        try:
+            payload = {
+                "session_id": fork.id,
+                "location": fork.storage.location,
+                "parent_session": fork.header.parent_session,
+                "entries": len(fork),
+                "leaf_id": fork.leaf_id,
+            }
+            where = f"{position} {args.entry}" if args.entry else "at its leaf"
+            message = Text.assemble(
+                f"forked {sid} {where} into ", (fork.id, "bold cyan"), f" ({len(fork)} entries, {fork.storage.location})"
+            )
+            return _done(args, payload, message)
+        finally:
+            fork.close()
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    compact_command = feature("sessiontree.compaction", "compact_command", "compaction")
+    kwargs: dict[str, Any] = {"retain_tail": args.retain_tail, "dry_run": args.dry_run}
+    if args.keep_tokens is not None:
+        if args.keep_tokens < 0:
+            raise CliError("--keep-tokens must be 0 or more")
+        kwargs["keep_recent_tokens"] = args.keep_tokens
+    with session_for(args.repo, args.session) as session:
+        report = compact_command(session, **kwargs)
+        report = {"session_id": session.id, **report}
+        if args.json:
+            print_json(report)
+            return 0
+        console = stdout()
+        if not report["summarized_entries"]:
+            console.print("nothing to compact: the context is already within the recent-turns budget")
+            return 0
+        verb = "would summarise" if args.dry_run else "summarised"
+        console.print(
+            Text(
+                f"{verb} {report['summarized_entries']} entries (≈{report['summarized_tokens']:,} tokens), "
+                f"keeping {report['kept_entries']} from {report['first_kept_entry_id'] or '(none)'} "
+                f"(≈{report['kept_tokens']:,} tokens)"
+            )
+        )
+        if report["compacted"]:
+            console.print(
+                Text(
+                    f"compaction entry {report['entry_id']}: context ≈{report['tokens_before']:,} → "
+                    f"≈{report['tokens_after']:,} tokens"
+                )
+            )
+    return 0
