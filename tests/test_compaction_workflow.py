@@ -437,3 +437,15 @@ def test_the_extractive_summary_lists_requests_and_files_and_keeps_the_previous_
     assert result.summary.splitlines()[:2] == ["Earlier summary:", "before"]
     assert "- fix the parser" in result.summary
     assert result.details == {"read_files": ["p.py"], "modified_files": ["q.py"]}
+
+
+def test_the_worked_example_in_the_compaction_guide_runs() -> None:
+    """Every python block of docs/compaction.md runs, in order, in one namespace."""
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "compaction.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) >= 5
+    namespace: dict[str, Any] = {}
+    for index, block in enumerate(blocks):
+        exec(compile(block, f"docs/compaction.md block {index + 1}", "exec"), namespace)
