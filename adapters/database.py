@@ -95,7 +95,8 @@ class DatabaseSessionRepo(SessionRepo):
         try:
             self.app = SessionLog(env=self.env)
         except (PersistenceError, OSError) as exc:
-            raise SessionError("storage", f"cannot open the session database {url}: {exc}") from exc
+            detail = " ".join(str(exc).split())
+            raise SessionError("storage", f"cannot open the session database {url}: {detail}") from exc
         self.recorder = self.app.recorder
         self.module = type(self.app.factory).__module__
         view_class = _VIEWS.get(self.module)
@@ -296,4 +297,4 @@ def ensure_schema(env: Mapping[str, str], schema: str, url: str) -> None:
         ) as conn:
             conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {0}").format(Identifier(schema)))
     except psycopg.Error as exc:
-        raise SessionError("storage", f"cannot reach {url}: {exc}".strip()) from exc
+        raise SessionError("storage", f"cannot reach {url}: {' '.join(str(exc).split())}") from exc
