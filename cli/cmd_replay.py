@@ -23,7 +23,7 @@ from sessiontree.cli.describe import entry_text
 from sessiontree.cli.output import CliError, print_json, progress, stdout
 from sessiontree.cli.target import session_for
 from sessiontree.domain.errors import SessionError
-from sessiontree.projections.context import DEFAULT_OPTIONS, entry_to_messages
+from sessiontree.projections.context import entry_to_messages
 
 _REBUILDS = frozenset({"leaf", "compaction"})
 
@@ -87,7 +87,7 @@ def steps(session: Any, start: int = 1, end: int | None = None) -> Any:
         if step.version == 1:
             new: list[Any] = []
         elif event.type not in _REBUILDS and event.parent_id == before:
-            new = messages + entry_to_messages(event, len(messages), [], DEFAULT_OPTIONS)
+            new = messages + entry_to_messages(event, len(messages), [], session.options)
         else:
             new = step.view.build_context().messages
         keep = _common_prefix(messages, new)
