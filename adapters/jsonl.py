@@ -132,16 +132,23 @@ class JsonlSessionStorage(RecorderSessionStorage):
             raise SessionError("storage", f"cannot open the file: {exc.strerror or exc}", path=str(path)) from exc
         try:
             first = file.read(0, lines=1)
-            if not first.endswith(b"\n") and not (first and is_whole_line(first)):
+            cut = first.find(b"\n")
+            if cut >= 0:
+                first = first[:cut]
+            elif not (first and is_whole_line(first)):
                 problem = "the file is empty" if not first else "the header line is incomplete (torn)"
                 raise corrupt(path, 1, f"{problem}: no session header")
-            header, chosen = read_header(first.rstrip(b"\n"), path, codec)
+            header, chosen = read_header(first, path, codec)
         except OSError as exc:
             file.close()
             raise SessionError("storage", f"cannot read the file: {exc.strerror or exc}", path=str(path)) from exc
         except BaseException:
             file.close()
             raise
+        if chosen.dialect.name == "pi":  # pi's files keep pi's dialect (adapters/pi_storage.py)
+            from sessiontree.adapters.pi_storage import PiSessionStorage
+
+            cls = PiSessionStorage if issubclass(PiSessionStorage, cls) else cls
         storage = cls(path, file, header, codec=chosen, read_only=salvage)
         if salvage:
             storage._salvage()

@@ -64,7 +64,7 @@ class LineFile:
     @classmethod
     def create(cls, path: Path, *, durability: str = "flush") -> LineFile:
         """Create a new, empty file (mode 0600, parent folders 0700); FileExistsError if any."""
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dirs(path.parent)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
         out = cls(path, fd, durability=durability)
         out.size = 0
@@ -103,7 +103,7 @@ class LineFile:
             return data
         parts: list[bytes] = []
         found = 0
-        chunk = _CHUNK
+        chunk = 4096
         pos = start
         while found < lines:
             more = os.pread(self.fd, chunk, pos)
@@ -238,6 +238,21 @@ class LineFile:
         self.size = start + len(data)
         self.count += len(lines)
         self.needs_newline = False
+
+
+def make_private_dirs(folder: Path) -> None:
+    """Create ``folder`` and every missing parent with mode 0700 (umask permitting)."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    for item in reversed(missing):
+        try:
+            item.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
 
 
 def is_whole_line(tail: bytes) -> bool:

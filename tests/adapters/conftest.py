@@ -1,0 +1,112 @@
+"""Fixtures for the adapter tests: ``storage_factory``, parametrised over storage backends.
+
+``STORAGE_BACKENDS`` below is the one place a backend is added: append a
+:class:`StorageBackend` (with ``marks`` such as ``pytest.mark.postgres`` when it needs a
+server) and every test in ``test_storage_contract.py`` runs against it too.
+
+It also puts ``tests/support`` on ``sys.path`` for the shared test kit (see
+``tests/domain/conftest.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+_SUPPORT = str(Path(__file__).resolve().parents[1] / "support")
+if _SUPPORT not in sys.path:
+    sys.path.insert(0, _SUPPORT)
+
+from sessiontree.adapters.jsonl import JsonlSessionStorage  # noqa: E402
+from sessiontree.adapters.memory import InMemorySessionStorage  # noqa: E402
+from sessiontree.adapters.storage import SessionStorage  # noqa: E402
+
+
+@attrs.frozen
+class StorageBackend:
+    """How a backend makes a new session's storage and a second storage on the same session.
+
+    ``create(place, **header)`` gets a fresh temporary folder (``place``) and the header
+    fields of ``JsonlSessionStorage.create`` (``cwd``, ``metadata``, ``session_id``,
+    ``parent_session``, ``timestamp``); ``reopen(storage)`` returns an independent storage
+    of the same session, as another process would open it. ``close(place)`` (optional)
+    runs after the test.
+    """
+
+    name: str
+    create: Callable[..., SessionStorage]
+    reopen: Callable[[SessionStorage], SessionStorage]
+    marks: tuple[Any, ...] = ()
+    close: Callable[[Path], None] | None = None
+
+
+def _memory_create(place: Path, **header: Any) -> SessionStorage:
+    return InMemorySessionStorage(**header)
+
+
+def _memory_reopen(storage: SessionStorage) -> SessionStorage:
+    assert isinstance(storage, InMemorySessionStorage)
+    return InMemorySessionStorage.attach(storage.recorder, storage.session_id)  # type: ignore[arg-type]
+
+
+def _jsonl_create(place: Path, **header: Any) -> SessionStorage:
+    return JsonlSessionStorage.create(place / "sessions" / "session.jsonl", **header)
+
+
+def _jsonl_reopen(storage: SessionStorage) -> SessionStorage:
+    assert isinstance(storage, JsonlSessionStorage)
+    return JsonlSessionStorage.open(storage.path)
+
+
+# Add backends here (the database issue appends SQLite and PostgreSQL).
+STORAGE_BACKENDS: list[StorageBackend] = [
+    StorageBackend("memory", _memory_create, _memory_reopen),
+    StorageBackend("jsonl", _jsonl_create, _jsonl_reopen),
+]
+
+
+class StorageFactory:
+    """Makes storages of one backend for one test, and closes them all afterwards."""
+
+    def __init__(self, backend: StorageBackend, place: Path) -> None:
+        self.backend = backend
+        self.name = backend.name
+        self._place = place
+        self._count = 0
+        self._opened: list[SessionStorage] = []
+
+    def create(self, **header: Any) -> SessionStorage:
+        """A new session (each call in its own folder, so they never collide)."""
+        self._count += 1
+        place = self._place / f"s{self._count}"
+        place.mkdir()
+        storage = self.backend.create(place, **header)
+        self._opened.append(storage)
+        return storage
+
+    def reopen(self, storage: SessionStorage) -> SessionStorage:
+        """A second, independent storage of the same session."""
+        other = self.backend.reopen(storage)
+        self._opened.append(other)
+        return other
+
+    def close(self) -> None:
+        for storage in self._opened:
+            storage.close()
+        if self.backend.close is not None:
+            self.backend.close(self._place)
+
+
+@pytest.fixture(params=[pytest.param(b, marks=b.marks, id=b.name) for b in STORAGE_BACKENDS])
+def storage_factory(request: Any, tmp_path: Path) -> Iterator[StorageFactory]:
+    """A :class:`StorageFactory` for each backend in ``STORAGE_BACKENDS``."""
+    factory = StorageFactory(request.param, tmp_path)
+    try:
+        yield factory
+    finally:
+        factory.close()
