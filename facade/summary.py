@@ -57,14 +57,31 @@ def _first_line(text: str, width: int = 160) -> str:
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
+MAX_REQUESTS = 40
+MAX_FILES = 50
+MAX_PREVIOUS_CHARS = 4000
+
+
+def _capped(items: list[str], limit: int) -> list[str]:
+    if len(items) <= limit:
+        return items
+    head = limit // 4
+    tail = limit - head
+    return [*items[:head], f"... {len(items) - limit} more ...", *items[-tail:]]
+
+
 def extractive_summary(messages: Sequence[Any], previous_summary: str | None = None) -> Summary:
     """A stand-in summariser that needs no model: the user's requests and the files touched.
 
     It copies the first line of every user message and collects the ``path``-like
-    arguments of tool calls (read-only tools as read, the others as modified). It does
-    not understand the conversation; use a real model for real sessions.
+    arguments of tool calls (read-only tools as read, the others as modified), after the
+    previous summary. Its size is bounded whatever the input: at most ``MAX_REQUESTS``
+    requests and ``MAX_FILES`` files of each kind (the oldest and newest are kept), and the
+    previous summary cut to ``MAX_PREVIOUS_CHARS``. It does not understand the
+    conversation; use a real model for real sessions.
     """
     requests = [_first_line(message_text(m)) for m in messages if isinstance(m, UserMessage)]
+    requests = [r for r in requests if r]
     read: list[str] = []
     modified: list[str] = []
     for message in messages:
@@ -81,15 +98,18 @@ def extractive_summary(messages: Sequence[Any], previous_summary: str | None = N
                         bucket.append(value)
     lines: list[str] = []
     if previous_summary:
-        lines += ["Earlier summary:", previous_summary, ""]
+        previous = previous_summary
+        if len(previous) > MAX_PREVIOUS_CHARS:
+            previous = previous[:MAX_PREVIOUS_CHARS] + " [...]"
+        lines += ["Earlier summary:", previous, ""]
     lines.append(f"Summary of {len(messages)} earlier messages (extractive, no model).")
     if requests:
         lines.append("User requests:")
-        lines += [f"- {r}" for r in requests if r]
+        lines += [f"- {r}" for r in _capped(requests, MAX_REQUESTS)]
     if read:
-        lines.append("Files read: " + ", ".join(read))
+        lines.append("Files read: " + ", ".join(_capped(read, MAX_FILES)))
     if modified:
-        lines.append("Files modified: " + ", ".join(modified))
+        lines.append("Files modified: " + ", ".join(_capped(modified, MAX_FILES)))
     return Summary(summary="\n".join(lines), details={"read_files": read, "modified_files": modified})
 
 

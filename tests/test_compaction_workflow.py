@@ -439,6 +439,14 @@ def test_the_extractive_summary_lists_requests_and_files_and_keeps_the_previous_
     assert result.details == {"read_files": ["p.py"], "modified_files": ["q.py"]}
 
 
+def test_the_extractive_summary_stays_small_for_long_histories() -> None:
+    """Thousands of requests and a long previous summary still give a bounded summary."""
+    messages = [user(f"request {n} " + "x" * 300) for n in range(3000)]
+    result = extractive_summary(messages, "p" * 50_000)
+    assert len(result.summary) < 15_000
+    assert "- request 0 " in result.summary and "- request 2999 " in result.summary
+    assert "... 2960 more ..." in result.summary
+
 def test_the_worked_example_in_the_compaction_guide_runs() -> None:
     """Every python block of docs/compaction.md runs, in order, in one namespace."""
     import re
