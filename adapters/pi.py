@@ -1,0 +1,369 @@
+"""The pi dialect: pi's session files, line by line (SPEC 4, docs/pi.md).
+
+pi (the coding agent this design comes from) writes the same tree of entries as we do,
+with camelCase keys (``parentId``, ``modelId``, ``toolCallId``), its own role and block
+names (``toolResult``, ``toolCall``, ``mimeType``, ``thinkingSignature``), absent optional
+fields left out rather than written as ``null``, and its own key order. :class:`PiDialect`
+names things; :class:`PiCodec` is the shared :class:`~sessiontree.adapters.codec.Codec`
+with pi's rules for writing (which fields are left out, key order) and two pi-specific
+representations:
+
+* a ``leaf`` entry, which pi does not know, is written as a ``custom`` entry of type
+  ``sessiontree/leaf`` whose ``parentId`` is the new leaf, so pi (which resumes at the
+  last line) resumes on that branch (:meth:`PiCodec.decode_leaf_marker`);
+* entry types pi added later (``usage``, ``context_edit``) and any other unknown type are
+  kept verbatim; only the parent key is renamed when a line changes dialect.
+
+Reading files (migration of versions 1 and 2, validation) is ``pi_storage.py``;
+conversion is ``pi_convert.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from sessiontree.adapters.codec import Codec, Dialect
+from sessiontree.domain import messages as m
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import (
+    Entry,
+    LeafMoved,
+    SessionStarted,
+    UnknownEntryAppended,
+)
+
+PI_VERSIONS = (1, 2, 3)
+LEAF_MARKER_TYPE = "sessiontree/leaf"
+NATIVE_PARENT_KEY = "parent_id"
+PI_PARENT_KEY = "parentId"
+
+_SPECIAL_NAMES = {
+    (m.ThinkingContent, "signature"): "thinkingSignature",
+}
+_ROLES = {"tool_result": "toolResult", "compaction_summary": "compactionSummary", "branch_summary": "branchSummary"}
+_BLOCKS = {"tool_call": "toolCall"}
+_CAMEL = re.compile(r"_([a-z0-9])")
+
+
+def camel(name: str) -> str:
+    """``first_kept_entry_id`` -> ``firstKeptEntryId``."""
+    return _CAMEL.sub(lambda match: match.group(1).upper(), name)
+
+
+class PiDialect(Dialect):
+    """pi's names: camelCase fields, ``toolResult``/``toolCall`` tags, ``parentId``."""
+
+    name = "pi"
+    parent_key = PI_PARENT_KEY
+
+    def field_name(self, cls: type, name: str) -> str:
+        return _SPECIAL_NAMES.get((cls, name)) or camel(name)
+
+    def block_type(self, tag: str) -> str:
+        return _BLOCKS.get(tag, tag)
+
+    def role(self, tag: str) -> str:
+        return _ROLES.get(tag, tag)
+
+
+PI = PiDialect()
+
+# -- pi's key order (what its own writer emits), wire names -------------------------------
+
+_BASE = ("type", "id", PI_PARENT_KEY, "timestamp")
+ENTRY_KEY_ORDER: dict[str, tuple[str, ...]] = {
+    "message": (*_BASE, "message"),
+    "thinking_level_change": (*_BASE, "thinkingLevel"),
+    "model_change": (*_BASE, "provider", "modelId"),
+    "active_tools_change": (*_BASE, "activeToolNames"),
+    "compaction": (*_BASE, "summary", "firstKeptEntryId", "tokensBefore", "details", "usage", "fromHook", "retainedTail"),
+    "branch_summary": (*_BASE, "fromId", "summary", "details", "usage", "fromHook"),
+    "custom": ("type", "customType", "data", "id", PI_PARENT_KEY, "timestamp"),
+    "custom_message": ("type", "customType", "content", "display", "details", "id", PI_PARENT_KEY, "timestamp"),
+    "label": (*_BASE, "targetId", "label"),
+    "session_info": (*_BASE, "name"),
+}
+MESSAGE_KEY_ORDER: dict[str, tuple[str, ...]] = {
+    "user": ("role", "content", "timestamp"),
+    "assistant": ("role", "content", "api", "provider", "model", "usage", "stopReason", "timestamp", "errorMessage"),
+    "toolResult": ("role", "toolCallId", "toolName", "content", "details", "isError", "timestamp"),
+    "custom": ("role", "customType", "content", "display", "details", "timestamp"),
+    "compactionSummary": ("role", "summary", "tokensBefore", "timestamp"),
+    "branchSummary": ("role", "summary", "fromId", "timestamp"),
+}
+BLOCK_KEY_ORDER: dict[str, tuple[str, ...]] = {
+    "text": ("type", "text"),
+    "image": ("type", "data", "mimeType"),
+    "thinking": ("type", "thinking", "thinkingSignature"),
+    "toolCall": ("type", "id", "name", "arguments"),
+}
+USAGE_KEY_ORDER = ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost")
+COST_KEY_ORDER = ("input", "output", "cacheRead", "cacheWrite", "total")
+
+# Optional entry fields pi leaves out when they have no value (JSON.stringify drops
+# ``undefined``). A line read from a pi file that had an explicit ``null`` keeps it.
+ENTRY_OMIT_NONE: dict[str, frozenset[str]] = {
+    "compaction": frozenset({"details", "usage", "retainedTail"}),
+    "branch_summary": frozenset({"details", "usage"}),
+    "custom": frozenset({"data"}),
+    "custom_message": frozenset({"details"}),
+    "label": frozenset({"label"}),
+    "session_info": frozenset({"name"}),
+}
+
+
+def _ordered(data: Mapping[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    out = {key: data[key] for key in order if key in data}
+    if len(out) != len(data):
+        out.update((key, value) for key, value in data.items() if key not in out)
+    return out
+
+
+def _order_usage(usage: Any) -> Any:
+    if not isinstance(usage, dict):
+        return usage
+    out = _ordered(usage, USAGE_KEY_ORDER)
+    if isinstance(out.get("cost"), dict):
+        out["cost"] = _ordered(out["cost"], COST_KEY_ORDER)
+    return out
+
+
+def _order_blocks(content: Any) -> Any:
+    if not isinstance(content, list):
+        return content
+    return [
+        _ordered(block, BLOCK_KEY_ORDER[block["type"]])
+        if isinstance(block, dict) and block.get("type") in BLOCK_KEY_ORDER
+        else block
+        for block in content
+    ]
+
+
+def order_message(message: Any) -> Any:
+    """A pi message dict in pi's key order (unknown roles are left exactly as they are)."""
+    if not isinstance(message, dict) or message.get("role") not in MESSAGE_KEY_ORDER:
+        return message
+    out = _ordered(message, MESSAGE_KEY_ORDER[message["role"]])
+    if "content" in out:
+        out["content"] = _order_blocks(out["content"])
+    if "usage" in out:
+        out["usage"] = _order_usage(out["usage"])
+    return out
+
+
+class PiExtra(m.Extra):
+    """The ``extra`` of an entry read from a pi line that wrote ``null`` for a field pi
+    usually leaves out; ``nulls`` names those fields so they are written back."""
+
+    __slots__ = ("nulls",)
+
+    def __init__(self, fields: Any = (), absent: frozenset[str] = frozenset(), nulls: frozenset[str] = frozenset()):
+        super().__init__(fields, absent)
+        self.nulls = nulls
+
+    def __reduce__(self) -> Any:
+        return (PiExtra, (dict(self), self.absent, self.nulls))
+
+    def __copy__(self) -> PiExtra:
+        return PiExtra(self, self.absent, self.nulls)
+
+    def __deepcopy__(self, memo: Any) -> PiExtra:
+        import copy
+
+        return PiExtra(copy.deepcopy(dict(self), memo), self.absent, self.nulls)
+
+
+def rename_parent_key(data: Mapping[str, Any], old: str, new: str) -> dict[str, Any]:
+    """A raw entry with its parent key renamed in place (key order kept)."""
+    if old not in data or new in data:
+        return dict(data)
+    return {(new if key == old else key): value for key, value in data.items()}
+
+
+class PiCodec(Codec):
+    """The codec of pi's dialect: pi's names, key order and omitted fields."""
+
+    def __init__(self) -> None:
+        super().__init__(PI)
+
+    # -- header -------------------------------------------------------------------------
+
+    def unstructure_header(self, header: SessionStarted) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "session", "version": header.version, "id": header.originator_id}
+        out["timestamp"] = header.timestamp
+        out["cwd"] = header.cwd
+        absent = m.absent_fields(header.extra)
+        if header.parent_session is not None:
+            out["parentSession"] = header.parent_session
+        if header.metadata or ("metadata" not in absent and isinstance(header.extra, PiExtra)):
+            out["metadata"] = dict(header.metadata)
+        if header.extra:
+            out.update(header.extra)
+        return out
+
+    def decode_header(self, data: Any) -> SessionStarted:
+        """A header from a pi header line, any version pi has written (1, 2 or 3).
+
+        ``version`` keeps the file's own version (a missing one is 1); the entries of an
+        older file are migrated in memory by the storage (``pi_migrate.py``).
+        """
+        if not isinstance(data, dict) or data.get("type") != "session":
+            raise SessionError("corrupt", "the first line is not a session header")
+        version = data.get("version", 1)
+        if type(version) is not int or version not in PI_VERSIONS:
+            raise SessionError(
+                "unsupported_version",
+                f"pi session format version {version!r} is not supported (known: 1, 2, 3)",
+            )
+        sid, timestamp = data.get("id"), data.get("timestamp")
+        cwd, parent, metadata = data.get("cwd", ""), data.get("parentSession"), data.get("metadata", {})
+        if not isinstance(sid, str) or not sid:
+            raise SessionError("corrupt", "session header has no string 'id'")
+        if not isinstance(timestamp, str):
+            raise SessionError("corrupt", "session header has no string 'timestamp'")
+        if not isinstance(cwd, str) or (parent is not None and not isinstance(parent, str)):
+            raise SessionError("corrupt", "session header 'cwd' / 'parentSession' must be strings")
+        if not isinstance(metadata, dict):
+            raise SessionError("corrupt", "session header 'metadata' must be an object")
+        known = {"type", "version", "id", "timestamp", "cwd", "parentSession", "metadata"}
+        extra = PiExtra({k: v for k, v in data.items() if k not in known}, frozenset(known - data.keys()))
+        return SessionStarted(
+            originator_id=sid,
+            originator_version=1,
+            timestamp=timestamp,
+            cwd=cwd,
+            version=version,
+            parent_session=parent,
+            metadata=metadata,
+            extra=extra,
+        )
+
+    # -- entries ------------------------------------------------------------------------
+
+    def unstructure_event(self, event: Any) -> dict[str, Any]:
+        if isinstance(event, SessionStarted):
+            return self.unstructure_header(event)
+        if isinstance(event, UnknownEntryAppended):
+            return rename_parent_key(event.data, NATIVE_PARENT_KEY, PI_PARENT_KEY)
+        if isinstance(event, LeafMoved):
+            return self._leaf_marker(event)
+        out = super().unstructure_event(event)
+        kind = event.type
+        omit = ENTRY_OMIT_NONE.get(kind)
+        if omit:
+            nulls = getattr(event.extra, "nulls", frozenset())
+            for wire in omit:
+                if wire in out and out[wire] is None and wire not in nulls:
+                    del out[wire]
+        out = _ordered(out, ENTRY_KEY_ORDER[kind]) if kind in ENTRY_KEY_ORDER else out
+        if "message" in out:
+            out["message"] = order_message(out["message"])
+        if isinstance(out.get("retainedTail"), list):
+            out["retainedTail"] = [order_message(msg) for msg in out["retainedTail"]]
+        if "usage" in out and kind in ("compaction", "branch_summary"):
+            out["usage"] = _order_usage(out["usage"])
+        if kind == "custom_message":
+            out["content"] = _order_blocks(out["content"])
+        return out
+
+    def _leaf_marker(self, event: LeafMoved) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": "custom",
+            "customType": LEAF_MARKER_TYPE,
+            "data": {"fromId": event.parent_id},
+            "id": event.id,
+            PI_PARENT_KEY: event.target_id,
+            "timestamp": event.timestamp,
+        }
+        if event.extra:
+            out.update(event.extra)
+        return out
+
+    def decode_entry(self, data: Any, session_id: str, version: int) -> Entry:
+        entry = super().decode_entry(data, session_id, version)
+        omit = ENTRY_OMIT_NONE.get(entry.type)
+        if omit and isinstance(data, dict):
+            nulls = frozenset(wire for wire in omit if wire in data and data[wire] is None)
+            if nulls:
+                extra = entry.extra
+                object.__setattr__(entry, "extra", PiExtra(extra, m.absent_fields(extra), nulls))
+        return entry
+
+    def encode_event(self, event: Any) -> bytes:
+        """One pi line (no newline): always the reference encoder, which knows pi's rules."""
+        return self.reference_encode(event)
+
+    def decode(self, data: Any, session_id: str, version: int) -> Any:
+        if version == 1:
+            return self.decode_header(data)
+        return self.decode_entry(data, session_id, version)
+
+    @staticmethod
+    def is_leaf_marker(data: Mapping[str, Any]) -> bool:
+        """Is this raw pi line the ``custom`` entry that records a leaf move?"""
+        payload = data.get("data")
+        return (
+            data.get("type") == "custom"
+            and data.get("customType") == LEAF_MARKER_TYPE
+            and isinstance(payload, dict)
+            and payload.keys() == {"fromId"}
+            and (payload["fromId"] is None or isinstance(payload["fromId"], str))
+        )
+
+    def decode_leaf_marker(self, data: dict[str, Any], session_id: str, version: int) -> LeafMoved:
+        """The ``leaf`` entry a marker line stands for: ``parentId`` is the new leaf (so pi
+        resumes there), ``data.fromId`` the leaf before the move (our ``parent_id``)."""
+        target = data.get(PI_PARENT_KEY)
+        entry_id, timestamp = data.get("id"), data.get("timestamp")
+        if not isinstance(entry_id, str) or not entry_id or not isinstance(timestamp, str):
+            raise SessionError("corrupt", "leaf marker has no string 'id' / 'timestamp'")
+        if target is not None and not isinstance(target, str):
+            raise SessionError("corrupt", f"leaf marker {entry_id!r} has a non-string 'parentId'")
+        known = {"type", "customType", "data", "id", PI_PARENT_KEY, "timestamp"}
+        return LeafMoved(
+            originator_id=session_id,
+            originator_version=version,
+            timestamp=timestamp,
+            id=entry_id,
+            parent_id=data["data"]["fromId"],
+            target_id=target,
+            extra={k: v for k, v in data.items() if k not in known},
+        )
+
+    def message_to_dict(self, message: Any) -> dict[str, Any]:
+        """A message as pi writes it (pi's names and key order)."""
+        return order_message(self.unstructure_value(message))  # type: ignore[no-any-return]
+
+
+def is_pi_header(header: Mapping[str, Any]) -> bool:
+    """Is this parsed first line a pi header rather than a native one?
+
+    The native writer always writes ``parent_session`` and ``metadata``; pi never writes
+    either (its parent key is ``parentSession``, older files ``branchedFrom``).
+    """
+    return header.get("type") == "session" and "parent_session" not in header and "metadata" not in header
+
+
+_PI_CODEC: PiCodec | None = None
+
+
+def pi_codec() -> PiCodec:
+    """The shared codec of the pi dialect."""
+    global _PI_CODEC
+    if _PI_CODEC is None:
+        _PI_CODEC = PiCodec()
+    return _PI_CODEC
+
+
+__all__ = [
+    "LEAF_MARKER_TYPE",
+    "PI",
+    "PiCodec",
+    "PiDialect",
+    "camel",
+    "is_pi_header",
+    "order_message",
+    "pi_codec",
+]

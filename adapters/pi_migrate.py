@@ -1,0 +1,87 @@
+"""Migrating pi files of versions 1 and 2 to version 3, in memory and deterministically.
+
+pi migrates old files when it opens them and rewrites them in place. We never rewrite a
+file on open: the migration below runs on the parsed lines each time the file is read.
+It follows pi's own steps (docs/pi.md):
+
+* v1 -> v2: entries had no ``id``/``parentId``. Each gets an id and the previous entry as
+  its parent (one linear chain). pi draws random ids; we derive them from the session id
+  and the line number (:func:`derived_id`), so the same file always gives the same ids
+  and anything that refers to them (labels appended later, exports) stays valid. A
+  ``compaction``'s ``firstKeptEntryIndex`` (an index into the file's objects, the header
+  being 0) becomes ``firstKeptEntryId``.
+* v2 -> v3: the message role ``hookMessage`` is renamed ``custom``.
+
+Input objects are not modified; migrated entries are fresh dicts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from sessiontree.domain.errors import SessionError
+
+CURRENT = 3
+
+
+def derived_id(session_id: str, lineno: int, taken: set[str]) -> str:
+    """8 hex characters from (session id, line number), unique among ``taken``."""
+    attempt = 0
+    while True:
+        seed = f"{session_id}:{lineno}" if attempt == 0 else f"{session_id}:{lineno}:{attempt}"
+        candidate = hashlib.sha256(seed.encode("utf-8")).hexdigest()[:8]
+        if candidate not in taken:
+            return candidate
+        attempt += 1
+
+
+def _v1_to_v2(session_id: str, entries: Sequence[tuple[int, Any]], path: str) -> list[tuple[int, dict[str, Any]]]:
+    taken: set[str] = set()
+    previous: str | None = None
+    out: list[tuple[int, dict[str, Any]]] = []
+    for lineno, obj in entries:
+        if not isinstance(obj, dict) or not isinstance(obj.get("type"), str) or obj["type"] == "session":
+            raise SessionError("corrupt", "a version 1 entry must be an object with a 'type'", path=path, line=lineno)
+        entry_id = derived_id(session_id, lineno, taken)
+        taken.add(entry_id)
+        body = {k: v for k, v in obj.items() if k not in ("type", "id", "parentId")}
+        new = {"type": obj["type"], "id": entry_id, "parentId": previous, **body}
+        previous = entry_id
+        if new["type"] == "compaction" and "firstKeptEntryIndex" in new:
+            index = new.pop("firstKeptEntryIndex")
+            # The index counts the header as 0; pi only resolves entries already given ids.
+            target = None
+            if type(index) is int and 1 <= index <= len(out):
+                target = out[index - 1][1]["id"]
+            new["firstKeptEntryId"] = target
+        elif new["type"] == "compaction" and "firstKeptEntryId" not in new:
+            new["firstKeptEntryId"] = None
+        out.append((lineno, new))
+    return out
+
+
+def _v2_to_v3(entries: Sequence[tuple[int, Any]]) -> list[tuple[int, Any]]:
+    out = []
+    for lineno, obj in entries:
+        message = obj.get("message") if isinstance(obj, dict) and obj.get("type") == "message" else None
+        if isinstance(message, dict) and message.get("role") == "hookMessage":
+            obj = {**obj, "message": {**message, "role": "custom"}}
+        out.append((lineno, obj))
+    return out
+
+
+def migrate(
+    version: int, session_id: str, entries: Sequence[tuple[int, Any]], path: str
+) -> list[tuple[int, Any]]:
+    """The entries of a version ``version`` file as version 3 entries, each with its line."""
+    migrated = list(entries)
+    if version < 2:
+        migrated = _v1_to_v2(session_id, migrated, path)  # type: ignore[assignment]
+    if version < 3:
+        migrated = _v2_to_v3(migrated)
+    return migrated
+
+
+__all__ = ["CURRENT", "derived_id", "migrate"]

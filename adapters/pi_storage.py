@@ -1,0 +1,204 @@
+"""A pi session file as a session storage: read without rewriting, appended in pi's dialect.
+
+:class:`PiSessionStorage` is a :class:`~sessiontree.adapters.jsonl.JsonlSessionStorage`
+(same locked whole-line appends, torn-tail repair, conflict detection) whose lines are in
+pi's dialect. ``JsonlSessionStorage.open(path)`` returns one when the header is pi's;
+:meth:`PiSessionStorage.create` makes a new pi file. What differs from a native file:
+
+* reading: versions 1 and 2 are migrated in memory (``pi_migrate.py``); a leaf marker (the
+  ``custom`` entry that records a leaf move, see ``pi.py``) is read as a ``leaf`` entry
+  unless pi has since appended under it, in which case it is the ordinary custom entry
+  pi sees (a node of the tree); every line is still checked (parent on an earlier line,
+  unique ids) and an error names the file and line;
+* writing: lines are pi's (``PiCodec``); a version 1 file is read-only (pi would give every
+  entry a new id when it next opens the file, orphaning what we appended), and a
+  compaction with a ``retained_tail`` is refused (pi ignores that field, so pi and we
+  would build different contexts);
+* context: pi 1.x's rules for ``context_edit`` entries and system messages apply
+  (``context_options``; ``projections/pi_context.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+from eventsourcing.persistence import StoredEvent
+
+from sessiontree.adapters.jsonl import JsonlSessionStorage
+from sessiontree.adapters.jsonl_recorder import line_type, topic_of
+from sessiontree.adapters.jsonl_scan import JsonlEntry, ScanContext, corrupt, envelope_problem, tree_problem
+from sessiontree.adapters.pi import PI_PARENT_KEY, PiCodec, pi_codec
+from sessiontree.adapters.pi_migrate import CURRENT, migrate
+from sessiontree.adapters.storage import SessionMapper
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import ContextCompacted, SessionStarted
+from sessiontree.projections.context import SessionContextBuildOptions
+from sessiontree.projections.pi_context import pi_entry_transform
+
+
+class PiSessionMapper(SessionMapper):
+    """The session mapper for pi lines: a stored event's topic comes from its line's type
+    (a ``leaf`` event is a ``custom`` line in pi's dialect)."""
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        state = self.codec.encode_event(domain_event)
+        return StoredEvent(
+            originator_id=domain_event.originator_id,
+            originator_version=domain_event.originator_version,
+            topic=topic_of(line_type(state)),
+            state=state,
+        )
+
+
+def pi_context_options(codec: PiCodec | None = None) -> SessionContextBuildOptions:
+    """Context options that give pi 1.x's meaning to ``context_edit`` entries and system
+    messages (pi sessions get them automatically; pass them for a session imported from pi)."""
+    codec = codec or pi_codec()
+    return SessionContextBuildOptions(
+        entry_transforms=(pi_entry_transform(codec.structure_content, codec.structure_message),)
+    )
+
+
+def _decode(ctx: ScanContext, obj: dict[str, Any], lineno: int, marker: bool) -> Any:
+    codec: PiCodec = ctx.codec  # type: ignore[assignment]
+    try:
+        if marker:
+            return codec.decode_leaf_marker(obj, ctx.session_id, lineno)
+        return codec.decode_entry(obj, ctx.session_id, lineno)
+    except SessionError as exc:
+        raise corrupt(ctx.path, lineno, f"session {ctx.session_id}: {exc.message}", exc.code) from None
+
+
+def read_pi_entries(lines: Sequence[bytes], ctx: ScanContext, version: int) -> list[Any]:
+    """The entries of a pi file's ``lines`` (line 1 is the header), checked line by line.
+
+    Version 3 lines are held lazily (decoded on first use); older versions are migrated
+    and decoded now. Line ``k`` is version ``k`` of the session.
+    """
+    objs: list[tuple[int, Any]] = []
+    for index in range(1, len(lines)):
+        try:
+            objs.append((index + 1, orjson.loads(lines[index])))
+        except orjson.JSONDecodeError as exc:
+            raise corrupt(ctx.path, index + 1, f"invalid JSON ({exc})") from None
+    lazy = version >= CURRENT
+    if not lazy:
+        objs = migrate(version, ctx.session_id, objs, str(ctx.path))
+    ids: set[str] = set()
+    parents: set[str] = set()
+    markers: set[int] = set()
+    for lineno, obj in objs:
+        problem = envelope_problem(obj, PI_PARENT_KEY) or tree_problem(obj, PI_PARENT_KEY, ids)
+        if problem is not None:
+            raise corrupt(ctx.path, lineno, problem)
+        ids.add(obj["id"])
+        if obj[PI_PARENT_KEY] is not None:
+            parents.add(obj[PI_PARENT_KEY])
+        if PiCodec.is_leaf_marker(obj):
+            markers.add(lineno)
+    out: list[Any] = []
+    for lineno, obj in objs:
+        marker = lineno in markers and obj["id"] not in parents
+        if lazy and not marker:
+            out.append(JsonlEntry(obj["type"], obj["id"], obj[PI_PARENT_KEY], lines[lineno - 1], lineno, lineno, ctx))
+        else:
+            out.append(_decode(ctx, obj, lineno, marker))
+    return out
+
+
+class PiSessionStorage(JsonlSessionStorage):
+    """One pi session file (see the module docstring)."""
+
+    def __init__(self, path: Path, file: Any, header: SessionStarted, *, codec: Any, read_only: bool = False):
+        if not isinstance(codec, PiCodec):
+            raise SessionError("corrupt", "not a pi session file (its header is in the native dialect)", path=str(path), line=1)
+        super().__init__(path, file, header, codec=codec, read_only=read_only)
+        self.mapper = PiSessionMapper(codec)
+        self.source_version: int = header.version
+        self.context_options = pi_context_options(codec)
+
+    @classmethod
+    def create(  # type: ignore[override]
+        cls,
+        path: str | Path,
+        *,
+        cwd: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+        durability: str = "flush",
+        timestamp: str | None = None,
+        codec: Any = None,
+    ) -> PiSessionStorage:
+        """A new pi session file at ``path`` (``parent_session`` is a file path, as in pi)."""
+        return super().create(  # type: ignore[return-value]
+            path,
+            cwd=cwd,
+            metadata=metadata,
+            session_id=session_id,
+            parent_session=parent_session,
+            durability=durability,
+            timestamp=timestamp,
+            codec=codec or pi_codec(),
+        )
+
+    # -- reading --------------------------------------------------------------------------
+
+    def load(self) -> tuple[SessionStarted, Sequence[Any]]:
+        if self._salvaged is not None:
+            return self.header, list(self._salvaged)
+        lines, tail = self._read_lines()
+        if not lines:
+            raise corrupt(self.path, 1, "no session header")
+        self._check_header(lines[0])
+        entries = read_pi_entries(lines, self._context(), self.source_version)
+        if tail:
+            self._warn_torn(len(lines) + 1, tail)
+        return self.header, entries
+
+    def load_prefix(self, version: int) -> tuple[SessionStarted, Sequence[Any]]:
+        if self._salvaged is not None:
+            return self.header, self._salvaged[: max(0, version - 1)]
+        lines, _ = self._read_lines(lines=max(1, version))
+        self._check_header(lines[0])
+        return self.header, read_pi_entries(lines[: max(1, version)], self._context(), self.source_version)
+
+    def _salvage(self) -> None:
+        if self.source_version < CURRENT:
+            raise SessionError(
+                "unsupported_version",
+                f"salvage reads pi files of version {CURRENT} only (this one is version {self.source_version})",
+                path=str(self.path),
+                line=1,
+            )
+        super()._salvage()
+
+    # -- writing --------------------------------------------------------------------------
+
+    def check_writable(self) -> None:
+        if self.source_version < 2:
+            raise SessionError(
+                "storage",
+                f"session {self.session_id} is a pi version 1 file: it is read-only here, because pi "
+                "gives every entry of such a file a new id when it next opens it (export it to a "
+                "version 3 file, or let pi migrate it, to append)",
+                path=str(self.path),
+            )
+        super().check_writable()
+
+    def save(self, events: Sequence[Any]) -> None:
+        for event in events:
+            if isinstance(event, ContextCompacted) and event.retained_tail is not None:
+                raise SessionError(
+                    "invalid_entry",
+                    f"compaction {event.id!r}: pi files cannot carry a retained_tail (pi ignores "
+                    "it and would build a different context); use first_kept_entry_id",
+                    path=str(self.path),
+                )
+        super().save(events)
+
+
+__all__ = ["PiSessionMapper", "PiSessionStorage", "pi_context_options", "read_pi_entries"]
