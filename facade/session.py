@@ -386,7 +386,9 @@ class Session(SessionReader):
             raise TypeError(f"options must be SessionContextBuildOptions or None, not {options!r}")
         header, entries = storage.load()
         aggregate = SessionAggregate.replay(header, entries)
-        super().__init__(aggregate, len(aggregate.log), options or DEFAULT_OPTIONS, {})
+        # A storage may bring context rules of its format (pi files: context_edit entries).
+        base = getattr(storage, "context_options", None) or DEFAULT_OPTIONS
+        super().__init__(aggregate, len(aggregate.log), base.merged(options), {})
         self._storage = storage
         self._clock = clock or utc_now
         self._new_id = id_generator or new_entry_id
