@@ -29,7 +29,7 @@ from sessiontree.projections.compaction import (
     plan_compaction,
 )
 from sessiontree.projections.context import entry_to_messages
-from sessiontree.projections.tokens import ContextTokens, TokenEstimator, context_tokens
+from sessiontree.projections.tokens import ContextTokens, TokenEstimator, context_tokens, reported_usage
 from sessiontree.summary import AsyncSummarizer, Summarizer, Summary, as_summary, extractive_summary
 
 if TYPE_CHECKING:
@@ -62,8 +62,13 @@ def estimate_context_tokens(
     last = next((i for i in range(len(path) - 1, -1, -1) if path[i].type == "compaction"), None)
     if last is None:
         return context_tokens(messages, estimator)
-    fresh = {id(e.message) for e in path[last + 1 :] if e.type == "message"}
-    return context_tokens(messages, estimator, trusted=lambda m: id(m) in fresh)
+    # Only a reply appended after the latest compaction measured this context; compare by
+    # value too, since a storage may hand out equal copies of a message.
+    fresh = next(
+        (e.message for e in reversed(path[last + 1 :]) if e.type == "message" and reported_usage(e.message)),
+        None,
+    )
+    return context_tokens(messages, estimator, trusted=lambda m: fresh is not None and (m is fresh or m == fresh))
 
 
 def should_compact(

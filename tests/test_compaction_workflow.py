@@ -284,11 +284,12 @@ def test_compaction_then_reopen_from_a_jsonl_file_gives_the_same_context(tmp_pat
     for n in range(5):
         turn(session, n, tools=1)
     session.compact(FakeSummarizer(), keep_recent_tokens=120, retain_tail=retain_tail)
-    turn(session, 7)
+    turn(session, 7, reported=321)
     expected = session.build_context()
     session.close()
     reopened = Session(JsonlSessionStorage.open(path))
     assert reopened.build_context() == expected
+    assert reopened.estimate_context_tokens().usage_tokens == 321
     assert reopened.plan_compaction(50) == Session(JsonlSessionStorage.open(path)).plan_compaction(50)
 
 
