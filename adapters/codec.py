@@ -313,13 +313,18 @@ class Codec:
         """
         if version == 1:
             return self.decode_header(data)
-        return self.fast.decode_entry(data, session_id, version)
+        fast = self.__dict__.get("_fast") or self.fast
+        return fast.decode_entry(data, session_id, version)
 
     @property
     def fast(self) -> Any:
-        from sessiontree.adapters.fastcodec import fast_codec
+        """The generated fast path (``adapters/fastcodec.py``), built on first use."""
+        fast = self.__dict__.get("_fast")
+        if fast is None:
+            from sessiontree.adapters.fastcodec import fast_codec
 
-        return fast_codec(self)
+            fast = fast_codec(self)
+        return fast
 
     def reference_encode(self, event: Any) -> bytes:
         """The cattrs reference encoder (the fast path must give the same bytes)."""

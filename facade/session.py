@@ -156,7 +156,7 @@ class SessionReader:
         """Every entry of one type (``"message"``, ``"label"``, ...), in order."""
         _check_id("entry type", entry_type)
         log = self._agg.log
-        return [log.get(p) for p in log.positions_of(entry_type, self._limit)]
+        return log.get_many(log.positions_of(entry_type, self._limit))
 
     def get_children(self, entry_id: str | None) -> list[Entry]:
         """The entries whose parent is ``entry_id`` (None: the roots); ``leaf`` records excluded."""
@@ -172,7 +172,7 @@ class SessionReader:
         if leaf_id is not None:
             self._pos(leaf_id)
         log = self._agg.log
-        return [log.get(p) for p in branch_positions(log, leaf, self._limit)]
+        return log.get_many(branch_positions(log, leaf, self._limit))
 
     def get_path_to_root_or_compaction(self, leaf_id: str | None = None) -> list[Entry]:
         """The shortest root-first suffix of the branch that its context needs (SPEC 3)."""
@@ -180,7 +180,7 @@ class SessionReader:
         if leaf_id is not None:
             self._pos(leaf_id)
         log = self._agg.log
-        return [log.get(p) for p in path_to_root_or_compaction(log, leaf, self._limit)]
+        return log.get_many(path_to_root_or_compaction(log, leaf, self._limit))
 
     def get_label(self, entry_id: str) -> str | None:
         """The entry's current label, or None."""
@@ -250,7 +250,7 @@ class SessionReader:
 
     def _context_parts(self, leaf: str | None, options: SessionContextBuildOptions) -> _ContextCache:
         log = self._agg.log
-        path = [log.get(p) for p in path_to_root_or_compaction(log, leaf, self._limit)]
+        path = log.get_many(path_to_root_or_compaction(log, leaf, self._limit))
         state = context_state(log, leaf, self._limit)
         entries = default_compaction_transform(path)
         for transform in options.entry_transforms:
@@ -286,7 +286,7 @@ class SessionReader:
         """Counts, tokens and cost for the whole session, with ``.branch`` for the current one."""
         whole = copy.deepcopy(self.projection("stats"))
         log = self._agg.log
-        whole.branch = stats_of(log.get(p) for p in branch_positions(log, self.leaf_id, self._limit))
+        whole.branch = stats_of(log.get_many(branch_positions(log, self.leaf_id, self._limit)))
         return whole
 
     # -- compaction (facade/compaction.py; docs/compaction.md) --------------------------
