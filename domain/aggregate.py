@@ -35,7 +35,17 @@ from sessiontree.domain.events import (
     parse_timestamp,
 )
 from sessiontree.domain.log import EntryLog
-from sessiontree.domain.messages import CONTENT_TYPES, MESSAGE_TYPES, Usage
+from sessiontree.domain.messages import (
+    CONTENT_TYPES,
+    MESSAGE_TYPES,
+    CustomMessage,
+    UnknownContent,
+    UnknownMessage,
+    Usage,
+)
+
+_KNOWN_ROLES = frozenset(c.role for c in MESSAGE_TYPES if c is not UnknownMessage)  # type: ignore[attr-defined]
+_KNOWN_BLOCKS = frozenset(c.type for c in CONTENT_TYPES if c is not UnknownContent)  # type: ignore[attr-defined]
 
 
 def leaf_after(entry: Any) -> str | None:
@@ -65,6 +75,21 @@ def _check_content(name: str, content: Any) -> tuple[Any, ...] | str:
     if isinstance(content, (list, tuple)) and all(isinstance(b, CONTENT_TYPES) for b in content):
         return tuple(content)
     raise TypeError(f"{name} must be a str or a list of content blocks, not {content!r}")
+
+
+def _check_unknowns(where: str, message: Any) -> None:
+    """An Unknown* stand-in may not use a known role or block type: it would be written
+    without the fields that role or type needs, and the log could not be read back."""
+    if isinstance(message, UnknownMessage) and message.role in _KNOWN_ROLES:
+        raise SessionError(
+            "invalid_entry", f"{where}: role {message.role!r} is known; build its message class instead"
+        )
+    content = getattr(message, "content", None)
+    for block in content if isinstance(content, tuple) else ():
+        if isinstance(block, UnknownContent) and block.type in _KNOWN_BLOCKS:
+            raise SessionError(
+                "invalid_entry", f"{where}: block type {block.type!r} is known; build its block class instead"
+            )
 
 
 class SessionAggregate(BaseAggregate[str]):
@@ -199,6 +224,7 @@ class SessionAggregate(BaseAggregate[str]):
     def append_message(self, message: Any, *, id: str, timestamp: str) -> str:
         if not isinstance(message, MESSAGE_TYPES):
             raise TypeError(f"message must be a message object (UserMessage, ...), not {message!r}")
+        _check_unknowns("message", message)
         return self._append(MessageAppended, id=id, timestamp=timestamp, message=message)
 
     def append_thinking_level_change(self, level: str, *, id: str, timestamp: str) -> str:
@@ -268,6 +294,8 @@ class SessionAggregate(BaseAggregate[str]):
             ):
                 raise TypeError(f"retained_tail must be a list of messages or None, not {retained_tail!r}")
             tail = tuple(retained_tail)
+            for message in tail:
+                _check_unknowns("retained_tail", message)
         return self._append(
             ContextCompacted,
             id=id,
@@ -303,6 +331,7 @@ class SessionAggregate(BaseAggregate[str]):
         if not isinstance(display, bool):
             raise TypeError(f"display must be a bool, not {display!r}")
         checked = _check_content("content", content)
+        _check_unknowns("custom message", CustomMessage(custom_type=custom_type, content=checked))
         return self._append(
             CustomMessageAppended,
             id=id,

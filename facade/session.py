@@ -20,7 +20,7 @@ from sessiontree.domain.aggregate import SessionAggregate, leaf_after
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, SessionStarted, parse_timestamp
 from sessiontree.domain.ids import Clock, IdGenerator, new_entry_id, now_iso, utc_now
-from sessiontree.domain.messages import Cost, Usage
+from sessiontree.domain.messages import AssistantMessage, Cost, Usage
 from sessiontree.projections.base import Projection, fold, subscribed_types
 from sessiontree.projections.context import (
     DEFAULT_OPTIONS,
@@ -390,6 +390,10 @@ class Session(SessionReader):
         base = getattr(storage, "context_options", None) or DEFAULT_OPTIONS
         super().__init__(aggregate, len(aggregate.log), base.merged(options), {})
         self._storage = storage
+        if clock is not None and not callable(clock):
+            raise TypeError(f"clock must be a callable returning an aware datetime, not {clock!r}")
+        if id_generator is not None and not callable(id_generator):
+            raise TypeError(f"id_generator must be a callable returning str ids, not {id_generator!r}")
         self._clock = clock or utc_now
         self._new_id = id_generator or new_entry_id
         self._context: _ContextCache | None = None
@@ -578,7 +582,9 @@ class Session(SessionReader):
     # -- the incremental context ------------------------------------------------------
 
     def _cached_context(self, merged: SessionContextBuildOptions, cacheable: bool) -> _ContextCache:
-        if not cacheable or merged.entry_transforms:
+        # Transforms and projectors see the whole entry list (a projector may look past its
+        # own entry), so an incrementally extended cache could differ: build afresh.
+        if not cacheable or merged.entry_transforms or merged.entry_projectors:
             return self._context_parts(self.leaf_id, merged)
         cache = self._context
         if cache is None or cache.leaf_id != self.leaf_id:
@@ -603,7 +609,7 @@ class Session(SessionReader):
             state = attrs.evolve(state, thinking_level=entry.thinking_level)  # type: ignore[attr-defined]
         elif kind == "model_change":
             state = attrs.evolve(state, model={"provider": entry.provider, "model_id": entry.model_id})  # type: ignore[attr-defined]
-        elif kind == "message" and entry.message.role == "assistant":  # type: ignore[attr-defined]
+        elif kind == "message" and isinstance(entry.message, AssistantMessage):  # type: ignore[attr-defined]
             message = entry.message  # type: ignore[attr-defined]
             state = attrs.evolve(state, model={"provider": message.provider, "model_id": message.model})
         elif kind == "active_tools_change":

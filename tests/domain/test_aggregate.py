@@ -20,7 +20,7 @@ from sessiontree.domain.events import (
     SessionStarted,
     ThinkingLevelChanged,
 )
-from sessiontree.domain.messages import TextContent, UserMessage
+from sessiontree.domain.messages import TextContent, UnknownContent, UnknownMessage, UserMessage
 
 SID = "session-under-test"
 T = "2026-11-29T11:30:20.123Z"
@@ -352,3 +352,27 @@ def test_events_are_immutable():
     event = msg("a", None)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         event.parent_id = "b"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        lambda a: a.append_message(UnknownMessage(role="assistant"), id="x", timestamp=T),
+        lambda a: a.append_message(UserMessage(content=[UnknownContent(type="text")]), id="x", timestamp=T),
+        lambda a: a.append_compaction("s", None, 1, retained_tail=[UnknownMessage(role="user")], id="x", timestamp=T),
+        lambda a: a.append_custom_message_entry("t", [UnknownContent(type="image")], id="x", timestamp=T),
+    ],
+)
+def test_unknown_stand_ins_for_known_roles_and_blocks_are_refused(command):
+    """An UnknownMessage/UnknownContent using a known tag would write an unreadable line, so it is refused."""
+    agg = given(msg("a", None))
+    refused(agg, "invalid_entry", lambda: command(agg))
+
+
+def test_unknown_roles_and_blocks_may_be_appended():
+    """Messages and blocks of roles and types this library does not know are kept as given."""
+    agg = given()
+    message = UnknownMessage(role="bashExecution", data={"command": "ls"})
+    agg.append_message(message, id="x", timestamp=T)
+    agg.append_message(UserMessage(content=[UnknownContent(type="audio")]), id="y", timestamp=T)
+    assert [e.message for e in then(agg)][0] == message
