@@ -69,6 +69,13 @@ STORAGE_BACKENDS: list[StorageBackend] = [
     StorageBackend("jsonl", _jsonl_create, _jsonl_reopen),
 ]
 
+import sessiontree_db_backends as _db  # noqa: E402  (tests/support; SQLite and PostgreSQL)
+
+STORAGE_BACKENDS += [
+    StorageBackend("sqlite", _db.sqlite_create, _db.reopen, close=_db.close),
+    StorageBackend("postgres", _db.postgres_create, _db.reopen, (pytest.mark.postgres,), close=_db.close),
+]
+
 
 class StorageFactory:
     """Makes storages of one backend for one test, and closes them all afterwards."""
