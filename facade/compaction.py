@@ -128,13 +128,11 @@ def _append(
     )
 
 
-def _prepare(session: Session, summarize: Any, keep_recent_tokens: int, retain_tail: bool,
-             from_hook: Any, estimator: Any) -> CompactionPlan:
+def _check(session: Session, summarize: Any, from_hook: Any) -> None:
     _check_summarizer(summarize)
     if not isinstance(from_hook, bool):
         raise TypeError(f"from_hook must be a bool, not {from_hook!r}")
     session.storage.check_writable()
-    return plan(session, keep_recent_tokens, retain_tail, estimator)
 
 
 def compact(
@@ -153,10 +151,9 @@ def compact(
     ``details`` given here wins over the summariser's. ``planned`` reuses a plan made by
     :func:`plan` on the same, unchanged session.
     """
+    _check(session, summarize, from_hook)
     if planned is None:
-        planned = _prepare(session, summarize, keep_recent_tokens, retain_tail, from_hook, estimator)
-    else:
-        _prepare(session, summarize, keep_recent_tokens, retain_tail, from_hook, estimator)
+        planned = plan(session, keep_recent_tokens, retain_tail, estimator)
     if planned.is_empty:
         return None
     version = session.version
@@ -175,7 +172,8 @@ async def acompact(
 ) -> str | None:
     """:func:`compact` with an async (or plain) summariser; a session changed meanwhile is a
     ``conflict`` and nothing is written."""
-    planned = _prepare(session, summarize, keep_recent_tokens, retain_tail, from_hook, estimator)
+    _check(session, summarize, from_hook)
+    planned = plan(session, keep_recent_tokens, retain_tail, estimator)
     if planned.is_empty:
         return None
     version = session.version
