@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 from eventsourcing.application import Application
+from eventsourcing.domain import EventSourcingError
 from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent, Tracking
 from eventsourcing.popo import POPOApplicationRecorder
 
@@ -35,9 +36,9 @@ from sessiontree.adapters.database_index import (
     DELETIONS_STREAM,
     DeletionMarker,
     POPOSessionIndexView,
-    PostgresSessionIndexView,
     SessionIndexProjection,
     SQLiteSessionIndexView,
+    postgres_view_class,
     process_once,
 )
 from sessiontree.adapters.repo import SessionInfo, SessionRepo
@@ -48,10 +49,10 @@ from sessiontree.domain.ids import now_iso
 
 APP_NAME = "sessiontree"
 BATCH = 1000
-_VIEWS = {
-    "eventsourcing.popo": POPOSessionIndexView,
-    "eventsourcing.sqlite": SQLiteSessionIndexView,
-    "eventsourcing.postgres": PostgresSessionIndexView,
+_VIEWS: dict[str, Any] = {
+    "eventsourcing.popo": lambda: POPOSessionIndexView,
+    "eventsourcing.sqlite": lambda: SQLiteSessionIndexView,
+    "eventsourcing.postgres": postgres_view_class,
 }
 
 
@@ -94,7 +95,7 @@ class DatabaseSessionRepo(SessionRepo):
         self.env = _explicit({"ORIGINATOR_ID_TYPE": "text", **settings})
         try:
             self.app = SessionLog(env=self.env)
-        except (PersistenceError, OSError) as exc:
+        except (PersistenceError, OSError, EventSourcingError) as exc:
             detail = " ".join(str(exc).split())
             raise SessionError("storage", f"cannot open the session database {url}: {detail}") from exc
         self.recorder = self.app.recorder
@@ -102,7 +103,7 @@ class DatabaseSessionRepo(SessionRepo):
         view_class = _VIEWS.get(self.module)
         if view_class is None:
             raise SessionError("storage", f"{url}: persistence module {self.module} is not supported")
-        self.view = self.app.factory.tracking_recorder(view_class)  # type: ignore[arg-type]
+        self.view = self.app.factory.tracking_recorder(view_class())
         self._lock = threading.RLock()
 
     # -- constructors -----------------------------------------------------------------
@@ -137,6 +138,10 @@ class DatabaseSessionRepo(SessionRepo):
         ``schema`` is created if missing. ``settings`` passes any other eventsourcing
         setting (``POSTGRES_POOL_SIZE``, ``POSTGRES_LOCK_TIMEOUT``, ...).
         """
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise SessionError("storage", "PostgreSQL needs psycopg: pip install 'sessiontree[postgres]'") from None
         env: dict[str, str] = {
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
             "POSTGRES_DBNAME": dbname,
@@ -262,7 +267,7 @@ class DatabaseSessionRepo(SessionRepo):
         return ProjectionRunner(
             application_class=SessionLog,
             projection_class=SessionIndexProjection,
-            view_class=PostgresSessionIndexView,
+            view_class=postgres_view_class(),
             env=self.env,
         )
 
@@ -279,11 +284,9 @@ def _parse(state: bytes) -> Any:
 
 def ensure_schema(env: Mapping[str, str], schema: str, url: str) -> None:
     """Create a PostgreSQL schema if it does not exist (eventsourcing expects it to)."""
-    try:
-        import psycopg
-        from psycopg.sql import SQL, Identifier
-    except ImportError:  # pragma: no cover - the extra is missing
-        raise SessionError("storage", "PostgreSQL needs psycopg: pip install 'sessiontree[postgres]'") from None
+    import psycopg
+    from psycopg.sql import SQL, Identifier
+
     password = env.get("POSTGRES_PASSWORD") or os.environ.get("POSTGRES_PASSWORD") or None
     try:
         with psycopg.connect(

@@ -26,7 +26,6 @@ from typing import Any
 import orjson
 from eventsourcing.persistence import IntegrityError, Tracking
 from eventsourcing.popo import POPOTrackingRecorder
-from eventsourcing.postgres import PostgresTrackingRecorder
 from eventsourcing.projection import Projection
 from eventsourcing.sqlite import SQLiteTrackingRecorder
 
@@ -137,61 +136,74 @@ class SQLiteSessionIndexView(SQLiteTrackingRecorder):
             return [Summary.from_dict(orjson.loads(row[0])) for row in c.fetchall()]
 
 
-class PostgresSessionIndexView(PostgresTrackingRecorder):
-    """The listing view as a PostgreSQL table ``<name>_sessions`` beside ``<name>_tracking``."""
+_POSTGRES_VIEW: Any = None
 
-    def __init__(self, datastore: Any, *, tracking_table_name: str = "notification_tracking", **kwargs: Any):
-        super().__init__(datastore, tracking_table_name=tracking_table_name, **kwargs)
-        from psycopg.sql import SQL, Identifier
 
-        base = tracking_table_name.removesuffix("_tracking")
-        self.sessions_table_name = f"{base}_sessions"
-        self.check_identifier_length(self.sessions_table_name + "_modified")
-        schema = Identifier(self.datastore.schema)
-        table = Identifier(self.sessions_table_name)
-        self.sql_create_statements.append(
-            SQL(
-                "CREATE TABLE IF NOT EXISTS {0}.{1} (session_id text PRIMARY KEY, "
-                "cwd text NOT NULL, modified text NOT NULL, summary bytea NOT NULL)"
-            ).format(schema, table)
-        )
-        self.sql_create_statements.append(
-            SQL("CREATE INDEX IF NOT EXISTS {0} ON {1}.{2} (modified)").format(
-                Identifier(self.sessions_table_name + "_modified"), schema, table
+def postgres_view_class() -> Any:
+    """The PostgreSQL view class, defined on first use (psycopg is an optional extra)."""
+    global _POSTGRES_VIEW
+    if _POSTGRES_VIEW is not None:
+        return _POSTGRES_VIEW
+    from eventsourcing.postgres import PostgresTrackingRecorder
+    from psycopg.sql import SQL, Identifier
+
+    class PostgresSessionIndexView(PostgresTrackingRecorder):
+        """The listing view as a PostgreSQL table ``<name>_sessions`` beside ``<name>_tracking``."""
+
+        def __init__(self, datastore: Any, *, tracking_table_name: str = "notification_tracking", **kwargs: Any):
+            super().__init__(datastore, tracking_table_name=tracking_table_name, **kwargs)
+            base = tracking_table_name.removesuffix("_tracking")
+            self.sessions_table_name = f"{base}_sessions"
+            self.check_identifier_length(self.sessions_table_name + "_modified")
+            schema = Identifier(self.datastore.schema)
+            table = Identifier(self.sessions_table_name)
+            self.sql_create_statements.append(
+                SQL(
+                    "CREATE TABLE IF NOT EXISTS {0}.{1} (session_id text PRIMARY KEY, "
+                    "cwd text NOT NULL, modified text NOT NULL, summary bytea NOT NULL)"
+                ).format(schema, table)
             )
-        )
-        self._select = SQL("SELECT session_id, summary FROM {0}.{1} WHERE session_id = ANY(%s)").format(schema, table)
-        self._delete = SQL("DELETE FROM {0}.{1} WHERE session_id = %s").format(schema, table)
-        self._upsert = SQL(
-            "INSERT INTO {0}.{1} VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE "
-            "SET cwd = excluded.cwd, modified = excluded.modified, summary = excluded.summary"
-        ).format(schema, table)
-        self._list_all = SQL("SELECT summary FROM {0}.{1} ORDER BY modified DESC").format(schema, table)
-        self._list_cwd = SQL("SELECT summary FROM {0}.{1} WHERE cwd = %s ORDER BY modified DESC").format(
-            schema, table
-        )
+            self.sql_create_statements.append(
+                SQL("CREATE INDEX IF NOT EXISTS {0} ON {1}.{2} (modified)").format(
+                    Identifier(self.sessions_table_name + "_modified"), schema, table
+                )
+            )
+            self._select = SQL("SELECT session_id, summary FROM {0}.{1} WHERE session_id = ANY(%s)").format(schema, table)
+            self._delete = SQL("DELETE FROM {0}.{1} WHERE session_id = %s").format(schema, table)
+            self._upsert = SQL(
+                "INSERT INTO {0}.{1} VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE "
+                "SET cwd = excluded.cwd, modified = excluded.modified, summary = excluded.summary"
+            ).format(schema, table)
+            self._list_all = SQL("SELECT summary FROM {0}.{1} ORDER BY modified DESC").format(schema, table)
+            self._list_cwd = SQL("SELECT summary FROM {0}.{1} WHERE cwd = %s ORDER BY modified DESC").format(
+                schema, table
+            )
 
-    def process(self, items: Sequence[Item], tracking: Tracking) -> None:
-        with self.datastore.transaction(commit=True) as curs:
-            self._insert_tracking(curs, tracking)  # first: it serialises concurrent writers
-            ids = touched(items)
-            rows: dict[str, Summary | None] = dict.fromkeys(ids)
-            curs.execute(self._select, (ids,))
-            for row in curs.fetchall():
-                rows[row["session_id"]] = Summary.from_dict(orjson.loads(row["summary"]))
-            for sid, summary in fold_items(rows, items).items():
-                if summary is None:
-                    curs.execute(self._delete, (sid,))
+        def process(self, items: Sequence[Item], tracking: Tracking) -> None:
+            with self.datastore.transaction(commit=True) as curs:
+                self._insert_tracking(curs, tracking)  # first: it serialises concurrent writers
+                ids = touched(items)
+                rows: dict[str, Summary | None] = dict.fromkeys(ids)
+                curs.execute(self._select, (ids,))
+                for row in curs.fetchall():
+                    rows[row["session_id"]] = Summary.from_dict(orjson.loads(row["summary"]))
+                for sid, summary in fold_items(rows, items).items():
+                    if summary is None:
+                        curs.execute(self._delete, (sid,))
+                    else:
+                        curs.execute(self._upsert, (sid, summary.cwd, summary.modified, orjson.dumps(summary.to_dict())))
+
+        def summaries(self, cwd: str | None) -> list[Summary]:
+            with self.datastore.transaction(commit=False) as curs:
+                if cwd is None:
+                    curs.execute(self._list_all)
                 else:
-                    curs.execute(self._upsert, (sid, summary.cwd, summary.modified, orjson.dumps(summary.to_dict())))
+                    curs.execute(self._list_cwd, (cwd,))
+                return [Summary.from_dict(orjson.loads(row["summary"])) for row in curs.fetchall()]
 
-    def summaries(self, cwd: str | None) -> list[Summary]:
-        with self.datastore.transaction(commit=False) as curs:
-            if cwd is None:
-                curs.execute(self._list_all)
-            else:
-                curs.execute(self._list_cwd, (cwd,))
-            return [Summary.from_dict(orjson.loads(row["summary"])) for row in curs.fetchall()]
+    PostgresSessionIndexView.__module__ = __name__
+    _POSTGRES_VIEW = PostgresSessionIndexView
+    return PostgresSessionIndexView
 
 
 class SessionIndexProjection(Projection[Any]):

@@ -39,6 +39,12 @@ _LAZY: dict[str, str] = {
     "InMemorySessionStorage": "sessiontree.adapters.memory",
     "JsonlSessionStorage": "sessiontree.adapters.jsonl",
     "SessionStorage": "sessiontree.adapters.storage",
+    "SessionRepo": "sessiontree.adapters.repo",
+    "SessionInfo": "sessiontree.adapters.repo",
+    "InMemorySessionRepo": "sessiontree.adapters.repo",
+    "JsonlSessionRepo": "sessiontree.adapters.jsonl_repo",
+    "DatabaseSessionRepo": "sessiontree.adapters.database",
+    "open_repo": "sessiontree.adapters.urls",
     "ReplayStep": "sessiontree.session",
     "Session": "sessiontree.session",
     "SessionView": "sessiontree.session",
@@ -49,6 +55,10 @@ if TYPE_CHECKING:
     from sessiontree.adapters.memory import InMemorySessionStorage
     from sessiontree.adapters.jsonl import JsonlSessionStorage
     from sessiontree.adapters.storage import SessionStorage
+    from sessiontree.adapters.repo import InMemorySessionRepo, SessionInfo, SessionRepo
+    from sessiontree.adapters.jsonl_repo import JsonlSessionRepo
+    from sessiontree.adapters.database import DatabaseSessionRepo
+    from sessiontree.adapters.urls import open_repo
     from sessiontree.session import ReplayStep, Session, SessionView, TreeNode
 
 
@@ -76,7 +86,10 @@ __all__ = [
     "CustomMessage",
     "FunctionProjection",
     "ImageContent",
+    "DatabaseSessionRepo",
+    "InMemorySessionRepo",
     "InMemorySessionStorage",
+    "JsonlSessionRepo",
     "JsonlSessionStorage",
     "Projection",
     "ReplayStep",
@@ -84,6 +97,8 @@ __all__ = [
     "SessionContext",
     "SessionContextBuildOptions",
     "SessionError",
+    "SessionInfo",
+    "SessionRepo",
     "SessionStats",
     "SessionStorage",
     "SessionView",
@@ -99,4 +114,5 @@ __all__ = [
     "Usage",
     "UserMessage",
     "extractive_summary",
+    "open_repo",
 ]
