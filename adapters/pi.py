@@ -113,6 +113,9 @@ ENTRY_OMIT_NONE: dict[str, frozenset[str]] = {
     "session_info": frozenset({"name"}),
 }
 
+# Fields without a default in the domain that pi leaves out to mean "none".
+_MAY_BE_ABSENT = {"label": "label", "session_info": "name"}
+
 
 def _ordered(data: Mapping[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
     out = {key: data[key] for key in order if key in data}
@@ -282,6 +285,13 @@ class PiCodec(Codec):
         return out
 
     def decode_entry(self, data: Any, session_id: str, version: int) -> Entry:
+        fill = _MAY_BE_ABSENT.get(data.get("type")) if isinstance(data, dict) else None
+        if fill is not None and fill not in data:
+            # pi clears a label or a name by leaving the field out: read that as null.
+            entry = super().decode_entry({**data, fill: None}, session_id, version)
+            extra = entry.extra
+            object.__setattr__(entry, "extra", m.Extra(extra, m.absent_fields(extra) | {fill}))
+            return entry
         entry = super().decode_entry(data, session_id, version)
         omit = ENTRY_OMIT_NONE.get(entry.type)
         if omit and isinstance(data, dict):
