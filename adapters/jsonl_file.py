@@ -170,6 +170,14 @@ class LineFile:
         """Take the exclusive OS lock (and this object's thread lock), waiting up to ``timeout``."""
         if not self._mutex.acquire(timeout=timeout):
             raise TimeoutError(f"timed out waiting for the write lock on {self.path}")
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        except BaseException:
+            self._mutex.release()
+            raise
         deadline = time.monotonic() + timeout
         delay = 0.0005
         while True:

@@ -46,6 +46,7 @@ from sessiontree.adapters.storage import TOPIC_PREFIX
 
 GENERIC_TYPE = "stored_event"
 _TYPE_PREFIX = b'{"type":"'
+_PREFIX_LEN = len(TOPIC_PREFIX)
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,200}")
 
 
@@ -69,17 +70,15 @@ def topic_of(entry_type: str) -> str:
 def encode_stored(stored: StoredEvent) -> bytes:
     """The line for a stored event: its state itself if it is the session line of its topic."""
     state = stored.state
+    topic = stored.topic
     if (
-        stored.topic.startswith(TOPIC_PREFIX)
-        and state.startswith(_TYPE_PREFIX)
-        and b"\n" not in state
+        topic.startswith(TOPIC_PREFIX)
+        and state.startswith(b'{"type":"%s"' % topic[_PREFIX_LEN:].encode("utf-8"))
         and state.endswith(b"}")
+        and b"\n" not in state
+        and b"\\" not in topic.encode("utf-8")
     ):
-        try:
-            if topic_of(line_type(state)) == stored.topic:
-                return state
-        except ValueError:
-            pass
+        return state
     out: dict[str, Any] = {
         "type": GENERIC_TYPE,
         "originator_version": stored.originator_version,
@@ -187,17 +186,21 @@ class JsonlAggregateRecorder(AggregateRecorder):
 
     def _insert(self, stored_events: Sequence[StoredEvent]) -> list[tuple[LineFile, int, int]]:
         """Append the events; return (file, first version, count) per originator written."""
-        groups: dict[str, list[StoredEvent]] = {}
-        for stored in stored_events:
-            groups.setdefault(str(stored.originator_id), []).append(stored)
-        if not groups:
+        if not stored_events:
             return []
-        files = {key: self.file(key, create=True) for key in groups}
-        order = sorted(groups, key=lambda k: str(files[k].path))  # type: ignore[union-attr]
+        key = str(stored_events[0].originator_id)
+        if len(stored_events) == 1 or all(str(s.originator_id) == key for s in stored_events):
+            groups = {key: stored_events}
+        else:
+            groups = {}
+            for stored in stored_events:
+                groups.setdefault(str(stored.originator_id), []).append(stored)  # type: ignore[attr-defined]
+        work = [(key, self.file(key, create=True), events) for key, events in groups.items()]
+        if len(work) > 1:
+            work.sort(key=lambda item: str(item[1].path))  # type: ignore[union-attr]
         locked: list[LineFile] = []
         try:
-            for key in order:
-                f = files[key]
+            for _, f, _ in work:
                 assert f is not None
                 if not f.writable:
                     raise OperationalError(f"{f.path} is not writable")
@@ -206,15 +209,15 @@ class JsonlAggregateRecorder(AggregateRecorder):
                 except (TimeoutError, OSError) as exc:
                     raise OperationalError(str(exc)) from exc
                 locked.append(f)
-            plan = [(files[key], key, self._check(key, files[key], groups[key])) for key in order]
+            plan = [(key, f, events, self._check(key, f, events)) for key, f, events in work]
             done = []
-            for f, key, lines in plan:
+            for key, f, events, lines in plan:
                 assert f is not None
-                first = groups[key][0].originator_version
                 try:
                     f.append(lines)
                 except OSError as exc:
                     raise OperationalError(f"could not append to {f.path}: {exc.strerror or exc}") from exc
+                first = events[0].originator_version
                 if f.count == len(lines):
                     self._bases[key] = first
                 done.append((f, first, len(lines)))
@@ -223,17 +226,21 @@ class JsonlAggregateRecorder(AggregateRecorder):
             for f in reversed(locked):
                 f.unlock()
 
-    def _check(self, key: str, f: LineFile | None, events: list[StoredEvent]) -> list[bytes]:
+    def _check(self, key: str, f: LineFile | None, events: Sequence[StoredEvent]) -> list[bytes]:
         """Under the lock: catch up, repair a torn tail, check versions; the lines to write."""
         assert f is not None
         try:
             f.sync()
-            f.repair()
+            if f.torn:
+                f.repair()
         except StaleFileError as exc:
             raise IntegrityError(str(exc)) from None
         except OSError as exc:
             raise OperationalError(f"could not read {f.path}: {exc.strerror or exc}") from exc
-        expected = self._base(key, f) + f.count if f.count else events[0].originator_version
+        base = self._bases.get(key)
+        if base is None:
+            base = self._base(key, f)
+        expected = base + f.count if f.count else events[0].originator_version
         for offset, stored in enumerate(events):
             if stored.originator_version != expected + offset:
                 taken = stored.originator_version < expected
