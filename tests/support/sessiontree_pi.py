@@ -95,6 +95,61 @@ def pi_model(model: Any) -> Any:
     return None if model is None else {"provider": model["provider"], "modelId": model["model_id"]}
 
 
+VIEW_KEYS = (
+    "entries", "entryTypes", "leafId", "leafType", "pathLength", "sessionName", "labelsSet", "tree", "context",
+    "contextMessages",
+)
+
+
+def _tree_counts(roots: list[Any]) -> dict[str, int]:
+    nodes = branch_points = max_children = 0
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        nodes += 1
+        branch_points += len(node.children) > 1
+        max_children = max(max_children, len(node.children))
+        stack.extend(node.children)
+    return {"roots": len(roots), "nodes": nodes, "branchPoints": branch_points, "maxChildren": max_children}
+
+
+def pi_view(session: Any) -> dict[str, Any]:
+    """What pi-peer's ``expected`` command reports about a file, computed by this library."""
+    dialect = pi_codec().dialect
+    types: dict[str, int] = {}
+    for entry in session.get_entries():
+        key = f"message:{dialect.role(entry.message.role)}" if entry.type == "message" else entry.type
+        types[key] = types.get(key, 0) + 1
+    context = session.build_context()
+    messages = pi_messages(context.messages)
+    roles: dict[str, int] = {}
+    for message in messages:
+        roles[message["role"]] = roles.get(message["role"], 0) + 1
+    leaf = session.leaf_id
+    return {
+        "entries": len(session.get_entries()),
+        "entryTypes": types,
+        "leafId": leaf,
+        "leafType": session.get_entry(leaf).type if leaf is not None else None,
+        "pathLength": len(session.get_branch()),
+        "sessionName": session.get_session_name(),
+        "labelsSet": len(session.get_labels()),
+        "tree": _tree_counts(session.get_tree()),
+        "context": {
+            "messages": len(messages),
+            "roles": roles,
+            "thinkingLevel": context.thinking_level,
+            "model": pi_model(context.model),
+        },
+        "contextMessages": messages,
+    }
+
+
+def expected_view(expected: dict[str, Any]) -> dict[str, Any]:
+    """The same keys from pi's own report (``expected`` output or a golden file)."""
+    return {key: expected[key] for key in VIEW_KEYS}
+
+
 __all__ = [
     "BUILDS",
     "FIXTURES",
