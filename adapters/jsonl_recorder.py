@@ -41,7 +41,7 @@ from eventsourcing.persistence import (
 )
 from eventsourcing.popo import POPOTrackingRecorder
 
-from sessiontree.adapters.jsonl_file import LineFile, StaleFileError
+from sessiontree.adapters.jsonl_file import LineFile, StaleFileError, is_whole_line
 from sessiontree.adapters.storage import TOPIC_PREFIX
 
 GENERIC_TYPE = "stored_event"
@@ -279,7 +279,9 @@ class JsonlAggregateRecorder(AggregateRecorder):
         except OSError as exc:
             raise OperationalError(f"could not read {f.path}: {exc.strerror or exc}") from exc
         lines = data.split(b"\n")
-        lines.pop()  # b"" after the last newline, or a torn line: never an event
+        tail = lines.pop()  # b"" after the last newline, or a torn line: never an event
+        if tail and is_whole_line(tail):  # a whole last line that only lacks its newline
+            lines.append(tail)
         out: list[StoredEvent] = []
         for index, line in enumerate(lines):
             version = base + index

@@ -99,6 +99,18 @@ def test_a_bad_entry_body_is_corrupt_when_read(tmp_path: Path) -> None:
     assert (caught.value.code, caught.value.path, caught.value.line) == ("corrupt", str(path), 5)
 
 
+def test_invalid_utf8_inside_a_line_is_corrupt_when_read(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 inside a string make that line ``corrupt`` (file and line named) when read."""
+    path = write(tmp_path / "s.jsonl", GOOD)
+    with open(path, "ab") as out:
+        out.write(b'{"type":"session_info","id":"u","parent_id":"c","timestamp":"t","name":"\xff\xfe"}\n')
+    with pytest.raises(SessionError) as caught:
+        Session(JsonlSessionStorage.open(path)).get_entries()
+    assert (caught.value.code, caught.value.path, caught.value.line) == ("corrupt", str(path), 5)
+    salvaged = JsonlSessionStorage.open(path, salvage=True)
+    assert [n for n, _ in salvaged.skipped] == [5]
+
+
 def test_nothing_is_appended_to_a_corrupt_file(tmp_path: Path) -> None:
     """A file that does not load cannot be appended to through a session; its bytes stay as they were."""
     path = write(tmp_path / "s.jsonl", [*GOOD[:2], "garbage", GOOD[2]])

@@ -111,6 +111,18 @@ def test_stale_or_gapped_versions_raise_integrity_error(tmp_path: Path) -> None:
     assert a.select_events("s1", desc=True, limit=1)[0].state == b"two"
 
 
+def test_select_reads_a_whole_last_line_without_newline_but_not_a_torn_one(tmp_path: Path) -> None:
+    """A complete last line lacking its newline is an event; a torn one is not."""
+    recorder = JsonlAggregateRecorder(tmp_path)
+    recorder.insert_events([StoredEvent("s1", 1, "t", b"one"), StoredEvent("s1", 2, "t", b"two")])
+    path = tmp_path / "s1.jsonl"
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-1])
+    assert [s.state for s in JsonlAggregateRecorder(tmp_path).select_events("s1")] == [b"one", b"two"]
+    path.write_bytes(whole[:-5])
+    assert [s.state for s in JsonlAggregateRecorder(tmp_path).select_events("s1")] == [b"one"]
+
+
 def test_unsafe_originator_ids_are_refused(tmp_path: Path) -> None:
     """An originator id that is not a plain file name never becomes a path."""
     recorder = JsonlAggregateRecorder(tmp_path)
