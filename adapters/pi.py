@@ -350,10 +350,11 @@ class PiCodec(Codec):
 def is_pi_header(header: Mapping[str, Any]) -> bool:
     """Is this parsed first line a pi header rather than a native one?
 
-    The native writer always writes ``parent_session`` and ``metadata``; pi never writes
-    either (its parent key is ``parentSession``, older files ``branchedFrom``).
+    The native writer always writes ``parent_session``; pi never does (its key is
+    ``parentSession``, in older files ``branchedFrom``). ``metadata`` tells nothing: pi
+    headers may carry one (an export of a native session with metadata does).
     """
-    return header.get("type") == "session" and "parent_session" not in header and "metadata" not in header
+    return header.get("type") == "session" and "parent_session" not in header
 
 
 _PI_CODEC: PiCodec | None = None

@@ -61,7 +61,11 @@ def _retarget(value: Any, src: Codec, dst: Codec) -> Any:
     if absent or isinstance(extra, PiExtra):  # pi's explicit nulls mean nothing elsewhere
         by_wire = {wire: name for name, wire in names.items()}
         target = dst._wire[cls]
-        moved = frozenset(target.get(by_wire.get(wire, ""), wire) for wire in absent)
+        # A field the domain requires (pi's omitted label/name) is written out as null.
+        required = {a.name for a in attrs.fields(cls) if a.default is attrs.NOTHING}
+        moved = frozenset(
+            target.get(by_wire.get(wire, ""), wire) for wire in absent if by_wire.get(wire) not in required
+        )
         changes["extra"] = m.Extra(dict(extra), moved)
     return attrs.evolve(value, **changes) if changes else value
 
