@@ -1,4 +1,11 @@
-"""The JSONL persistence module against eventsourcing's own recorder test cases, and its line format."""
+"""The JSONL persistence module against eventsourcing's own recorder test cases, and its line format.
+
+Of ``eventsourcing.tests.persistence`` only ``AggregateRecorderTestCase`` applies: the
+module has no application recorder (files have no global order: no notification log),
+so ``ApplicationRecorderTestCase``, ``ProcessRecorderTestCase``,
+``NonInterleavingNotificationIDsBaseCase`` and ``InfrastructureFactoryTestCase`` (which
+builds all four recorders) do not (docs/architecture.md).
+"""
 
 from __future__ import annotations
 
