@@ -1,0 +1,216 @@
+"""One measurement in a fresh process: ``python benchmarks/bench_child.py MEASURE 'JSON ARGS'``.
+
+Prints one JSON object. ``benchmarks/run.py`` starts one process per measurement and
+repetition, so no measurement sees another's warm caches or heap. Times are in
+milliseconds; ``rss_before`` is the resident set size just before the measured work and
+``maxrss`` the peak (``ru_maxrss``) at its end, both in bytes.
+
+Measures:
+
+* ``open_context`` -- ``Session(JsonlSessionStorage.open(file))`` then ``build_context()``;
+* ``parse_floor`` -- read the file, ``orjson.loads`` every line, an id -> parent map
+  (the least a reader can do; garbage collector paused, as our scan does);
+* ``append`` -- on a private copy of the file: open and build the context, ``count``
+  timed ``append_message`` calls, then ``ctx_iters`` rounds of append + timed
+  ``build_context()`` (the incremental context), then one uncached rebuild
+  (``build_context(leaf_id=...)``);
+* ``write_floor`` -- the same message lines, ``count`` times each: ``orjson.dumps`` of the
+  parsed entry + ``os.write`` (``flush``), or ``os.write`` + ``os.fsync`` (``fsync``);
+* ``time_travel`` -- open the session, then ``at(v).build_context()`` for ``v`` = half.
+"""
+
+from __future__ import annotations
+
+import time
+
+_T0 = time.perf_counter()
+
+import gc  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import resource  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import orjson  # noqa: E402
+
+from sessiontree import JsonlSessionStorage, Session  # noqa: E402
+
+IMPORT_MS = (time.perf_counter() - _T0) * 1000
+now = time.perf_counter
+
+
+def maxrss() -> int:
+    """Peak resident set size of this process so far, in bytes (Linux reports KiB)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+def rss_now() -> int:
+    """Current resident set size in bytes (Linux; elsewhere the peak so far)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return maxrss()
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 4)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, int(-(-q * len(ordered) // 1)) - 1))
+    return ordered[rank]
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    """p50, p99 and mean of per-operation times (seconds in, ms out)."""
+    return {
+        "p50": ms(statistics.median(samples)),
+        "p99": ms(percentile(samples, 0.99)),
+        "mean": ms(statistics.fmean(samples)),
+        "n": len(samples),
+    }
+
+
+def open_context(file: str) -> dict[str, Any]:
+    rss0 = rss_now()
+    t0 = now()
+    session = Session(JsonlSessionStorage.open(file))
+    t1 = now()
+    context = session.build_context()
+    t2 = now()
+    out = {
+        "open_ms": ms(t1 - t0), "ctx_ms": ms(t2 - t1), "total_ms": ms(t2 - t0),
+        "entries": len(session), "messages": len(context.messages),
+        "rss_before": rss0, "maxrss": maxrss(),
+    }
+    session.close()
+    return out
+
+
+def parse_floor(file: str) -> dict[str, Any]:
+    rss0 = rss_now()
+    t0 = now()
+    gc.disable()
+    with open(file, "rb") as fh:
+        lines = fh.read().split(b"\n")
+    loads = orjson.loads
+    objs = [loads(line) for line in lines if line]
+    key = "parentId" if "parentId" in objs[min(1, len(objs) - 1)] else "parent_id"
+    parents = {obj["id"]: obj[key] for obj in objs[1:]}
+    gc.enable()
+    t1 = now()
+    return {"total_ms": ms(t1 - t0), "entries": len(parents), "rss_before": rss0, "maxrss": maxrss()}
+
+
+def _private_copy(file: str) -> tuple[Path, Path]:
+    folder = Path(tempfile.mkdtemp(prefix="sessiontree-bench-"))
+    target = folder / Path(file).name
+    shutil.copyfile(file, target)
+    return folder, target
+
+
+def _message_lines(file: str, count: int) -> list[bytes]:
+    """The first ``count`` message lines of ``file`` (cycled when it has fewer)."""
+    found: list[bytes] = []
+    with open(file, "rb") as fh:
+        for line in fh:
+            if b'"type":"message"' in line[:40]:
+                found.append(line.rstrip(b"\n"))
+                if len(found) == count:
+                    break
+    return [found[i % len(found)] for i in range(count)]
+
+
+def append(file: str, durability: str, count: int, ctx_iters: int, warmup: int) -> dict[str, Any]:
+    folder, copy = _private_copy(file)
+    try:
+        session = Session(JsonlSessionStorage.open(copy, durability=durability))
+        found = [e.message for e in session.find_entries("message")[: count + warmup + ctx_iters]]
+        messages = [found[i % len(found)] for i in range(count + warmup + ctx_iters)]
+        session.build_context()  # a running agent has its context at hand
+        for message in messages[:warmup]:
+            session.append_message(message)
+        samples = []
+        for message in messages[warmup : warmup + count]:
+            t0 = now()
+            session.append_message(message)
+            samples.append(now() - t0)
+        ctx_samples = []
+        for message in messages[warmup + count :]:
+            session.append_message(message)
+            t0 = now()
+            session.build_context()
+            ctx_samples.append(now() - t0)
+        t0 = now()
+        session.build_context(leaf_id=session.leaf_id)  # no cache: walk + convert the whole path
+        rebuild = now() - t0
+        session.close()
+        out: dict[str, Any] = {"append": summary(samples), "rebuild_ms": ms(rebuild), "maxrss": maxrss()}
+        if ctx_samples:
+            out["ctx_after_append"] = summary(ctx_samples)
+        return out
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def write_floor(file: str, durability: str, count: int, warmup: int) -> dict[str, Any]:
+    lines = _message_lines(file, count + warmup)
+    objs = [orjson.loads(line) for line in lines]
+    folder = Path(tempfile.mkdtemp(prefix="sessiontree-bench-"))
+    try:
+        fd = os.open(folder / "floor.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        samples = []
+        dumps, write, fsync = orjson.dumps, os.write, os.fsync
+        for index, (obj, line) in enumerate(zip(objs, lines)):
+            t0 = now()
+            if durability == "fsync":
+                write(fd, line + b"\n")
+                fsync(fd)
+            else:
+                write(fd, dumps(obj) + b"\n")
+            if index >= warmup:
+                samples.append(now() - t0)
+        os.close(fd)
+        return {"append": summary(samples)}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def time_travel(file: str) -> dict[str, Any]:
+    session = Session(JsonlSessionStorage.open(file))
+    version = session.version // 2
+    t0 = now()
+    view = session.at(version)
+    t1 = now()
+    context = view.build_context()
+    t2 = now()
+    session.close()
+    return {"at_ms": ms(t1 - t0), "total_ms": ms(t2 - t0), "version": version, "messages": len(context.messages)}
+
+
+MEASURES = {
+    "open_context": open_context,
+    "parse_floor": parse_floor,
+    "append": append,
+    "write_floor": write_floor,
+    "time_travel": time_travel,
+}
+
+
+def main() -> None:
+    measure, args = sys.argv[1], json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+    result = MEASURES[measure](**args)
+    result["import_ms"] = round(IMPORT_MS, 2)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""The results table of ``benchmarks/run.py``: one row per measure and size, with verdicts.
+
+``results[n]`` holds the medians of one size (see ``run.py``); ``extra`` holds the
+size-independent rows (``list()``). Each row: what was measured, ours, the same-run
+baseline it is compared with and the ratio, pi 1.6.0's value and the ratio, the target
+and a verdict (``ok``, ``ok, aim met``, ``MISSED``, or ``n/a`` when a side is missing).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Row = dict[str, Any]
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def _verdict(ok: bool | None, aim: bool | None = None, detail: str = "") -> str:
+    if ok is None:
+        return "n/a"
+    if not ok:
+        return f"MISSED{f' ({detail})' if detail else ''}"
+    return "ok, aim met" if aim else "ok"
+
+
+def _get(data: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+def size_rows(n: int, r: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+
+    def row(measure: str, unit: str, ours: Any, base: Any = None, base_name: str = "", pi: Any = None,
+            target: str = "-", verdict: str = "-") -> None:
+        rows.append({
+            "measure": measure, "n": n, "unit": unit, "ours": ours, "base": base, "base_name": base_name,
+            "vs_base": _ratio(ours, base), "pi": pi, "vs_pi": _ratio(ours, pi), "target": target,
+            "verdict": verdict,
+        })
+
+    for dialect, label in (("native", "native file"), ("pi", "pi file")):
+        ours = _get(r, f"open_{dialect}", "total_ms")
+        pi = _get(r, "pi_open", "total_ms")
+        ratio = _ratio(ours, pi)
+        row(f"open+context, {label}", "ms", ours, _get(r, f"floor_parse_{dialect}", "total_ms"), "parse floor", pi,
+            "<= 1x pi (aim 0.5x)",
+            _verdict(None if ratio is None else ratio <= 1.0, None if ratio is None else ratio <= 0.5, f"{ratio or 0:.2f}x pi"))
+    row("context after append (mean)", "ms", _get(r, "append_native", "ctx_after_append", "mean"),
+        _get(r, "append_native", "rebuild_ms"), "uncached rebuild", _get(r, "pi_append", "ctx_after_append", "mean"),
+        "O(1): see growth rows")
+    ours, pi = _get(r, "append_native", "append", "p50"), _get(r, "pi_append", "append", "p50")
+    ratio = _ratio(ours, pi)
+    row("append p50 (flush), native file", "ms", ours, _get(r, "floor_write_flush", "append", "p50"), "serialise+write",
+        pi, "<= 1x pi", _verdict(None if ratio is None else ratio <= 1.0, detail=f"{ratio or 0:.2f}x pi"))
+    row("append p99 (flush), native file", "ms", _get(r, "append_native", "append", "p99"),
+        _get(r, "floor_write_flush", "append", "p99"), "serialise+write", _get(r, "pi_append", "append", "p99"))
+    ours = _get(r, "append_pi", "append", "p50")
+    ratio = _ratio(ours, pi)
+    row("append p50 (flush), pi file", "ms", ours, _get(r, "floor_write_flush", "append", "p50"), "serialise+write",
+        pi, "<= 1x pi", _verdict(None if ratio is None else ratio <= 1.0, detail=f"{ratio or 0:.2f}x pi"))
+    ours, base = _get(r, "append_fsync", "append", "p50"), _get(r, "floor_write_fsync", "append", "p50")
+    ratio = _ratio(ours, base)
+    row("append p50 (fsync), native file", "ms", ours, base, "write+fsync", None, "<= 1.2x write+fsync",
+        _verdict(None if ratio is None else ratio <= 1.2, detail=f"{ratio or 0:.2f}x"))
+    ours, base = _get(r, "time_travel", "total_ms"), _get(r, "open_native", "total_ms")
+    ratio = _ratio(ours, base)
+    row("time travel at(v/2)+context", "ms", ours, base, "cold open+context", None, "<= 0.5x cold open",
+        _verdict(None if ratio is None else ratio <= 0.5, detail=f"{ratio or 0:.2f}x"))
+    pi_bpe = _bytes_per_entry(r.get("pi_open"), n)
+    for dialect, label in (("native", "native file"), ("pi", "pi file")):
+        ours = _bytes_per_entry(r.get(f"open_{dialect}"), n)
+        ratio = _ratio(ours, pi_bpe)
+        row(f"peak RSS of open+context, {label}", "B/entry", ours,
+            _bytes_per_entry(r.get(f"floor_parse_{dialect}"), n), "parse floor", pi_bpe, "<= 1x pi",
+            _verdict(None if ratio is None else ratio <= 1.0, detail=f"{ratio or 0:.2f}x pi"))
+    return rows
+
+
+def _bytes_per_entry(result: dict[str, Any] | None, n: int) -> float | None:
+    if not result or "maxrss" not in result:
+        return None
+    return max(0, result["maxrss"] - result["rss_before"]) / n
+
+
+def growth_rows(results: dict[int, dict[str, Any]]) -> list[Row]:
+    """How cost grows from the smallest size of at least 1,000 to the largest (linear at worst)."""
+    sizes = sorted(n for n in results if n >= 1000)
+    if len(sizes) < 2:
+        return []
+    lo, hi = sizes[0], sizes[-1]
+    a, b = results[lo], results[hi]
+    rows: list[Row] = []
+
+    def row(measure: str, small: Any, big: Any, limit: float, per_entry: bool) -> None:
+        ratio = _ratio(big, small)
+        if ratio is not None and per_entry:
+            ratio /= hi / lo
+        rows.append({
+            "measure": measure, "n": f"{lo}->{hi}", "unit": "x", "ours": ratio, "base": None, "base_name": "",
+            "vs_base": None, "pi": None, "vs_pi": None, "target": f"<= {limit:g}",
+            "verdict": _verdict(None if ratio is None else ratio <= limit, detail=f"{ratio or 0:.2f}"),
+        })
+
+    for dialect, label in (("native", "native"), ("pi", "pi file")):
+        row(f"growth: open+context per entry, {label}", _get(a, f"open_{dialect}", "total_ms"),
+            _get(b, f"open_{dialect}", "total_ms"), 1.0, True)
+    row("growth: context after append (mean)", _get(a, "append_native", "ctx_after_append", "mean"),
+        _get(b, "append_native", "ctx_after_append", "mean"), 2.0, False)
+    row("growth: append p50 (flush)", _get(a, "append_native", "append", "p50"),
+        _get(b, "append_native", "append", "p50"), 1.5, False)
+    return rows
+
+
+def list_rows(listing: dict[str, Any] | None) -> list[Row]:
+    if not listing:
+        return []
+    ours, pi = listing.get("ours_ms"), listing.get("pi_ms")
+    speedup = _ratio(pi, ours)
+    return [{
+        "measure": "list() (speed-up over pi: pi/ours)", "n": listing.get("sessions"), "unit": "ms", "ours": ours,
+        "base": None, "base_name": "", "vs_base": None, "pi": pi, "vs_pi": _ratio(ours, pi),
+        "target": ">= 10x faster than pi",
+        "verdict": _verdict(None if speedup is None else speedup >= 10, detail=f"{speedup or 0:.1f}x faster"),
+    }]
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    if unit == "B/entry":
+        return f"{value:,.0f}"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    if abs(value) >= 0.1:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def render(rows: list[Row]) -> str:
+    """A Markdown table (columns padded, so it also reads as plain text)."""
+    header = ["measure", "N", "unit", "ours", "baseline (same run)", "ours/base", "pi 1.6.0", "ours/pi",
+              "target", "verdict"]
+    body = []
+    for r in rows:
+        base = f"{_fmt(r['base'], r['unit'])} {r['base_name']}".strip() if r["base"] is not None else "-"
+        body.append([
+            r["measure"], f"{r['n']:,}" if isinstance(r["n"], int) else str(r["n"] or "-"), r["unit"],
+            _fmt(r["ours"], r["unit"]), base,
+            "-" if r["vs_base"] is None else f"{r['vs_base']:.2f}x", _fmt(r["pi"], r["unit"]),
+            "-" if r["vs_pi"] is None else f"{r['vs_pi']:.2f}x", r["target"], r["verdict"],
+        ])
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
+    right = {1, 3, 5, 6, 7}
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))) + " |"
+
+    rule = "|" + "|".join(("-" * (w + 1) + ":") if i in right else "-" * (w + 2) for i, w in enumerate(widths)) + "|"
+    return "\n".join([line(header), rule, *(line(b) for b in body)])

@@ -1,0 +1,197 @@
+"""The performance benchmarks of issue 7: one command, one table.
+
+    python benchmarks/run.py [--sizes 1000,10000,100000] [--quick] [--repeat 3] [--no-pi]
+                             [--data DIR] [--list-sessions 10000] [--json FILE]
+
+For every size N it measures open+context (native and pi files), the context after an
+append, appends (p50/p99, flush and fsync), time travel and peak RSS, each in a fresh
+process, the median of ``--repeat`` runs (interleaved, so drift hits every column alike),
+next to same-run baselines: the raw floors (parse every line; serialise+write;
+write+fsync) and pi 1.6.0 through the peer harness when node is present
+(scripts/install-pi-peer.sh; ``$SESSIONTREE_PI_PEER``). ``list()`` of many sessions comes
+from ``benchmarks/bench_list.py``. What each row means: docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_data  # noqa: E402
+import bench_report  # noqa: E402
+
+APPENDS, FSYNC_APPENDS, CTX_ITERS, WARMUP = 500, 100, 20, 5
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def child(measure: str, **args: Any) -> dict[str, Any]:
+    """Run one measurement of ``bench_child.py`` in a fresh Python process."""
+    out = subprocess.run(
+        [sys.executable, str(HERE / "bench_child.py"), measure, json.dumps(args, default=str)],
+        check=True, capture_output=True, text=True,
+    )
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def pi_child(home: Path, command: str, file: Path, *extra: Any) -> dict[str, Any]:
+    """Run one measurement of ``pi_driver.mjs`` in a fresh node process."""
+    out = subprocess.run(
+        ["node", str(HERE / "pi_driver.mjs"), str(home), command, str(file), *map(str, extra)],
+        check=True, capture_output=True, text=True,
+    )
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def pi_append(home: Path, file: Path, count: int, ctx_iters: int) -> dict[str, Any]:
+    folder = Path(tempfile.mkdtemp(prefix="sessiontree-bench-pi-"))
+    try:
+        copy = folder / file.name
+        shutil.copyfile(file, copy)
+        return pi_child(home, "append", copy, count, ctx_iters, WARMUP)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Key by key, the median of the numbers (recursively); other values from the first run."""
+    out: dict[str, Any] = {}
+    for key, first in runs[0].items():
+        values = [r[key] for r in runs if key in r]
+        if isinstance(first, dict):
+            out[key] = median_of(values)
+        elif isinstance(first, (int, float)) and not isinstance(first, bool):
+            out[key] = statistics.median(values)
+        else:
+            out[key] = first
+    out["runs"] = len(runs)
+    return out
+
+
+def measure_size(n: int, files: dict[str, Path], repeat: int, pi_home: Path | None) -> dict[str, Any]:
+    native, pi_file = str(files["native"]), str(files["pi"])
+    plan: dict[str, Any] = {
+        "open_native": lambda: child("open_context", file=native),
+        "open_pi": lambda: child("open_context", file=pi_file),
+        "floor_parse_native": lambda: child("parse_floor", file=native),
+        "floor_parse_pi": lambda: child("parse_floor", file=pi_file),
+        "append_native": lambda: child("append", file=native, durability="flush", count=APPENDS,
+                                       ctx_iters=CTX_ITERS, warmup=WARMUP),
+        "append_pi": lambda: child("append", file=pi_file, durability="flush", count=APPENDS, ctx_iters=0,
+                                   warmup=WARMUP),
+        "floor_write_flush": lambda: child("write_floor", file=native, durability="flush", count=APPENDS,
+                                           warmup=WARMUP),
+        "append_fsync": lambda: child("append", file=native, durability="fsync", count=FSYNC_APPENDS,
+                                      ctx_iters=0, warmup=WARMUP),
+        "floor_write_fsync": lambda: child("write_floor", file=native, durability="fsync",
+                                           count=FSYNC_APPENDS, warmup=WARMUP),
+        "time_travel": lambda: child("time_travel", file=native),
+    }
+    if pi_home is not None:
+        plan["pi_open"] = lambda: pi_child(pi_home, "open", files["pi"])
+        plan["pi_append"] = lambda: pi_append(pi_home, files["pi"], APPENDS, CTX_ITERS)
+    runs: dict[str, list[dict[str, Any]]] = {key: [] for key in plan}
+    for r in range(repeat):
+        for key, run in plan.items():
+            started = time.perf_counter()
+            runs[key].append(run())
+            log(f"  N={n:,} run {r + 1}/{repeat} {key}: {time.perf_counter() - started:.1f} s")
+    return {key: median_of(values) for key, values in runs.items()}
+
+
+def measure_list(sessions: int, repeat: int, use_pi: bool, data: Path) -> dict[str, Any] | None:
+    """``list()`` of ``sessions`` sessions vs pi's listing, through helper ``bench_list.py``."""
+    script = HERE / "bench_list.py"
+    if not script.is_file() or sessions <= 0:
+        return None
+    cmd = [sys.executable, str(script), "--sessions", str(sessions), "--repeat", str(repeat), "--json",
+           "--dir", str(data / f"list-{sessions}")]
+    if not use_pi:
+        cmd.append("--no-pi")
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    result = json.loads(out.stdout)
+    result.setdefault("sessions", sessions)
+    return result  # type: ignore[no-any-return]
+
+
+def machine(pi_home: Path | None) -> dict[str, str]:
+    def run(*cmd: str) -> str:
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return "?"
+
+    cpu = next((line.split(":", 1)[1].strip() for line in run("lscpu").splitlines()
+                if line.startswith("Model name")), platform.processor() or "?")
+    memory = next((line.split()[1] for line in run("free", "-h").splitlines() if line.startswith("Mem:")), "?")
+    return {
+        "cpus": str(os.cpu_count()), "cpu": cpu, "memory": memory, "os": platform.platform(),
+        "python": platform.python_version(), "node": run("node", "--version") if shutil.which("node") else "-",
+        "pi": bench_data.pi_version(pi_home) if pi_home else "-",
+    }
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000", help="entry counts, comma-separated")
+    parser.add_argument("--quick", action="store_true", help="sizes 1000,10000 only")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median is shown)")
+    parser.add_argument("--no-pi", action="store_true", help="skip pi even when node is present")
+    parser.add_argument("--data", type=Path, help="keep the generated files here and reuse them next time")
+    parser.add_argument("--list-sessions", type=int, default=10000, help="sessions for list() (0: skip)")
+    parser.add_argument("--json", type=Path, help="also write every raw median here")
+    args = parser.parse_args(argv)
+    args.sizes = [1000, 10000] if args.quick else [int(s) for s in args.sizes.split(",") if s.strip()]
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    why_not = "--no-pi" if args.no_pi else bench_data.pi_available()
+    pi_home = None if why_not else bench_data.pi_peer_home()
+    if why_not and not args.no_pi:
+        log(f"pi is not measured: {why_not}")
+    info = machine(pi_home)
+    started = time.perf_counter()
+    scratch = None if args.data else Path(tempfile.mkdtemp(prefix="sessiontree-bench-data-"))
+    data = args.data or scratch
+    assert data is not None
+    try:
+        log(f"preparing files in {data}")
+        files = bench_data.prepare(data, args.sizes, pi_home is not None, log=log)
+        results = {}
+        for n in args.sizes:
+            results[n] = measure_size(n, files[n], args.repeat, pi_home)
+        listing = measure_list(args.list_sessions, args.repeat, pi_home is not None, data)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    rows = [row for n in args.sizes for row in bench_report.size_rows(n, results[n])]
+    rows += bench_report.growth_rows(results) + bench_report.list_rows(listing)
+    print(f"machine: {info['cpus']} CPUs ({info['cpu']}), {info['memory']} RAM, {info['os']}")
+    print(f"python {info['python']}, node {info['node']}, pi {info['pi']}; "
+          f"median of {args.repeat} fresh-process runs; {time.perf_counter() - started:.0f} s in all")
+    print()
+    print(bench_report.render(rows))
+    if args.json:
+        args.json.write_text(json.dumps({"machine": info, "results": results, "list": listing}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

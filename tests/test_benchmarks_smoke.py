@@ -1,0 +1,30 @@
+"""Smoke test of the benchmark command: it runs end to end and prints its table (no timings checked)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_run_prints_the_table(tmp_path: Path) -> None:
+    """`benchmarks/run.py --sizes 200 --no-pi --repeat 1` exits 0 and prints one row per measure."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--sizes", "200", "--no-pi", "--repeat", "1",
+         "--list-sessions", "0", "--data", str(tmp_path / "data")],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert any(line.startswith("| measure") and "verdict" in line for line in lines)
+    for measure in ("open+context, native file", "open+context, pi file", "context after append",
+                    "append p50 (flush)", "append p99 (flush)", "append p50 (fsync)", "time travel",
+                    "peak RSS of open+context"):
+        assert any(line.startswith(f"| {measure}") for line in lines), measure
+    assert (tmp_path / "data" / "made-by-sessiontree" / "native-200.jsonl").is_file()
+    assert (tmp_path / "data" / "made-by-sessiontree" / "pi-200.jsonl").is_file()
