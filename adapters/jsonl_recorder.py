@@ -67,12 +67,17 @@ def topic_of(entry_type: str) -> str:
     return TOPIC_PREFIX + entry_type
 
 
-def encode_stored(stored: StoredEvent) -> bytes:
-    """The line for a stored event: its state itself if it is the session line of its topic."""
+def encode_stored(stored: StoredEvent, *, verbatim: bool = True) -> bytes:
+    """The line for a stored event: its state itself if it is the session line of its topic.
+
+    ``verbatim=False`` forces a generic line (which states its version): a file whose
+    first event is not version 1 starts with one, so line numbers give versions again.
+    """
     state = stored.state
     topic = stored.topic
     if (
-        topic.startswith(TOPIC_PREFIX)
+        verbatim
+        and topic.startswith(TOPIC_PREFIX)
         and state.startswith(b'{"type":"%s"' % topic[_PREFIX_LEN:].encode("utf-8"))
         and state.endswith(b"}")
         and b"\n" not in state
@@ -254,6 +259,8 @@ class JsonlAggregateRecorder(AggregateRecorder):
                     )
                 )
         lines = [encode_stored(s) for s in events]
+        if not f.count and events[0].originator_version != 1:
+            lines[0] = encode_stored(events[0], verbatim=False)
         return lines
 
     # -- reading --------------------------------------------------------------------------

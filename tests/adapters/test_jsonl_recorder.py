@@ -92,6 +92,18 @@ def test_other_states_become_readable_generic_lines(tmp_path: Path) -> None:
     assert recorder.select_events(oid, gt=0, lte=1) == events[1:2]
 
 
+def test_a_file_starting_past_version_one_keeps_its_versions(tmp_path: Path) -> None:
+    """A first event that is not version 1 is written as a generic line, so later line numbers still give versions."""
+    mapper = SessionMapper()
+    stored = [mapper.to_stored_event(e) for e in session_events()]
+    shifted = [StoredEvent(s.originator_id, s.originator_version + 4, s.topic, s.state) for s in stored]
+    recorder = JsonlAggregateRecorder(tmp_path)
+    recorder.insert_events(shifted)
+    lines = (tmp_path / f"{kit.SESSION_ID}.jsonl").read_bytes().splitlines()
+    assert orjson.loads(lines[0])["type"] == GENERIC_TYPE and lines[1:] == [s.state for s in stored[1:]]
+    assert JsonlAggregateRecorder(tmp_path).select_events(kit.SESSION_ID) == shifted
+
+
 def test_line_type_reads_the_prefix_or_parses(tmp_path: Path) -> None:
     """The type comes from the leading bytes, or from parsing when the key order differs."""
     assert line_type(b'{"type":"message","id":"x"}') == "message"
