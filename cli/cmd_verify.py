@@ -98,6 +98,7 @@ def verify_file(path: Path) -> Report:
             severity = "warning" if reason.startswith("torn last line") else "error"
             report.problems.append(Problem(lineno, severity, reason))
         report.problems.extend(_references(list(entries), _line_ids(path)))
+        report.problems.sort(key=lambda p: p.line or 0)
     finally:
         storage.close()
     return report

@@ -9,7 +9,6 @@ from typing import Any
 
 import orjson
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 PROG = "sessiontree"
 
@@ -63,6 +62,8 @@ def progress(description: str, total: int | None) -> Iterator[Callable[[int], No
     if not console.is_terminal:
         yield lambda n=1: None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(description, total=total)
