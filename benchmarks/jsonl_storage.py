@@ -2,7 +2,8 @@
 
     python benchmarks/jsonl_storage.py [--entries 100000] [--appends 2000] [--dir DIR]
 
-Prints one line per measurement. The numbers in docs/file-format.md come from this script.
+Prints one line per measurement, wall-clock and CPU time (CPU time is the steadier figure
+on a shared machine). The numbers in docs/file-format.md come from this script.
 The large file is a linear chain of user/assistant messages of about 600 bytes each.
 """
 
@@ -13,6 +14,7 @@ import gc
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from sessiontree import (
@@ -40,15 +42,15 @@ def message(n: int) -> object:
     )
 
 
-def appends(folder: Path, durability: str, count: int) -> float:
-    """Mean seconds per ``append_message`` (one entry per append)."""
+def appends(folder: Path, durability: str, count: int) -> tuple[float, float]:
+    """Mean wall-clock and CPU seconds per ``append_message`` (one entry per append)."""
     session = Session(JsonlSessionStorage.create(folder / f"append-{durability}.jsonl", durability=durability))
     for n in range(50):  # warm up
         session.append_message(message(n))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for n in range(count):
         session.append_message(message(n))
-    return (time.perf_counter() - start) / count
+    return (time.perf_counter() - start) / count, (time.process_time() - cpu) / count
 
 
 def big_file(folder: Path, entries: int) -> Path:
@@ -62,20 +64,20 @@ def big_file(folder: Path, entries: int) -> Path:
     return path
 
 
-def load(path: Path, rounds: int = 5) -> dict[str, float]:
+def load(path: Path, rounds: int = 5, clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Median seconds of each step of ``Session(JsonlSessionStorage.open(path))``."""
     steps: dict[str, list[float]] = {"open": [], "read+split": [], "scan": [], "replay": [], "total": []}
     for _ in range(rounds):
         gc.collect()
-        t0 = time.perf_counter()
+        t0 = clock()
         storage = JsonlSessionStorage.open(path)
-        t1 = time.perf_counter()
+        t1 = clock()
         lines, _ = storage._read_lines()
-        t2 = time.perf_counter()
+        t2 = clock()
         entries = scan_entries(lines, storage._context())
-        t3 = time.perf_counter()
+        t3 = clock()
         SessionAggregate.replay(storage.header, entries)
-        t4 = time.perf_counter()
+        t4 = clock()
         for key, value in zip(steps, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0)):
             steps[key].append(value)
         storage.close()
@@ -93,12 +95,14 @@ def main() -> None:
         folder = Path(tmp)
         for durability in ("flush", "fsync"):
             count = args.appends if durability == "flush" else max(100, args.appends // 10)
-            print(f"append ({durability}): {appends(folder, durability, count) * 1e6:.1f} us per entry")
+            wall, cpu = appends(folder, durability, count)
+            print(f"append ({durability}): {wall * 1e6:.1f} us per entry ({cpu * 1e6:.1f} us CPU)")
         path = big_file(folder, args.entries)
         size = path.stat().st_size / 1e6
-        steps = load(path)
-        detail = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in steps.items())
-        print(f"load {args.entries} entries ({size:.0f} MB): {detail}")
+        for label, clock in (("wall", time.perf_counter), ("CPU", time.process_time)):
+            steps = load(path, clock=clock)
+            detail = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in steps.items())
+            print(f"load {args.entries} entries ({size:.0f} MB), {label}: {detail}")
 
 
 if __name__ == "__main__":
