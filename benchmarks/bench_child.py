@@ -7,7 +7,8 @@ milliseconds; ``rss_before`` is the resident set size just before the measured w
 
 Measures:
 
-* ``open_context`` -- ``Session(JsonlSessionStorage.open(file))`` then ``build_context()``;
+* ``open_context`` -- ``Session(JsonlSessionStorage.open(file))`` then ``build_context()``
+  (wall and CPU time);
 * ``parse_floor`` -- read the file, ``orjson.loads`` every line, an id -> parent map
   (the least a reader can do; garbage collector paused, as our scan does);
 * ``append`` -- on a private copy of the file: open and build the context, ``count``
@@ -81,13 +82,15 @@ def summary(samples: list[float]) -> dict[str, float]:
 
 def open_context(file: str) -> dict[str, Any]:
     rss0 = rss_now()
+    c0 = time.process_time()
     t0 = now()
     session = Session(JsonlSessionStorage.open(file))
     t1 = now()
     context = session.build_context()
     t2 = now()
+    c2 = time.process_time()
     out = {
-        "open_ms": ms(t1 - t0), "ctx_ms": ms(t2 - t1), "total_ms": ms(t2 - t0),
+        "open_ms": ms(t1 - t0), "ctx_ms": ms(t2 - t1), "total_ms": ms(t2 - t0), "cpu_ms": ms(c2 - c0),
         "entries": len(session), "messages": len(context.messages),
         "rss_before": rss0, "maxrss": maxrss(),
     }

@@ -53,6 +53,9 @@ def size_rows(n: int, r: dict[str, Any]) -> list[Row]:
         row(f"open+context, {label}", "ms", ours, _get(r, f"floor_parse_{dialect}", "total_ms"), "parse floor", pi,
             "<= 1x pi (aim 0.5x)",
             _verdict(None if ratio is None else ratio <= 1.0, None if ratio is None else ratio <= 0.5, f"{ratio or 0:.2f}x pi"))
+    for dialect, label in (("native", "native file"), ("pi", "pi file")):
+        row(f"open+context CPU time, {label}", "ms", _get(r, f"open_{dialect}", "cpu_ms"), None, "",
+            _get(r, "pi_open", "cpu_ms"))
     row("context after append (mean)", "ms", _get(r, "append_native", "ctx_after_append", "mean"),
         _get(r, "append_native", "rebuild_ms"), "uncached rebuild", _get(r, "pi_append", "ctx_after_append", "mean"),
         "O(1): see growth rows")

@@ -4,7 +4,7 @@
 // loaded the way the harness loads it; no pi code is copied here.
 //
 //   node pi_driver.mjs HARNESS open FILE
-//       SessionManager.open + buildSessionContext (ms); RSS just before, peak RSS after (bytes).
+//       SessionManager.open + buildSessionContext (wall ms; CPU ms of all the process's threads); RSS just before, peak RSS after (bytes).
 //   node pi_driver.mjs HARNESS append FILE COUNT CTX_ITERS WARMUP
 //       On FILE (a private copy the caller made): open, buildSessionContext, WARMUP untimed
 //       appendMessage calls, COUNT timed ones, then CTX_ITERS rounds of appendMessage + timed
@@ -55,12 +55,15 @@ async function main() {
 	const out = { pi: version, node: process.version };
 	if (command === "open") {
 		out.rss_before = process.memoryUsage().rss;
+		const c0 = process.cpuUsage();
 		const t0 = performance.now();
 		const sm = SessionManager.open(file, dirname(file));
 		const t1 = performance.now();
 		const ctx = sm.buildSessionContext();
 		const t2 = performance.now();
+		const cpu = process.cpuUsage(c0);
 		Object.assign(out, {
+			cpu_ms: (cpu.user + cpu.system) / 1000,
 			open_ms: t1 - t0,
 			ctx_ms: t2 - t1,
 			total_ms: t2 - t0,
