@@ -200,6 +200,7 @@ def _scan(lines: Sequence[bytes], ctx: ScanContext, first: int) -> list[JsonlEnt
         line = lines[index]
         try:
             head = envelope(line)
+            line.decode()  # msgspec does not check UTF-8 inside strings it skips; this does, cheaply
             kind = head.type
             entry_id = head.id
             parent = head.parent
@@ -211,7 +212,7 @@ def _scan(lines: Sequence[bytes], ctx: ScanContext, first: int) -> list[JsonlEnt
                 or kind == "leaf"
             ):
                 raise LookupError
-        except (LookupError, msgspec.DecodeError):
+        except (LookupError, msgspec.DecodeError, UnicodeDecodeError):
             try:
                 obj = loads(line)
             except orjson.JSONDecodeError as exc:

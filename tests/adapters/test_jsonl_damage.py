@@ -99,13 +99,13 @@ def test_a_bad_entry_body_is_corrupt_when_read(tmp_path: Path) -> None:
     assert (caught.value.code, caught.value.path, caught.value.line) == ("corrupt", str(path), 5)
 
 
-def test_invalid_utf8_inside_a_line_is_corrupt_when_read(tmp_path: Path) -> None:
-    """Bytes that are not UTF-8 inside a string make that line ``corrupt`` (file and line named) when read."""
+def test_invalid_utf8_inside_a_line_is_corrupt_on_open(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 inside a string make that line ``corrupt`` (file and line named) on open."""
     path = write(tmp_path / "s.jsonl", GOOD)
     with open(path, "ab") as out:
         out.write(b'{"type":"session_info","id":"u","parent_id":"c","timestamp":"t","name":"\xff\xfe"}\n')
     with pytest.raises(SessionError) as caught:
-        Session(JsonlSessionStorage.open(path)).get_entries()
+        Session(JsonlSessionStorage.open(path))
     assert (caught.value.code, caught.value.path, caught.value.line) == ("corrupt", str(path), 5)
     salvaged = JsonlSessionStorage.open(path, salvage=True)
     assert [n for n, _ in salvaged.skipped] == [5]
