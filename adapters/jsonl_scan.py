@@ -1,8 +1,9 @@
 """Reading a session file: the header, then every entry line checked cheaply and held lazily.
 
-Opening a 100k-entry file must not decode 100k entries. Each line is parsed once with
-``orjson`` (that is the JSON check) and only its envelope is looked at: ``type``, ``id``,
-the parent key and ``timestamp``. The tree is checked too (a parent must appear on an
+Opening a 100k-entry file must not decode 100k entries. Each line is checked once:
+``msgspec`` validates its JSON and builds only the envelope (``type``, ``id``, the parent key
+and ``timestamp``), and a UTF-8 decode checks the bytes msgspec skipped. Any line that fails
+goes through ``orjson`` again so the error names exactly what is wrong. The tree is checked too (a parent must appear on an
 earlier line, ids are unique, a ``leaf`` entry targets an earlier entry). The line's bytes
 are kept in a :class:`JsonlEntry`, which the aggregate's log decodes with the codec the
 first time anything else is needed; a line whose body does not decode raises
