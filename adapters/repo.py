@@ -272,31 +272,60 @@ def _fork_leaf(source: Session, entry_id: str | None, position: str) -> str | No
 def _fork_entries(
     source: Session, path: list[Entry], new_id: str, new_entry_id: IdGenerator, now: str
 ) -> list[Entry]:
-    """The path without its label entries (re-chained), then labels and name re-created."""
+    """The path (same ids, versions renumbered), then the label and name entries that make
+    the fork's labels and name the source's current ones.
+
+    Entries are copied as they are, except that label entries whose target is not on the
+    path are left out (their target does not exist in the fork); their children are
+    re-parented to the label's parent, as pi does.
+    """
     out: list[Entry] = []
-    replaced: dict[str, str | None] = {}  # dropped label id -> the parent to use instead
     version = SessionAggregate.INITIAL_VERSION
+    dropped = _labels_off_the_path(path)
+    replaced: dict[str, str | None] = {}  # dropped label -> the parent its children get
+    successor: dict[str, str | None] = {}  # dropped label -> the next entry kept after it
+    pending: list[str] = []
     for entry in path:
         parent = entry.parent_id
         while parent in replaced:
             parent = replaced[parent]
-        if entry.type == "label":
+        if entry.id in dropped:
             replaced[entry.id] = parent
+            pending.append(entry.id)
             continue
+        for label_id in pending:
+            successor[label_id] = entry.id
+        pending.clear()
+        changes: dict[str, Any] = {"originator_id": new_id, "originator_version": version + 1, "parent_id": parent}
+        kept = getattr(entry, "first_kept_entry_id", None)
+        if entry.type == "compaction" and kept in dropped:
+            # The compaction kept from a label that cannot come along: keep from the entry
+            # after it instead (labels are not context, so the context is the same).
+            after = successor.get(kept)
+            changes["first_kept_entry_id"] = after if after is not None and after != entry.id else None
         version += 1
-        out.append(attrs.evolve(entry, originator_id=new_id, originator_version=version, parent_id=parent))
+        out.append(attrs.evolve(entry, **changes))
     on_path = {e.id for e in out}
-    used = set(on_path)
-    last = out[-1].id if out else None
-    labels = source.get_labels()
+    have: dict[str, str] = {}
+    for entry in out:
+        if entry.type == "label":
+            if entry.label:  # type: ignore[attr-defined]
+                have[entry.target_id] = entry.label  # type: ignore[attr-defined]
+            else:
+                have.pop(entry.target_id, None)  # type: ignore[attr-defined]
+    want = source.get_labels()
     latest: dict[str, Entry] = {}
     for label_entry in source.find_entries("label"):
         if label_entry.target_id in on_path:  # type: ignore[attr-defined]
             latest[label_entry.target_id] = label_entry  # type: ignore[attr-defined]
+    used = set(on_path)
+    last = out[-1].id if out else None
     for target, label_entry in sorted(latest.items(), key=lambda kv: kv[1].originator_version):
-        if target not in labels:
+        if want.get(target) == have.get(target) or label_entry.id in used:
             continue
         version += 1
+        # The source's own latest label entry for the target, re-created after the path
+        # (its id and time kept, as pi does), so the label reads the same in the fork.
         out.append(
             LabelChanged(
                 originator_id=new_id,
@@ -305,7 +334,7 @@ def _fork_entries(
                 id=label_entry.id,
                 parent_id=last,
                 target_id=target,
-                label=labels[target],
+                label=want.get(target),
             )
         )
         used.add(label_entry.id)
@@ -324,6 +353,21 @@ def _fork_entries(
             )
         )
     return out
+
+
+def _labels_off_the_path(path: list[Entry]) -> set[str]:
+    """Label entries on the path whose target is not (or no longer) in the fork."""
+    kept = {e.id for e in path}
+    dropped: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for entry in path:
+            if entry.type == "label" and entry.id not in dropped and entry.target_id not in kept:  # type: ignore[attr-defined]
+                dropped.add(entry.id)
+                kept.discard(entry.id)
+                changed = True
+    return dropped
 
 
 class InMemorySessionRepo(SessionRepo):

@@ -294,21 +294,23 @@ def test_forking_before_the_first_message_gives_an_empty_named_session(repo: Ses
     assert fork.header.parent_session is not None
 
 
-def test_fork_drops_labels_from_the_path_and_rechains_their_children(repo: SessionRepo) -> None:
-    """Label entries on the path are removed (children re-parented) and re-created at the end."""
+def test_fork_copies_the_path_verbatim_and_brings_labels_up_to_date(repo: SessionRepo) -> None:
+    """Entries on the path keep ids and parents; labels changed off the path are re-created after it."""
     source = repo.create(cwd="/p")
     ids = conversation(source)  # u2's parent is the label entry
-    assert source.get_entry(ids["u2"]).parent_id == ids["label"]
+    source.move_to(ids["a1"])
+    source.append_label_change(ids["u1"], "renamed off the path")
+    source.append_label_change(ids["a1"], "new label")
+    source.move_to(ids["a2"])
     off = source.append_label_change(ids["a2"], "not on the fork")
     fork = repo.fork(source.id, ids["u2"], position="at")
     entries = fork.get_entries()
-    by_id = {e.id: e for e in entries}
-    assert by_id[ids["u2"]].parent_id == ids["a1"]
-    assert [e.type for e in entries][-1] == "label"
-    assert entries[-1].parent_id == ids["u2"]
-    assert entries[-1].timestamp == source.get_entry(ids["label"]).timestamp
-    assert fork.get_labels() == {ids["u1"]: "start"}
-    assert off not in by_id
+    path = source.get_branch(ids["u2"])
+    assert [(e.id, e.parent_id) for e in entries[: len(path)]] == [(e.id, e.parent_id) for e in path]
+    assert [e.type for e in entries[len(path):]] == ["label", "label"]
+    assert entries[len(path)].parent_id == ids["u2"]
+    assert fork.get_labels() == {ids["u1"]: "renamed off the path", ids["a1"]: "new label"}
+    assert off not in {e.id for e in entries}
     kit.check_invariants(fork)
 
 
@@ -319,7 +321,6 @@ def test_a_cleared_label_is_not_carried_into_a_fork(repo: SessionRepo) -> None:
     source.append_label_change(ids["u1"], None)
     fork = repo.fork(source.id)
     assert fork.get_labels() == {}
-    assert all(e.type != "label" for e in fork.get_entries())
 
 
 # -- copy between repositories -------------------------------------------------------------

@@ -38,9 +38,12 @@ def test_fork_at_any_entry_reproduces_the_context_there(ops: list[tuple[Any, ...
     target = candidates[pick % len(candidates)]
     fork = repo.fork(source.id, target.id, position="at")
     kit.check_invariants(fork)
-    path_ids = [e.id for e in source.get_branch(target.id) if e.type != "label"]
-    assert [e.id for e in fork.get_entries() if e.type != "label"][: len(path_ids)] == path_ids
-    assert all(e.type in ("label", "session_info") for e in fork.get_entries()[len(path_ids):])
+    source_path = source.get_branch(target.id)
+    fork_ids = [e.id for e in fork.get_entries()]
+    path_ids = [e.id for e in source_path if e.id in set(fork_ids)]
+    assert fork_ids[: len(path_ids)] == path_ids  # the path first, in order, same ids
+    assert all(e.type in ("label", "session_info") for e in fork.get_entries()[len(path_ids) :])
+    assert all(e.type == "label" for e in source_path if e.id not in set(fork_ids))
     if target.type != "label":
         assert fork.build_context().messages == source.build_context(leaf_id=target.id).messages
     expected_labels = {t: lab for t, lab in source.get_labels().items() if t in set(path_ids)}
