@@ -27,7 +27,7 @@ class Part:
 @attrs.frozen
 class Section:
     kind: str  # a role, or an entry type
-    title: str
+    title: str  # empty for a settings change: shown as a one-line note
     time: str
     label: str | None
     parts: tuple[Part, ...]
@@ -87,11 +87,11 @@ def _section(entry: Any, label: str | None) -> Section | None:
     if kind == "custom_message":
         return Section(kind, f"{entry.custom_type} (message to the model)", time, label, tuple(_content_parts(entry.content)))
     if kind == "model_change":
-        return Section(kind, "Model", time, label, (Part("note", f"model set to {entry.provider}/{entry.model_id}"),))
+        return Section(kind, "", time, label, (Part("note", f"model set to {entry.provider}/{entry.model_id}"),))
     if kind == "thinking_level_change":
-        return Section(kind, "Thinking", time, label, (Part("note", f"thinking level set to {entry.thinking_level}"),))
+        return Section(kind, "", time, label, (Part("note", f"thinking level set to {entry.thinking_level}"),))
     if kind == "active_tools_change":
-        return Section(kind, "Tools", time, label, (Part("note", "active tools: " + (", ".join(entry.active_tool_names) or "none")),))
+        return Section(kind, "", time, label, (Part("note", "active tools: " + (", ".join(entry.active_tool_names) or "none")),))
     if kind == "custom":
         data = json.dumps(entry.data, ensure_ascii=False, default=str)
         return Section(kind, f"{entry.custom_type} (app data, not sent to the model)", time, label, (Part("code", data, "json"),))
@@ -126,6 +126,9 @@ def to_markdown(doc: Document) -> str:
     out.extend(f"- **{key}**: {value}" for key, value in doc.meta)
     for section in doc.sections:
         label = f" `[{section.label}]`" if section.label else ""
+        if not section.title:
+            out += ["", f"*{section.parts[0].text}*{label}"]
+            continue
         out += ["", f"## {section.title}{label}", "", f"<sub>{section.time}</sub>", ""]
         for part in section.parts:
             if part.kind == "text":
@@ -164,6 +167,9 @@ def to_html(doc: Document) -> str:
     out.append("</ul>")
     for section in doc.sections:
         label = f' <span class="label">{e(section.label)}</span>' if section.label else ""
+        if not section.title:
+            out.append(f'<p class="note">{e(section.parts[0].text)}{label}</p>')
+            continue
         out.append(f'<section class="{e(section.kind)}"><h2>{e(section.title)}{label}</h2><time>{e(section.time)}</time>')
         for part in section.parts:
             if part.kind == "text":

@@ -64,6 +64,7 @@ def _body(message: Any, full: bool) -> Text:
         if isinstance(block, TextContent):
             out.append(_clip(block.text, full))
         elif isinstance(block, ThinkingContent):
+            out.append("thinking: ", "dim bold")
             out.append(_clip(block.thinking, full), "dim italic")
         elif isinstance(block, ToolCall):
             out.append("→ ", "bold")

@@ -1,0 +1,48 @@
+"""Runs the installed ``sessiontree`` console script in a subprocess (shared by tests/cli).
+
+``run(args, cwd)`` checks the exit status: 0 by default, or 1 with ``fails=True``, in which
+case stderr must be exactly one ``sessiontree: error:`` line and never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _script() -> str:
+    beside = Path(sys.executable).parent / "sessiontree"
+    found = str(beside) if beside.exists() else shutil.which("sessiontree")
+    if found is None:
+        pytest.fail("the sessiontree console script is not installed (pip install -e .)")
+    return found
+
+
+SCRIPT = _script()
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "SESSIONTREE_REPO"}
+    env["COLUMNS"] = "200"  # wide rows: what a test looks for is not cut with an ellipsis
+    env["PYTHONWARNINGS"] = "ignore"
+    return env
+
+
+def run(args: tuple[str, ...], cwd: Path, fails: bool = False, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [SCRIPT, *args], cwd=cwd, capture_output=True, text=True, env=_env(), timeout=120, input=stdin
+    )
+    if fails:
+        assert proc.returncode == 1, f"expected failure, got {proc.returncode}: {proc.stdout}"
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1, f"expected one line on stderr, got: {proc.stderr!r}"
+        assert lines[0].startswith("sessiontree: error: "), lines[0]
+        assert "Traceback" not in proc.stderr
+    else:
+        assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr}"
+    return proc
