@@ -82,7 +82,13 @@ def peer(command: str, *args: str | Path, build: str = "legacy") -> Any:
 def generate_extras(out: Path, seed: int) -> Any:
     """A pi 1.x session with system messages, context edits and usage entries."""
     folder = require_peer("latest")
-    return _node([str(EXTRAS_SCRIPT), str(folder), str(out), str(seed)], folder)
+    return _node([str(EXTRAS_SCRIPT), str(folder), "gen", str(out), str(seed)], folder)
+
+
+def continue_in_pi(path: Path, build: str) -> Any:
+    """Let pi resume ``path`` in place and append a user message and a reply."""
+    folder = require_peer(build)
+    return _node([str(EXTRAS_SCRIPT), str(folder), "continue", str(path), build], folder)
 
 
 def pi_messages(messages: list[Any]) -> list[dict[str, Any]]:
@@ -153,6 +159,8 @@ def expected_view(expected: dict[str, Any]) -> dict[str, Any]:
 __all__ = [
     "BUILDS",
     "FIXTURES",
+    "continue_in_pi",
+    "expected_view",
     "fixtures_dir",
     "generate_extras",
     "in_ci",
@@ -160,5 +168,6 @@ __all__ = [
     "peer_dir",
     "pi_messages",
     "pi_model",
+    "pi_view",
     "require_peer",
 ]
