@@ -34,6 +34,7 @@ from sessiontree.domain.events import (
     ThinkingLevelChanged,
     parse_timestamp,
 )
+from sessiontree.domain.jsonvalue import check_message_values, json_value
 from sessiontree.domain.log import EntryLog
 from sessiontree.domain.messages import (
     CONTENT_TYPES,
@@ -225,6 +226,7 @@ class SessionAggregate(BaseAggregate[str]):
         if not isinstance(message, MESSAGE_TYPES):
             raise TypeError(f"message must be a message object (UserMessage, ...), not {message!r}")
         _check_unknowns("message", message)
+        check_message_values("message", message)
         return self._append(MessageAppended, id=id, timestamp=timestamp, message=message)
 
     def append_thinking_level_change(self, level: str, *, id: str, timestamp: str) -> str:
@@ -296,6 +298,7 @@ class SessionAggregate(BaseAggregate[str]):
             tail = tuple(retained_tail)
             for message in tail:
                 _check_unknowns("retained_tail", message)
+                check_message_values("retained_tail", message)
         return self._append(
             ContextCompacted,
             id=id,
@@ -304,7 +307,7 @@ class SessionAggregate(BaseAggregate[str]):
             first_kept_entry_id=first_kept_entry_id,
             tokens_before=tokens_before,
             retained_tail=tail,
-            details=details,
+            details=json_value("details", details),
             usage=usage,
             from_hook=from_hook,
         )
@@ -313,6 +316,7 @@ class SessionAggregate(BaseAggregate[str]):
         _check_str("custom_type", custom_type)
         if not custom_type:
             raise SessionError("invalid_entry", "custom_type must not be empty")
+        data = json_value("custom data", data)
         return self._append(CustomEntryAppended, id=id, timestamp=timestamp, custom_type=custom_type, data=data)
 
     def append_custom_message_entry(
@@ -331,14 +335,16 @@ class SessionAggregate(BaseAggregate[str]):
         if not isinstance(display, bool):
             raise TypeError(f"display must be a bool, not {display!r}")
         checked = _check_content("content", content)
-        _check_unknowns("custom message", CustomMessage(custom_type=custom_type, content=checked))
+        as_message = CustomMessage(custom_type=custom_type, content=checked)
+        _check_unknowns("custom message", as_message)
+        check_message_values("custom message", as_message)
         return self._append(
             CustomMessageAppended,
             id=id,
             timestamp=timestamp,
             custom_type=custom_type,
             content=checked,
-            details=details,
+            details=json_value("details", details),
             display=display,
         )
 
@@ -389,7 +395,7 @@ class SessionAggregate(BaseAggregate[str]):
             timestamp=timestamp,
             from_id=from_id,
             summary=summary,
-            details=details,
+            details=json_value("details", details),
             usage=usage,
             from_hook=from_hook,
         )

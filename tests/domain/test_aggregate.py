@@ -20,7 +20,15 @@ from sessiontree.domain.events import (
     SessionStarted,
     ThinkingLevelChanged,
 )
-from sessiontree.domain.messages import TextContent, UnknownContent, UnknownMessage, UserMessage
+from sessiontree.domain.messages import (
+    AssistantMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UnknownContent,
+    UnknownMessage,
+    UserMessage,
+)
 
 SID = "session-under-test"
 T = "2026-11-29T11:30:20.123Z"
@@ -376,3 +384,33 @@ def test_unknown_roles_and_blocks_may_be_appended():
     agg.append_message(message, id="x", timestamp=T)
     agg.append_message(UserMessage(content=[UnknownContent(type="audio")]), id="y", timestamp=T)
     assert [e.message for e in then(agg)][0] == message
+
+
+@pytest.mark.parametrize(
+    "command, named",
+    [
+        (lambda a: a.append_custom_entry("t", {"x": float("nan")}, id="x", timestamp=T), "nan"),
+        (lambda a: a.append_custom_entry("t", {1: "int key"}, id="x", timestamp=T), "1"),
+        (lambda a: a.append_custom_entry("t", {"when": object()}, id="x", timestamp=T), "object"),
+        (lambda a: a.append_compaction("s", None, 1, details=float("inf"), id="x", timestamp=T), "inf"),
+        (lambda a: a.append_branch_summary("a", "s", details={"k": {2, 3}}, id="x", timestamp=T), "{2, 3}"),
+        (lambda a: a.append_message(ToolResultMessage(tool_call_id="c", tool_name="t", details=[float("nan")]), id="x", timestamp=T), "nan"),
+        (lambda a: a.append_message(UserMessage(content=[TextContent(text="t", extra={"xScore": float("-inf")})]), id="x", timestamp=T), "-inf"),
+        (lambda a: a.append_message(AssistantMessage(content=[ToolCall(id="c", name="n", arguments={"p": object()})]), id="x", timestamp=T), "object"),
+    ],
+)
+def test_values_json_cannot_hold_are_refused(command, named):
+    """NaN, infinities, non-string keys and other objects would change or vanish on the wire: refused."""
+    agg = given(msg("a", None))
+    error = refused(agg, "invalid_entry", lambda: command(agg))
+    assert named in str(error)
+
+
+def test_data_and_details_are_recorded_as_the_wire_gives_them_back():
+    """Tuples become lists and mappings dicts, so a reopened session holds equal values."""
+    agg = given(msg("a", None))
+    agg.append_custom_entry("t", {"xs": (1, (2, 3))}, id="x", timestamp=T)
+    agg.append_compaction("s", None, 1, details=("k",), id="y", timestamp=T)
+    events = then(agg)
+    assert events[0].data == {"xs": [1, [2, 3]]}
+    assert events[1].details == ["k"]
