@@ -242,7 +242,8 @@ operations_one = st.one_of(
     st.tuples(st.just("model"), st.sampled_from(["openai", "anthropic"]), st.sampled_from(["m1", "m2"])),
     st.tuples(st.just("tools"), st.lists(st.sampled_from(["read", "bash", "edit"]), max_size=3)),
     st.tuples(st.just("compaction"), refs, st.sampled_from(["kept", "tail", "none"]), st.integers(0, 10**6)),
-    st.tuples(st.just("custom"), st.sampled_from(["note", "state"]), json_values),
+    # Tuples are accepted and recorded as the lists the wire gives back.
+    st.tuples(st.just("custom"), st.sampled_from(["note", "state"]), json_values | st.lists(scalars, max_size=3).map(tuple)),
     st.tuples(st.just("custom_message"), texts, st.booleans()),
     st.tuples(st.just("label"), refs, st.sampled_from(["good", "bad", "", None])),
     st.tuples(st.just("name"), st.sampled_from(["first", "second", "", None])),
