@@ -322,6 +322,16 @@ def test_bad_construction_arguments_are_type_errors(build):
         build(kit.new_storage())
 
 
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [({"cwd": 5}, TypeError), ({"metadata": ["x"]}, TypeError), ({"timestamp": "yesterday"}, SessionError)],
+)
+def test_in_memory_storage_refuses_bad_headers(kwargs, error):
+    """A new in-memory session with a wrong cwd, metadata or timestamp is refused."""
+    with pytest.raises(error):
+        InMemorySessionStorage(**kwargs)
+
+
 def test_a_clock_without_timezone_is_refused_before_anything_is_stored():
     """A naive clock would write a wrong time, so the append fails and nothing is stored."""
     s = Session(kit.new_storage(), clock=lambda: datetime(2026, 1, 1))
