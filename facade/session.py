@@ -152,6 +152,11 @@ class SessionReader:
         """Every entry, in the order appended (the header excluded)."""
         return list(self._agg.log.iter_entries(self._limit))
 
+    def iter_heads(self) -> Iterator[Any]:
+        """Every entry's ``type``, ``id`` and ``parent_id``, in order, without decoding the
+        rest (items may be lazy: ``get_entry(id)`` gives the whole entry)."""
+        return self._agg.log.iter_heads(self._limit)
+
     def find_entries(self, entry_type: str) -> list[Entry]:
         """Every entry of one type (``"message"``, ``"label"``, ...), in order."""
         _check_id("entry type", entry_type)
