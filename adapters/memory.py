@@ -30,7 +30,9 @@ class InMemorySessionStorage(RecorderSessionStorage):
         recorder: POPOAggregateRecorder | None = None,
         _existing: bool = False,
     ) -> None:
-        sid = session_id or new_session_id()
+        if session_id is not None and (not isinstance(session_id, str) or not session_id):
+            raise TypeError(f"session_id must be a non-empty str or None, not {session_id!r}")
+        sid = session_id if session_id is not None else new_session_id()
         super().__init__(recorder or POPOAggregateRecorder(), sid, location=f"memory:{sid}", mapper=SessionMapper())
         if not _existing:
             agg = SessionAggregate.create(

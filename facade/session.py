@@ -141,6 +141,16 @@ class SessionReader:
             raise SessionError("not_found", f"{what} {entry_id!r} not found in session {self.id}")
         return pos
 
+    def _branch_end(self, entry_id: Any) -> str:
+        """Check ``entry_id`` can end a branch: it exists and is not a ``leaf`` side record."""
+        pos = self._pos(entry_id)
+        if self._agg.log.type_of(pos) == "leaf":
+            raise SessionError(
+                "invalid_entry",
+                f"entry {entry_id!r} of session {self.id} is a leaf record, not part of any branch",
+            )
+        return entry_id  # type: ignore[no-any-return]
+
     def has_entry(self, entry_id: str) -> bool:
         return isinstance(entry_id, str) and self._agg.log.position(entry_id, self._limit) is not None
 
@@ -173,17 +183,13 @@ class SessionReader:
 
     def get_branch(self, leaf_id: str | None = None) -> list[Entry]:
         """The root-to-leaf path ending at ``leaf_id`` (default: the current leaf)."""
-        leaf = self.leaf_id if leaf_id is None else leaf_id
-        if leaf_id is not None:
-            self._pos(leaf_id)
+        leaf = self.leaf_id if leaf_id is None else self._branch_end(leaf_id)
         log = self._agg.log
         return log.get_many(branch_positions(log, leaf, self._limit))
 
     def get_path_to_root_or_compaction(self, leaf_id: str | None = None) -> list[Entry]:
         """The shortest root-first suffix of the branch that its context needs (SPEC 3)."""
-        leaf = self.leaf_id if leaf_id is None else leaf_id
-        if leaf_id is not None:
-            self._pos(leaf_id)
+        leaf = self.leaf_id if leaf_id is None else self._branch_end(leaf_id)
         log = self._agg.log
         return log.get_many(path_to_root_or_compaction(log, leaf, self._limit))
 
@@ -272,8 +278,7 @@ class SessionReader:
         with the thinking level, model and active tools in force there."""
         merged = self._merged(options)
         if leaf_id is not None:
-            self._pos(leaf_id)
-            parts = self._context_parts(leaf_id, merged)
+            parts = self._context_parts(self._branch_end(leaf_id), merged)
         else:
             parts = self._cached_context(merged, options is None)
         state = parts.state

@@ -344,3 +344,29 @@ def test_no_public_api_rewrites_or_deletes_an_entry():
     """Entries are immutable once appended: the Session offers no update or delete of entries."""
     verbs = ("delete", "remove", "update", "edit", "rewrite", "replace", "set_entry")
     assert not [n for n in dir(Session) if n.startswith(verbs)]
+
+
+def test_a_leaf_record_does_not_end_a_branch():
+    """get_branch, the context path and build_context refuse the id of a `leaf` side record."""
+    from sessiontree import InMemorySessionStorage, Session, SessionError, UserMessage
+
+    session = Session(InMemorySessionStorage())
+    first = session.append_message(UserMessage(content="a", timestamp=1))
+    session.move_to(first)
+    record = session.find_entries("leaf")[0].id
+    for call in (
+        lambda: session.get_branch(record),
+        lambda: session.get_path_to_root_or_compaction(record),
+        lambda: session.build_context(leaf_id=record),
+    ):
+        with pytest.raises(SessionError) as caught:
+            call()
+        assert caught.value.code == "invalid_entry" and record in caught.value.message
+
+
+def test_an_empty_session_id_is_refused():
+    """InMemorySessionStorage(session_id="") is a programming error, not a random id."""
+    from sessiontree import InMemorySessionStorage
+
+    with pytest.raises(TypeError):
+        InMemorySessionStorage(session_id="")
