@@ -465,11 +465,26 @@ class Session(SessionReader):
             self._advance(entry)
 
     def _advance(self, entry: Entry) -> None:
+        """Feed a saved entry to every projection computed so far.
+
+        The entry is already durable, so an app projection whose ``apply`` raises must not
+        make the append look failed (a retry would duplicate it): its state is dropped and
+        the next ``projection(name)`` replays the log, raising the app's error there.
+        """
+        broken = []
         for name, state in self._states.items():
             projection = self._projections.get(name) or _BUILTINS[name]
             wanted = subscribed_types(projection)
             if wanted is None or entry.type in wanted:
-                self._states[name] = projection.apply(state, entry)
+                if name in self._projections:
+                    try:
+                        self._states[name] = projection.apply(state, entry)
+                    except Exception:  # noqa: BLE001 - the app's bug surfaces on the next read
+                        broken.append(name)
+                else:
+                    self._states[name] = projection.apply(state, entry)
+        for name in broken:
+            del self._states[name]
         self._advance_context(entry)
 
     def _run(self, command: Any, *args: Any, **kwargs: Any) -> str:

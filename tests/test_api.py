@@ -370,3 +370,22 @@ def test_an_empty_session_id_is_refused():
 
     with pytest.raises(TypeError):
         InMemorySessionStorage(session_id="")
+
+
+def test_a_failing_app_projection_does_not_fail_a_saved_append():
+    """An app projection that raises on an entry leaves the append saved; reading it raises the app's error."""
+    from sessiontree import FunctionProjection, InMemorySessionStorage, Session, UserMessage
+
+    def apply(count, entry):
+        if entry.type == "session_info":
+            raise ValueError("app bug")
+        return count + 1
+
+    session = Session(InMemorySessionStorage(), projections=[FunctionProjection("count", 0, apply)])
+    session.append_message(UserMessage(content="a", timestamp=1))
+    assert session.projection("count") == 1
+    entry_id = session.append_session_info("named")
+    assert session.get_entry(entry_id).name == "named"
+    assert Session(session.storage).get_session_name() == "named"
+    with pytest.raises(ValueError, match="app bug"):
+        session.projection("count")
