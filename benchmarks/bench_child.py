@@ -15,9 +15,12 @@ Measures:
   timed ``append_message`` calls, then ``ctx_iters`` rounds of append + timed
   ``build_context()`` (the incremental context), then one uncached rebuild
   (``build_context(leaf_id=...)``);
-* ``write_floor`` -- the same message lines, ``count`` times each: ``orjson.dumps`` of the
-  parsed entry + ``os.write`` (``flush``), or ``os.write`` + ``os.fsync`` (``fsync``);
-* ``time_travel`` -- open the session, then ``at(v).build_context()`` for ``v`` = half.
+* ``write_floor`` -- on a private copy of the file, the file's first message lines, one
+  at a time: ``orjson.dumps`` of the parsed entry + ``os.write`` (``flush``), or
+  ``os.write`` + ``os.fsync`` (``fsync``);
+* ``time_travel`` -- open the session, then ``at(v).build_context()`` for ``v`` = half;
+* ``list_sessions`` -- ``open_repo(directory).list()``, with the directory's listing index
+  removed first (``cold``) or as the previous run left it.
 """
 
 from __future__ import annotations
@@ -114,9 +117,15 @@ def parse_floor(file: str) -> dict[str, Any]:
 
 
 def _private_copy(file: str) -> tuple[Path, Path]:
+    """A copy of ``file`` in a new folder, already on the disk (so no append pays for it)."""
     folder = Path(tempfile.mkdtemp(prefix="sessiontree-bench-"))
     target = folder / Path(file).name
     shutil.copyfile(file, target)
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     return folder, target
 
 
@@ -167,9 +176,9 @@ def append(file: str, durability: str, count: int, ctx_iters: int, warmup: int) 
 def write_floor(file: str, durability: str, count: int, warmup: int) -> dict[str, Any]:
     lines = _message_lines(file, count + warmup)
     objs = [orjson.loads(line) for line in lines]
-    folder = Path(tempfile.mkdtemp(prefix="sessiontree-bench-"))
+    folder, copy = _private_copy(file)  # appended to, like the session's own copy
     try:
-        fd = os.open(folder / "floor.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = os.open(copy, os.O_WRONLY | os.O_APPEND)
         samples = []
         dumps, write, fsync = orjson.dumps, os.write, os.fsync
         for index, (obj, line) in enumerate(zip(objs, lines)):
@@ -199,12 +208,27 @@ def time_travel(file: str) -> dict[str, Any]:
     return {"at_ms": ms(t1 - t0), "total_ms": ms(t2 - t0), "version": version, "messages": len(context.messages)}
 
 
+def list_sessions(directory: str, cold: bool) -> dict[str, Any]:
+    from sessiontree import open_repo
+    from sessiontree.adapters.index import INDEX_FILE
+
+    if cold:
+        (Path(directory) / INDEX_FILE).unlink(missing_ok=True)
+    t0 = now()
+    repo = open_repo(directory)
+    infos = repo.list()
+    t1 = now()
+    repo.close()
+    return {"total_ms": ms(t1 - t0), "sessions": len(infos)}
+
+
 MEASURES = {
     "open_context": open_context,
     "parse_floor": parse_floor,
     "append": append,
     "write_floor": write_floor,
     "time_travel": time_travel,
+    "list_sessions": list_sessions,
 }
 
 

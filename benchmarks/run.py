@@ -33,7 +33,9 @@ sys.path.insert(0, str(HERE))
 import bench_data  # noqa: E402
 import bench_report  # noqa: E402
 
-APPENDS, FSYNC_APPENDS, CTX_ITERS, WARMUP = 500, 100, 20, 5
+# Timed appends (flush, fsync), rounds of append + context (ours, pi's: pi rebuilds its
+# context each time, about 0.2 s at 100k), untimed appends first.
+APPENDS, FSYNC_APPENDS, CTX_ITERS, PI_CTX_ITERS, WARMUP = 500, 100, 50, 20, 5
 
 
 def log(message: str) -> None:
@@ -104,7 +106,7 @@ def measure_size(n: int, files: dict[str, Path], repeat: int, pi_home: Path | No
     }
     if pi_home is not None:
         plan["pi_open"] = lambda: pi_child(pi_home, "open", files["pi"])
-        plan["pi_append"] = lambda: pi_append(pi_home, files["pi"], APPENDS, CTX_ITERS)
+        plan["pi_append"] = lambda: pi_append(pi_home, files["pi"], APPENDS, PI_CTX_ITERS)
     runs: dict[str, list[dict[str, Any]]] = {key: [] for key in plan}
     for r in range(repeat):
         for key, run in plan.items():
@@ -114,19 +116,34 @@ def measure_size(n: int, files: dict[str, Path], repeat: int, pi_home: Path | No
     return {key: median_of(values) for key, values in runs.items()}
 
 
-def measure_list(sessions: int, repeat: int, use_pi: bool, data: Path) -> dict[str, Any] | None:
-    """``list()`` of ``sessions`` sessions vs pi's listing, through helper ``bench_list.py``."""
-    script = HERE / "bench_list.py"
-    if not script.is_file() or sessions <= 0:
+def measure_list(sessions: int, repeat: int, pi_home: Path | None, data: Path) -> dict[str, Any] | None:
+    """``list()`` of ``sessions`` sessions (fresh processes) vs pi 1.6.0's listing of the same
+    directory; the sessions and pi's timing come from helper ``bench_list.py``."""
+    if sessions <= 0:
         return None
-    cmd = [sys.executable, str(script), "--sessions", str(sessions), "--repeat", str(repeat), "--json",
-           "--dir", str(data / f"list-{sessions}")]
-    if not use_pi:
-        cmd.append("--no-pi")
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
-    result = json.loads(out.stdout)
-    result.setdefault("sessions", sessions)
-    return result  # type: ignore[no-any-return]
+    import bench_list
+    from sessiontree import open_repo
+
+    directory = data / f"list-{sessions}"
+    if len(list(directory.glob("*.jsonl"))) != sessions:
+        shutil.rmtree(directory, ignore_errors=True)
+        log(f"  writing {sessions:,} sessions of 10 entries (bench_list.write_sessions)")
+        repo = open_repo(directory)
+        bench_list.write_sessions(repo, sessions, 10)
+        repo.close()
+    runs: dict[str, list[float]] = {"pi_ms": [], "cold_ms": [], "ours_ms": []}
+    for r in range(repeat):
+        started = time.perf_counter()
+        if pi_home is not None:
+            pi = bench_list.pi_list(pi_home, directory, "latest")
+            if pi is not None:
+                runs["pi_ms"].append(pi)
+        runs["cold_ms"].append(child("list_sessions", directory=str(directory), cold=True)["total_ms"])
+        runs["ours_ms"].append(child("list_sessions", directory=str(directory), cold=False)["total_ms"])
+        log(f"  list of {sessions:,} sessions run {r + 1}/{repeat}: {time.perf_counter() - started:.1f} s")
+    out: dict[str, Any] = {key: statistics.median(v) if v else None for key, v in runs.items()}
+    out["sessions"] = sessions
+    return out
 
 
 def machine(pi_home: Path | None) -> dict[str, str]:
@@ -153,10 +170,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median is shown)")
     parser.add_argument("--no-pi", action="store_true", help="skip pi even when node is present")
     parser.add_argument("--data", type=Path, help="keep the generated files here and reuse them next time")
-    parser.add_argument("--list-sessions", type=int, default=10000, help="sessions for list() (0: skip)")
+    parser.add_argument("--list-sessions", type=int, help="sessions for list() (default 10000, 1000 with --quick; 0: skip)")
     parser.add_argument("--json", type=Path, help="also write every raw median here")
     args = parser.parse_args(argv)
     args.sizes = [1000, 10000] if args.quick else [int(s) for s in args.sizes.split(",") if s.strip()]
+    if args.list_sessions is None:
+        args.list_sessions = 1000 if args.quick else 10000
     return args
 
 
@@ -177,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         results = {}
         for n in args.sizes:
             results[n] = measure_size(n, files[n], args.repeat, pi_home)
-        listing = measure_list(args.list_sessions, args.repeat, pi_home is not None, data)
+        listing = measure_list(args.list_sessions, args.repeat, pi_home, data)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
