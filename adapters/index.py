@@ -16,6 +16,7 @@ index) is folded from its first line. The index is a cache: deleting it is alway
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -140,7 +141,7 @@ class DirectoryIndex:
         return {}  # missing or unreadable: rebuilt from the logs
 
     def _save(self, files: dict[str, dict[str, Any]]) -> None:
-        tmp = f"{self.path}.{os.getpid()}.tmp"
+        tmp = f"{self.path}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
             with open(tmp, "wb") as handle:
                 handle.write(orjson.dumps({"format": INDEX_FORMAT, "files": files}))
