@@ -54,7 +54,7 @@ thinking_blocks = st.builds(
 tool_calls = st.builds(m.ToolCall, id=names, name=names, arguments=json_objects, extra=extras)
 unknown_blocks = names.filter(lambda t: t not in ("text", "image", "thinking", "tool_call")).flatmap(
     lambda tag: st.builds(
-        m.UnknownContent, type=st.just(tag), data=json_objects.map(lambda d: {"type": tag, **d})
+        m.UnknownContent, type=st.just(tag), data=json_objects.map(lambda d: {**d, "type": tag})
     )
 )
 user_blocks = st.lists(text_blocks | image_blocks | unknown_blocks, max_size=3)
@@ -120,7 +120,7 @@ branch_summary_messages = st.builds(
 _KNOWN_ROLES = ("user", "assistant", "tool_result", "custom", "compaction_summary", "branch_summary")
 unknown_messages = names.filter(lambda r: r not in _KNOWN_ROLES).flatmap(
     lambda role: st.builds(
-        m.UnknownMessage, role=st.just(role), data=json_objects.map(lambda d: {"role": role, **d})
+        m.UnknownMessage, role=st.just(role), data=json_objects.map(lambda d: {**d, "role": role})
     )
 )
 messages = (
