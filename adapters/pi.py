@@ -24,6 +24,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from sessiontree.adapters.codec import Codec, Dialect
 from sessiontree.domain import messages as m
 from sessiontree.domain.errors import SessionError
@@ -154,6 +156,50 @@ def order_message(message: Any) -> Any:
     if "usage" in out:
         out["usage"] = _order_usage(out["usage"])
     return out
+
+
+def js_number(value: float) -> str:
+    """A float as JavaScript's ``JSON.stringify`` writes it (pi's writer).
+
+    Both use the shortest digits that read back exactly; they differ in layout: JavaScript
+    writes plain decimals from 1e-7 up to 1e21 and drops a ``.0`` (``0.00000375``,
+    ``123456789012345680000``, ``1``), where orjson switches to exponents sooner.
+    """
+    if value == 0 or value != value or value in (float("inf"), float("-inf")):
+        return "0" if value == 0 else "null"
+    text = repr(value)
+    sign = "-" if text.startswith("-") else ""
+    mantissa, _, exponent = text.lstrip("-").partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).rstrip("0")
+    stripped = len(digits) - len(digits.lstrip("0"))
+    digits = digits.lstrip("0")
+    n = len(whole) + (int(exponent) if exponent else 0) - stripped  # value = 0.digits * 10**n
+    k = len(digits)
+    if k <= n <= 21:
+        out = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        out = f"{digits[:n]}.{digits[n:]}"
+    elif -6 < n <= 0:
+        out = "0." + "0" * -n + digits
+    else:
+        e = n - 1
+        out = (digits if k == 1 else f"{digits[0]}.{digits[1:]}") + ("e+" if e >= 0 else "e-") + str(abs(e))
+    return sign + out
+
+
+def _js_numbers(value: Any) -> Any:
+    kind = type(value)
+    if kind is float:
+        text = js_number(value)
+        # An integral float JavaScript writes as bare digits would read back as an int:
+        # leave it to orjson ("1.0"), which both languages read as the same number.
+        return orjson.Fragment(text.encode("ascii")) if "." in text or "e" in text else value
+    if kind is dict:
+        return {key: _js_numbers(item) for key, item in value.items()}
+    if kind is list:
+        return [_js_numbers(item) for item in value]
+    return value
 
 
 class PiExtra(m.Extra):
@@ -302,8 +348,14 @@ class PiCodec(Codec):
         return entry
 
     def encode_event(self, event: Any) -> bytes:
-        """One pi line (no newline): always the reference encoder, which knows pi's rules."""
-        return self.reference_encode(event)
+        """One pi line (no newline): the reference encoder, which knows pi's rules, with
+        numbers laid out as pi's JavaScript writer lays them out."""
+        try:
+            return orjson.dumps(_js_numbers(self.unstructure_event(event)))
+        except TypeError as exc:
+            raise SessionError(
+                "invalid_entry", f"entry {getattr(event, 'id', '?')!r} is not JSON-serialisable: {exc}"
+            ) from None
 
     def decode(self, data: Any, session_id: str, version: int) -> Any:
         if version == 1:

@@ -11,6 +11,7 @@ import pytest
 import sessiontree_pi as pi
 import sessiontree_strategies as strat
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sessiontree import (
     AssistantMessage,
@@ -24,7 +25,7 @@ from sessiontree import (
     Usage,
     UserMessage,
 )
-from sessiontree.adapters.pi import LEAF_MARKER_TYPE, PiCodec, camel, is_pi_header, pi_codec
+from sessiontree.adapters.pi import LEAF_MARKER_TYPE, PiCodec, camel, is_pi_header, js_number, pi_codec
 from sessiontree.domain import events as ev
 
 SID = "01a22719-3541-759d-a745-5e5f131c9378"
@@ -213,3 +214,28 @@ def test_text_blocks_keep_fields_pi_added():
     message = pi_codec().message_from_dict(raw)
     assert message == UserMessage(content=[TextContent(text="x", extra={"textSignature": "s"})], timestamp=1)
     assert pi_codec().message_to_dict(message) == raw
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (0.00000375, "0.00000375"),
+        (-3.75e-6, "-0.00000375"),
+        (1e-7, "1e-7"),
+        (0.1, "0.1"),
+        (123.0, "123"),
+        (1.5e20, "150000000000000000000"),
+        (1e21, "1e+21"),
+        (5e-324, "5e-324"),
+        (0.009245100000000001, "0.009245100000000001"),
+    ],
+)
+def test_numbers_are_laid_out_as_javascript_writes_them(value, text):
+    """Floats are written the way pi's JSON.stringify writes them, so pi's lines round-trip."""
+    assert js_number(value) == text
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_javascript_number_layout_reads_back_exactly(value):
+    """The JavaScript layout of a float reads back as the same float."""
+    assert float(js_number(value)) == value

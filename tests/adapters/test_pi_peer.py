@@ -56,13 +56,17 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str, 
 @pytest.mark.parametrize("build", pi.BUILDS)
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("seed", SEEDS)
-def test_files_pi_writes_read_as_pi_reads_them(generated, build, shape, seed):
-    """A file pi just wrote opens on pi's leaf with pi's path, name, labels, tree and context."""
+def test_files_pi_writes_read_as_pi_reads_them(generated, build, shape, seed, tmp_path):
+    """A file pi just wrote opens on pi's leaf with pi's path, name, labels, tree and context,
+    is not written to, and comes back byte for byte through a native copy."""
     path, expected = generated[(build, shape, seed)]
     before = path.read_bytes()
     session = Session(JsonlSessionStorage.open(path))
     assert pi.pi_view(session) == pi.expected_view(expected)
     assert path.read_bytes() == before
+    import_pi(path, tmp_path / "native.jsonl")
+    export_pi(tmp_path / "native.jsonl", tmp_path / "back.jsonl")
+    assert (tmp_path / "back.jsonl").read_bytes() == before
 
 
 def both_builds_see(path: Path) -> list[Any]:
