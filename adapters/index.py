@@ -129,6 +129,7 @@ class DirectoryIndex:
         self.path = os.path.join(self.root, INDEX_FILE)
         self.persist = persist
         self._files: dict[str, dict[str, Any]] | None = None
+        self._summaries: dict[str, Summary] = {}  # decoded once per file version
 
     def _load(self) -> dict[str, dict[str, Any]]:
         try:
@@ -154,7 +155,9 @@ class DirectoryIndex:
                 pass
 
     def refresh(self) -> dict[str, Summary]:
-        """Bring the index up to date with the directory; ``{file name: summary}``."""
+        """Bring the index up to date with the directory; ``{file name: summary}``.
+
+        The summaries are shared with later calls: read them, do not change them."""
         files = self._files if self._files is not None else self._load()
         changed = self._files is None and not os.path.exists(self.path)
         seen: dict[str, dict[str, Any]] = {}
@@ -186,12 +189,24 @@ class DirectoryIndex:
         self._files = seen
         if changed and self.persist:
             self._save(seen)
-        return {name: Summary.from_dict(r["summary"]) for name, r in seen.items() if r["summary"] is not None}
+        cache, out = self._summaries, {}
+        for name, record in seen.items():
+            data = record["summary"]
+            if data is None:
+                continue
+            summary = cache.get(name)
+            if summary is None or summary.version != data["version"] or summary.modified != data["modified"]:
+                summary = cache[name] = Summary.from_dict(data)
+            out[name] = summary
+        for name in set(cache) - set(out):
+            del cache[name]
+        return out
 
     def forget(self, name: str) -> None:
         """Drop a file from the index (after deleting it)."""
         if self._files is not None:
             self._files.pop(name, None)
+        self._summaries.pop(name, None)
 
     def _scan(self, path: str, st: os.stat_result, record: dict[str, Any] | None) -> dict[str, Any]:
         summary: Summary | None = None

@@ -93,8 +93,10 @@ class JsonlSessionRepo(SessionRepo):
         self.index.forget(path.name)
 
     def _infos(self, cwd: str | None) -> Iterable[SessionInfo]:
+        root = os.fspath(self.root)
+        join = os.path.join
         return [
-            SessionInfo.from_summary(summary, str(self.root / name))
+            SessionInfo.from_summary(summary, join(root, name))
             for name, summary in self.index.refresh().items()
             if cwd is None or summary.cwd == cwd
         ]

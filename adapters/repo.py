@@ -26,7 +26,14 @@ from sessiontree.adapters.memory import InMemorySessionStorage
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain.aggregate import SessionAggregate
 from sessiontree.domain.errors import SessionError
-from sessiontree.domain.events import Entry, LabelChanged, SessionRenamed, SessionStarted, parse_timestamp
+from sessiontree.domain.events import (
+    Entry,
+    LabelChanged,
+    SessionRenamed,
+    SessionStarted,
+    format_timestamp,
+    parse_timestamp,
+)
 from sessiontree.domain.ids import Clock, IdGenerator, new_entry_id, new_session_id, now_iso, utc_now
 
 if TYPE_CHECKING:
@@ -86,17 +93,21 @@ def check_session_id(session_id: Any) -> str:
 def newest_first(infos: Iterable[SessionInfo]) -> list[SessionInfo]:
     """Sort a listing by modification time, newest first (ties: newest creation, then id)."""
 
-    def key(info: SessionInfo) -> tuple[float, float, str]:
-        return (_epoch(info.modified), _epoch(info.created), info.id)
+    def key(info: SessionInfo) -> tuple[str, str, str]:
+        return (_sortable(info.modified), _sortable(info.created), info.id)
 
     return sorted(infos, key=key, reverse=True)
 
 
-def _epoch(timestamp: str) -> float:
+def _sortable(timestamp: str) -> str:
+    """A string that sorts chronologically: our own ``...sss.mmmZ`` form as it is (the common
+    case, no parsing), anything else converted to it."""
+    if len(timestamp) == 24 and timestamp[-1] == "Z" and timestamp[10] == "T":
+        return timestamp
     try:
-        return parse_timestamp(timestamp).timestamp()
-    except (ValueError, TypeError):
-        return 0.0
+        return format_timestamp(parse_timestamp(timestamp))
+    except (ValueError, TypeError, IndexError, OverflowError):
+        return ""
 
 
 def materialise(entries: Iterable[Any]) -> list[Entry]:
