@@ -20,6 +20,7 @@ prefixed ``SESSIONTREE_``), exactly as eventsourcing reads them.
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from collections.abc import Iterable, Mapping
@@ -96,6 +97,7 @@ class DatabaseSessionRepo(SessionRepo):
         try:
             self.app = SessionLog(env=self.env)
         except (PersistenceError, OSError, EventSourcingError) as exc:
+            gc.collect()  # close the half-built connection pool now, not at interpreter exit
             detail = " ".join(str(exc).split())
             raise SessionError("storage", f"cannot open the session database {url}: {detail}") from exc
         self.recorder = self.app.recorder
