@@ -218,6 +218,19 @@ def test_app_projections_reach_every_session_the_repo_opens(make_repo: Any) -> N
     assert repo.open(session.id).projection("messages") == 4
 
 
+def test_context_options_reach_every_session_the_repo_opens(make_repo: Any) -> None:
+    """options= given to the repository are the session-level context options of its sessions."""
+    from sessiontree import SessionContextBuildOptions
+
+    drop_first = SessionContextBuildOptions(entry_transforms=[lambda entries: list(entries)[1:]])
+    repo = make_repo(options=drop_first)
+    session = repo.create(cwd="/p")
+    conversation(session)
+    assert len(session.build_context().messages) == 3
+    assert len(repo.open(session.id).build_context().messages) == 3
+    assert len(repo.fork(session.id).build_context().messages) == 3
+
+
 # -- fork ----------------------------------------------------------------------------------
 
 
