@@ -56,6 +56,13 @@ def fold_items(rows: dict[str, Summary | None], items: Sequence[Item]) -> dict[s
     return rows
 
 
+def _split(rows: dict[str, Summary | None]) -> tuple[list[tuple[str]], list[tuple[str, str, str, bytes]]]:
+    """Rows to delete and rows to upsert (id, cwd, modified, summary JSON)."""
+    gone = [(sid,) for sid, summary in rows.items() if summary is None]
+    kept = [(sid, s.cwd, s.modified, orjson.dumps(s.to_dict())) for sid, s in rows.items() if s is not None]
+    return gone, kept
+
+
 def touched(items: Sequence[Item]) -> list[str]:
     ids: dict[str, None] = {}
     for _nid, sid, _v, data in items:
@@ -117,15 +124,15 @@ class SQLiteSessionIndexView(SQLiteTrackingRecorder):
                 )
                 for row in c.fetchall():
                     rows[row[0]] = Summary.from_dict(orjson.loads(row[1]))
-            for sid, summary in fold_items(rows, items).items():
-                if summary is None:
-                    c.execute(f"DELETE FROM {self.table} WHERE session_id = ?", (sid,))
-                else:
-                    c.execute(
-                        f"INSERT INTO {self.table} VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE "
-                        "SET cwd = excluded.cwd, modified = excluded.modified, summary = excluded.summary",
-                        (sid, summary.cwd, summary.modified, orjson.dumps(summary.to_dict())),
-                    )
+            gone, kept = _split(fold_items(rows, items))
+            if gone:
+                c.executemany(f"DELETE FROM {self.table} WHERE session_id = ?", gone)
+            if kept:
+                c.executemany(
+                    f"INSERT INTO {self.table} VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE "
+                    "SET cwd = excluded.cwd, modified = excluded.modified, summary = excluded.summary",
+                    kept,
+                )
 
     def summaries(self, cwd: str | None) -> list[Summary]:
         with self.datastore.transaction(commit=False) as c:
@@ -187,11 +194,11 @@ def postgres_view_class() -> Any:
                 curs.execute(self._select, (ids,))
                 for row in curs.fetchall():
                     rows[row["session_id"]] = Summary.from_dict(orjson.loads(row["summary"]))
-                for sid, summary in fold_items(rows, items).items():
-                    if summary is None:
-                        curs.execute(self._delete, (sid,))
-                    else:
-                        curs.execute(self._upsert, (sid, summary.cwd, summary.modified, orjson.dumps(summary.to_dict())))
+                gone, kept = _split(fold_items(rows, items))
+                if gone:
+                    curs.executemany(self._delete, gone)
+                if kept:
+                    curs.executemany(self._upsert, kept)
 
         def summaries(self, cwd: str | None) -> list[Summary]:
             with self.datastore.transaction(commit=False) as curs:
