@@ -206,6 +206,7 @@ class JsonlSessionStorage(RecorderSessionStorage):
             raise corrupt(self.path, 1, "no session header")
         self._check_header(lines[0])
         entries = scan_entries(lines, self._context())
+        self.chain_head.observe(len(lines), lines[-1])
         if tail:
             self._warn_torn(len(lines) + 1, tail)
         return self.header, entries
@@ -246,7 +247,7 @@ class JsonlSessionStorage(RecorderSessionStorage):
         self.check_writable()
         if not events:
             return
-        stored = [self.mapper.to_stored_event(e) for e in events]
+        stored, digest = self.to_stored_events(events)
         try:
             self.recorder.insert_events(stored)
         except IntegrityError as exc:
@@ -260,6 +261,7 @@ class JsonlSessionStorage(RecorderSessionStorage):
             raise SessionError(
                 "storage", f"could not save to session {self.session_id}: {exc}", path=str(self.path)
             ) from exc
+        self.saved(events, digest)
 
 
 __all__ = ["JsonlEntry", "JsonlSessionStorage", "TornLineWarning"]

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from sessiontree.adapters.chain import strip as strip_chain
 from sessiontree.adapters.jsonl_scan import ScanContext, envelope_problem, tree_problem
 from sessiontree.domain.errors import SessionError
 
@@ -28,7 +29,7 @@ def salvage_entries(lines: Sequence[bytes], ctx: ScanContext) -> tuple[list[Any]
     for index in range(1, len(lines)):
         lineno = index + 1
         try:
-            obj = orjson.loads(lines[index])
+            obj = orjson.loads(strip_chain(lines[index]))
         except orjson.JSONDecodeError as exc:
             skipped.append((lineno, f"invalid JSON ({exc})"))
             continue

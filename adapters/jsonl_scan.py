@@ -20,6 +20,7 @@ from typing import Any, Optional
 import msgspec
 import orjson
 
+from sessiontree.adapters.chain import strip as strip_chain
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, SessionStarted
@@ -47,7 +48,7 @@ def choose_codec(header: dict[str, Any], path: Any, codec: Codec | None = None) 
 def read_header(first: bytes, path: Any, codec: Codec | None = None) -> tuple[SessionStarted, Codec]:
     """Decode a file's first line (without its newline) into the header event and its codec."""
     try:
-        obj = orjson.loads(first)
+        obj = orjson.loads(strip_chain(first))
     except orjson.JSONDecodeError as exc:
         raise corrupt(path, 1, f"the header line is not valid JSON ({exc})") from None
     if not isinstance(obj, dict) or obj.get("type") != "session":
@@ -72,7 +73,7 @@ class ScanContext:
 
     def decode(self, line: bytes, version: int, lineno: int) -> Entry:
         try:
-            return self.codec.decode(orjson.loads(line), self.session_id, version)
+            return self.codec.decode(orjson.loads(strip_chain(line)), self.session_id, version)
         except orjson.JSONDecodeError as exc:
             raise corrupt(self.path, lineno, f"invalid JSON ({exc})") from None
         except SessionError as exc:

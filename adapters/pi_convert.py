@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 
+from sessiontree.adapters.chain import seal_lines
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.jsonl import JsonlSessionStorage
 from sessiontree.adapters.pi import PiCodec, PiExtra, pi_codec, rename_parent_key
@@ -115,9 +116,11 @@ def convert(src_path: str | os.PathLike[str], dest_path: str | os.PathLike[str],
             lines.append(dst.encode_event(converted))
     finally:
         source.close()
+    if dst.dialect.name == "native":  # a new native file is hash-chained (adapters/chain.py)
+        lines = seal_lines(lines)
     data = b"\n".join(lines) + b"\n"
     try:
-        with open(dest, "xb") as out:
+        with open(dest, "xb", opener=_private) as out:
             out.write(data)
     except FileExistsError:
         raise SessionError("already_exists", "a file already exists there", path=str(dest)) from None
@@ -131,6 +134,10 @@ def convert(src_path: str | os.PathLike[str], dest_path: str | os.PathLike[str],
         entries=len(lines) - 1,
         notes=tuple(dict.fromkeys(notes)),
     )
+
+
+def _private(path: str, flags: int) -> int:
+    return os.open(path, flags, 0o600)  # session files are private, as the storage makes them
 
 
 def import_pi(src_path: str | os.PathLike[str], dest_path: str | os.PathLike[str]) -> Conversion:

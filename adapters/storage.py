@@ -19,6 +19,7 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 
+from sessiontree.adapters import chain
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
@@ -85,18 +86,25 @@ class SessionMapper(Mapper[str]):
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         return self.codec.decode_line(
-            stored_event.state, str(stored_event.originator_id), stored_event.originator_version
+            chain.strip(stored_event.state), str(stored_event.originator_id), stored_event.originator_version
         )
 
 
 class RecorderSessionStorage(SessionStorage):
-    """A session stored through an eventsourcing ``AggregateRecorder`` (POPO, SQLite, ...)."""
+    """A session stored through an eventsourcing ``AggregateRecorder`` (POPO, SQLite, ...).
+
+    Native lines are hash-chained (``adapters/chain.py``): ``chain_new_sessions`` (default
+    True) chains a new session's header, and every later line follows the line before it.
+    """
+
+    chain_new_sessions = True
 
     def __init__(self, recorder: AggregateRecorder, session_id: str, *, location: str, mapper: SessionMapper | None = None):
         self.recorder = recorder
         self.mapper = mapper or SessionMapper()
         self._session_id = session_id
         self._location = location
+        self.chain_head = chain.ChainHead()
 
     @property
     def session_id(self) -> str:
@@ -106,12 +114,72 @@ class RecorderSessionStorage(SessionStorage):
     def location(self) -> str:
         return self._location
 
+    # -- the chain ------------------------------------------------------------------------
+
+    def _previous_digest(self, version: int) -> bytes | None:
+        """The digest line ``version`` chains to (None: that line is not chained)."""
+        if version == 1:
+            native = self.mapper.codec.dialect.name == "native"
+            return chain.GENESIS if native and self.chain_new_sessions else None
+        head = self.chain_head
+        if head.version != version - 1:  # not looked yet (or stale: the insert will conflict)
+            try:
+                before = self.recorder.select_events(self._session_id, gt=version - 2, lte=version - 1)
+            except PersistenceError as exc:
+                raise SessionError("storage", f"could not read session {self._session_id}: {exc}") from exc
+            if not before:
+                return None
+            head.observe(version - 1, before[-1].state)
+        return head.digest
+
+    def to_stored_events(self, events: Sequence[Any]) -> tuple[list[StoredEvent], bytes | None]:
+        """The stored events for ``events`` (sealed into the chain if the log is chained),
+        and the digest of the last one; call :meth:`saved` once they are recorded."""
+        stored = [self.mapper.to_stored_event(e) for e in events]
+        digest = self._previous_digest(events[0].originator_version)
+        if digest is None:
+            return stored, None
+        out = []
+        for event, item in zip(events, stored):
+            if chain.reserved_by(event):
+                raise SessionError(
+                    "invalid_entry",
+                    f"entry {getattr(event, 'id', event.originator_id)!r} of session {self._session_id} has a "
+                    f"field named {chain.CHAIN_KEY!r}, which the tamper-evidence chain reserves",
+                )
+            state, digest = chain.seal(item.state, digest)
+            out.append(StoredEvent(item.originator_id, item.originator_version, item.topic, state))
+        return out, digest
+
+    def saved(self, events: Sequence[Any], digest: bytes | None) -> None:
+        """Record that ``events`` are stored: the chain continues from the last one."""
+        self.chain_head.set(events[-1].originator_version, digest)
+
+    def _landed(self, stored: Sequence[StoredEvent]) -> bool:
+        """Are exactly these entry lines already stored (an earlier attempt that committed
+        although its connection failed before the acknowledgement)?"""
+        first = stored[0].originator_version
+        if first < 2:
+            return False
+        try:
+            found = self.recorder.select_events(self._session_id, gt=first - 1, lte=stored[-1].originator_version)
+        except PersistenceError:
+            return False
+        return [s.state for s in found] == [s.state for s in stored]
+
+    # -- reading and writing ------------------------------------------------------------
+
     def save(self, events: Sequence[Any]) -> None:
         self.check_writable()
-        stored = [self.mapper.to_stored_event(e) for e in events]
+        if not events:
+            return
+        stored, digest = self.to_stored_events(events)
         try:
             self.recorder.insert_events(stored)
         except IntegrityError:
+            if self._landed(stored):
+                self.saved(events, digest)
+                return
             raise SessionError(
                 "conflict",
                 f"session {self._session_id} changed since it was read (version "
@@ -119,6 +187,7 @@ class RecorderSessionStorage(SessionStorage):
             ) from None
         except PersistenceError as exc:
             raise SessionError("storage", f"could not save to session {self._session_id}: {exc}") from exc
+        self.saved(events, digest)
 
     def _select(self, lte: int | None = None) -> tuple[SessionStarted, list[Any]]:
         try:
@@ -139,6 +208,8 @@ class RecorderSessionStorage(SessionStorage):
         header = events[0]
         if not isinstance(header, SessionStarted):
             raise SessionError("corrupt", f"session {self._session_id} does not start with a header")
+        if lte is None:
+            self.chain_head.observe(stored[-1].originator_version, stored[-1].state)
         return header, events[1:]
 
     def load(self) -> tuple[SessionStarted, Sequence[Any]]:

@@ -45,6 +45,10 @@ _LAZY: dict[str, str] = {
     "JsonlSessionRepo": "sessiontree.adapters.jsonl_repo",
     "DatabaseSessionRepo": "sessiontree.adapters.database",
     "open_repo": "sessiontree.adapters.urls",
+    "verify": "sessiontree.adapters.verify",
+    "VerifyReport": "sessiontree.adapters.verify",
+    "Checkpoint": "sessiontree.adapters.checkpoints",
+    "sign_checkpoint": "sessiontree.adapters.checkpoints",
     "ReplayStep": "sessiontree.session",
     "Session": "sessiontree.session",
     "SessionView": "sessiontree.session",
@@ -59,6 +63,8 @@ if TYPE_CHECKING:
     from sessiontree.adapters.jsonl_repo import JsonlSessionRepo
     from sessiontree.adapters.database import DatabaseSessionRepo
     from sessiontree.adapters.urls import open_repo
+    from sessiontree.adapters.verify import VerifyReport, verify
+    from sessiontree.adapters.checkpoints import Checkpoint, sign_checkpoint
     from sessiontree.session import ReplayStep, Session, SessionView, TreeNode
 
 
@@ -79,6 +85,7 @@ __all__ = [
     "AssistantMessage",
     "BranchSummaryMessage",
     "CharEstimator",
+    "Checkpoint",
     "CompactionSummaryMessage",
     "CompactionPlan",
     "ContextTokens",
@@ -113,6 +120,9 @@ __all__ = [
     "UnknownMessage",
     "Usage",
     "UserMessage",
+    "VerifyReport",
     "extractive_summary",
     "open_repo",
+    "sign_checkpoint",
+    "verify",
 ]

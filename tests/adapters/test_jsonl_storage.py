@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 import sessiontree_strategies as strat
 import sessiontree_testkit as kit
 from sessiontree import JsonlSessionStorage, Session, SessionError
-from sessiontree.adapters import jsonl_file
+from sessiontree.adapters import chain, jsonl_file
 from sessiontree.adapters.codec import native_codec
 from sessiontree.domain import events as ev
 
@@ -39,10 +39,11 @@ def test_create_writes_the_header_line(tmp_path: Path) -> None:
     assert storage.path == tmp_path / "s.jsonl" and storage.location == str(tmp_path / "s.jsonl")
     assert storage.header.originator_id == storage.session_id == kit.SESSION_ID
     assert storage.durability == "flush" and not storage.read_only and storage.warnings == []
-    assert (tmp_path / "s.jsonl").read_bytes() == (
+    header = (
         b'{"type":"session","version":3,"id":"' + kit.SESSION_ID.encode() + b'","timestamp":"'
-        + kit.T0_ISO.encode() + b'","cwd":"/home/me/project","parent_session":null,"metadata":{"k":1}}\n'
+        + kit.T0_ISO.encode() + b'","cwd":"/home/me/project","parent_session":null,"metadata":{"k":1}}'
     )
+    assert (tmp_path / "s.jsonl").read_bytes() == chain.seal(header, chain.GENESIS)[0] + b"\n"  # docs/audit.md
 
 
 def test_create_makes_private_folders_and_file(tmp_path: Path) -> None:
@@ -88,7 +89,7 @@ def test_each_entry_is_one_line_and_the_header_comes_first(tmp_path: Path) -> No
     first = session.append_message(kit.user("hi"))
     session.move_to(first, {"summary": "s"})
     lines = lines_of(session.storage.path)  # type: ignore[attr-defined]
-    objects = [orjson.loads(line) for line in lines]
+    objects = [orjson.loads(chain.strip(line)) for line in lines]  # without the chain field (docs/audit.md)
     assert [o["type"] for o in objects] == ["session", "message", "leaf", "branch_summary"]
     assert objects[1] == {
         "type": "message", "id": first, "parent_id": None, "timestamp": "2026-11-29T11:30:01.000Z",

@@ -1,0 +1,265 @@
+"""Signed checkpoints: a key holder vouches for a log's chain digest at one line.
+
+A hash chain shows that a log is consistent with itself; anyone who can rewrite the whole
+file can also recompute every digest, and removing lines from the end leaves a shorter,
+perfectly consistent chain. A checkpoint closes both gaps for a verifier who holds a key:
+it signs ``(session id, line, chain digest at that line, time)``, so a verifier can check
+that the log still has that digest at that line (docs/audit.md).
+
+Two kinds of key, both from well-kept libraries:
+
+* ``bytes`` (at least 16): HMAC-SHA256 from the standard library. Whoever verifies holds
+  the same secret, so it could also sign.
+* an Ed25519 private key from ``cryptography`` (``pip install 'sessiontree[signing]'``):
+  the writer signs; a verifier needs only the public key and cannot forge checkpoints.
+
+Checkpoints are plain JSON objects (:meth:`Checkpoint.to_json`); for a session file they
+can be kept beside it, one a line, in ``<file>.checkpoints`` (:func:`save_checkpoint`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import orjson
+
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.ids import now_iso
+
+if TYPE_CHECKING:
+    from sessiontree.adapters.verify import VerifyReport
+
+HMAC = "hmac-sha256"
+ED25519 = "ed25519"
+MIN_HMAC_KEY = 16
+SIDECAR_SUFFIX = ".checkpoints"
+_MAX_SIDECAR = 16 * 1024 * 1024
+
+
+@attrs.frozen
+class Checkpoint:
+    """A signature over the chain digest of one session's log at one line."""
+
+    session_id: str
+    line: int
+    digest: str  # hex, the chain digest of lines 1..line
+    created: str  # ISO 8601, when it was signed
+    algorithm: str  # "hmac-sha256" or "ed25519"
+    signature: str  # hex
+    key_id: str | None = None
+
+    def message(self) -> bytes:
+        """The bytes that are signed."""
+        return "\n".join(("sessiontree-checkpoint-v1", self.session_id, str(self.line), self.digest, self.created)).encode()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "checkpoint", **attrs.asdict(self)}
+
+    def to_json(self) -> str:
+        return orjson.dumps(self.to_dict()).decode()
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Checkpoint:
+        if not isinstance(data, dict) or data.get("type") != "checkpoint":
+            raise SessionError("corrupt", f"not a checkpoint: {str(data)[:80]!r}")
+        fields = {a.name for a in attrs.fields(cls)}
+        try:
+            out = cls(**{k: v for k, v in data.items() if k in fields})
+        except TypeError as exc:
+            raise SessionError("corrupt", f"checkpoint is missing a field: {exc}") from None
+        strings = (out.session_id, out.digest, out.created, out.algorithm, out.signature)
+        if not all(isinstance(v, str) for v in strings) or isinstance(out.line, bool) or not isinstance(out.line, int):
+            raise SessionError("corrupt", "checkpoint fields have the wrong types")
+        if out.key_id is not None and not isinstance(out.key_id, str):
+            raise SessionError("corrupt", "checkpoint key_id must be a string")
+        return out
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Checkpoint:
+        try:
+            return cls.from_dict(orjson.loads(text))
+        except orjson.JSONDecodeError as exc:
+            raise SessionError("corrupt", f"checkpoint is not valid JSON ({exc})") from None
+
+
+# -- keys -----------------------------------------------------------------------------------
+
+
+def _algorithm(key: Any) -> str:
+    if isinstance(key, (bytes, bytearray)):
+        if len(key) < MIN_HMAC_KEY:
+            raise ValueError(f"an HMAC key needs at least {MIN_HMAC_KEY} bytes (use os.urandom(32))")
+        return HMAC
+    if isinstance(key, str):
+        raise TypeError("pass the HMAC key as bytes, not str")
+    module = type(key).__module__
+    if module.startswith("cryptography.") and "ed25519" in module.lower() + type(key).__name__.lower():
+        return ED25519
+    raise TypeError(f"a checkpoint key is HMAC key bytes or an Ed25519 key from 'cryptography', not {type(key).__name__}")
+
+
+def _sign(key: Any, message: bytes) -> str:
+    if _algorithm(key) == HMAC:
+        return hmac.new(bytes(key), message, hashlib.sha256).hexdigest()
+    if not hasattr(key, "sign"):
+        raise TypeError("signing needs the Ed25519 private key (a public key can only verify)")
+    return key.sign(message).hex()  # type: ignore[no-any-return]
+
+
+def _valid(key: Any, checkpoint: Checkpoint) -> bool:
+    message = checkpoint.message()
+    if _algorithm(key) == HMAC:
+        return hmac.compare_digest(hmac.new(bytes(key), message, hashlib.sha256).hexdigest(), checkpoint.signature)
+    from cryptography.exceptions import InvalidSignature
+
+    public = key.public_key() if hasattr(key, "public_key") else key
+    try:
+        public.verify(bytes.fromhex(checkpoint.signature), message)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+# -- signing --------------------------------------------------------------------------------
+
+
+def sign_checkpoint(target: Any, key: Any, *, key_id: str | None = None) -> Checkpoint:
+    """A checkpoint of ``target``'s log as it is now, signed with ``key``.
+
+    For a live ``Session`` (or its storage) the chain head it holds is signed as is (O(1)):
+    the process vouches for what it wrote and read. For a path, the file is verified first
+    (O(size)) and a damaged or unchained log is refused (``SessionError('corrupt')``).
+    """
+    algorithm = _algorithm(key)
+    storage = getattr(target, "storage", target)
+    head = getattr(storage, "chain_head", None)
+    version = getattr(target, "version", None)
+    if head is not None and head.digest and (version is None or head.version == version):
+        session_id, line, digest = storage.session_id, head.version, head.digest.hex()
+    else:
+        from sessiontree.adapters.verify import verify
+
+        report = verify(target)
+        if not report.ok or not report.chained or report.head is None or report.session_id is None:
+            reason = "it is not hash-chained" if report.ok else f"it does not verify: {report.problems[0]}"
+            raise SessionError("corrupt", f"cannot sign a checkpoint of {report.source}: {reason}")
+        session_id, line, digest = report.session_id, report.lines, report.head
+    unsigned = Checkpoint(session_id, line, digest, now_iso(), algorithm, "", key_id)
+    return attrs.evolve(unsigned, signature=_sign(key, unsigned.message()))
+
+
+# -- the sidecar file ---------------------------------------------------------------------
+
+
+def sidecar(path: str | os.PathLike[str]) -> Path:
+    """Where the checkpoints of a session file are kept: ``<file>.checkpoints``."""
+    return Path(os.fspath(path) + SIDECAR_SUFFIX)
+
+
+def save_checkpoint(path: str | os.PathLike[str], checkpoint: Checkpoint) -> Path:
+    """Append ``checkpoint`` to the sidecar of the session file ``path`` (created 0600)."""
+    where = sidecar(path)
+    line = checkpoint.to_json().encode() + b"\n"
+    try:
+        fd = os.open(where, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise SessionError("storage", f"cannot write the checkpoint: {exc.strerror or exc}", path=str(where)) from exc
+    return where
+
+
+def load_checkpoints(path: str | os.PathLike[str]) -> list[Checkpoint]:
+    """The checkpoints kept beside the session file ``path`` (none if there is no sidecar)."""
+    where = sidecar(path)
+    try:
+        with open(where, "rb") as handle:
+            data = handle.read(_MAX_SIDECAR + 1)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise SessionError("storage", f"cannot read the checkpoints: {exc.strerror or exc}", path=str(where)) from exc
+    if len(data) > _MAX_SIDECAR:
+        raise SessionError("corrupt", f"the checkpoint file is over {_MAX_SIDECAR} bytes", path=str(where))
+    out = []
+    for lineno, line in enumerate(data.splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(Checkpoint.from_json(line))
+            except SessionError as exc:
+                raise SessionError("corrupt", exc.message, path=str(where), line=lineno) from None
+    return out
+
+
+# -- verifying ------------------------------------------------------------------------------
+
+
+def parse_all(items: Iterable[Any]) -> list[Checkpoint]:
+    """Checkpoints from ``Checkpoint`` objects, dicts or JSON strings."""
+    out = []
+    for item in items:
+        if isinstance(item, Checkpoint):
+            out.append(item)
+        elif isinstance(item, dict):
+            out.append(Checkpoint.from_dict(item))
+        elif isinstance(item, (str, bytes)):
+            out.append(Checkpoint.from_json(item))
+        else:
+            raise TypeError(f"not a checkpoint: {item!r}")
+    return out
+
+
+def check_checkpoints(report: VerifyReport, checkpoints: list[Checkpoint], key: Any) -> None:
+    """Add to ``report`` what the checkpoints say about the log it describes."""
+    if not checkpoints:
+        if key is not None:
+            report.problem(None, "a key was given but there is no signed checkpoint to check the log against")
+        return
+    if key is None:
+        raise ValueError("checking signed checkpoints needs the key (key=...)")
+    algorithm = _algorithm(key)
+    last = 0
+    for cp in checkpoints:
+        where = f"checkpoint of line {cp.line} signed {cp.created}"
+        if cp.algorithm != algorithm:
+            report.problem(None, f"{where} is {cp.algorithm}, but the key given is for {algorithm}")
+        elif not _valid(key, cp):
+            report.problem(None, f"{where}: the signature does not verify with this key (forged, or another key)")
+        elif cp.session_id != report.session_id:
+            report.problem(None, f"{where} is for session {cp.session_id}, not {report.session_id}")
+        elif cp.line > report.lines:
+            report.problem(
+                report.lines + 1,
+                f"the log ends at line {report.lines}, but a {where} vouches for {cp.line} lines: "
+                f"lines {report.lines + 1}..{cp.line} were removed",
+            )
+        elif cp.line not in report.digests:
+            report.problem(cp.line, f"{where}: the log has no chain digest at that line")
+        elif report.digests[cp.line].hex() != cp.digest:
+            report.problem(cp.line, f"the log up to line {cp.line} differs from what the {where} vouches for")
+        else:
+            report.checkpoints += 1
+            last = max(last, cp.line)
+    if report.checkpoints and last < report.lines:
+        report.warn(
+            last + 1,
+            f"lines {last + 1}..{report.lines} come after the last signed checkpoint: their removal "
+            "would not be detected",
+        )
+
+
+__all__ = [
+    "Checkpoint",
+    "load_checkpoints",
+    "save_checkpoint",
+    "sidecar",
+    "sign_checkpoint",
+]

@@ -1,0 +1,350 @@
+"""Verify a session log: every line's structure and, when the log is chained, its hash chain.
+
+``verify(target)`` takes a session file path, a storage (JSONL or any database storage),
+or a ``Session``, and returns a :class:`VerifyReport`. It reads the log once, in order
+(O(size)), and never writes. A file is read from the disk, not from any copy in memory.
+
+* **Structure**: the header, then each line as salvage mode reads it (valid, bounded JSON;
+  a good envelope; a parent on an earlier line; a new id; a body the codec accepts).
+* **Chain** (``adapters/chain.py``): each line's digest must equal
+  ``sha256(digest of the line before || the line without its chain field)``. A line is
+  checked against the digest the line before it *records*, so damage is pinned to the lines
+  it touches: an altered line fails itself, a removed or moved line makes the next line
+  fail, an inserted line fails (or, if whoever inserted it also forged its digest, the line
+  after it fails).
+* **Signed checkpoints** (``adapters/checkpoints.py``): a checkpoint signs the chain digest
+  at one line; with the key, verify checks the signature and that the log still has that
+  digest at that line, which also catches lines removed from the end (a plain chain cannot).
+
+Files without a chain (written before chaining, by other producers, or in pi's dialect)
+are reported as ``chained=False`` with a warning; their structure is still checked.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import attrs
+import orjson
+
+from sessiontree.adapters import chain
+from sessiontree.adapters.codec import MAX_LINE_BYTES, Codec, native_codec
+from sessiontree.adapters.jsonl_file import is_whole_line
+from sessiontree.adapters.jsonl_scan import envelope_problem, read_header, tree_problem
+from sessiontree.domain.errors import SessionError
+
+MAX_PROBLEMS = 100
+
+
+class Problem(NamedTuple):
+    """One finding: the file (or database location), the line (or version), what is wrong."""
+
+    file: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}" if self.line else f"{self.file}: {self.message}"
+
+
+@attrs.define
+class VerifyReport:
+    """The result of :func:`verify`. ``ok`` is True when ``problems`` is empty.
+
+    ``head`` is the chain digest of the log as it now is (hex; None if not chained): write
+    it down, or sign it (``sign_checkpoint``), to detect later changes, truncation included.
+    ``warnings`` are findings that do not make the log untrustworthy (a torn last line left
+    by a crash, an unchained file, lines after the last signed checkpoint).
+    """
+
+    source: str
+    session_id: str | None = None
+    dialect: str | None = None
+    chained: bool = False
+    lines: int = 0
+    entries: int = 0
+    head: str | None = None
+    checkpoints: int = 0
+    problems: list[Problem] = attrs.field(factory=list)
+    warnings: list[Problem] = attrs.field(factory=list)
+    omitted: int = 0
+    # The chain digest of the log as it is at each line a checkpoint names (raw bytes).
+    digests: dict[int, bytes] = attrs.field(factory=dict, repr=False, eq=False)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def first_bad_line(self) -> int | None:
+        """The first line named by a problem (None when there is none, or none names a line)."""
+        lines = [p.line for p in self.problems if p.line is not None]
+        return min(lines) if lines else None
+
+    def problem(self, line: int | None, message: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(Problem(self.source, line, message))
+        else:
+            self.omitted += 1
+
+    def warn(self, line: int | None, message: str) -> None:
+        self.warnings.append(Problem(self.source, line, message))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``--json`` output)."""
+        out = attrs.asdict(self, filter=lambda a, _: a.name != "digests", recurse=False)
+        out["problems"] = [p._asdict() for p in self.problems]
+        out["warnings"] = [p._asdict() for p in self.warnings]
+        out["ok"] = self.ok
+        out["first_bad_line"] = self.first_bad_line
+        return out
+
+    def summary(self) -> str:
+        """One line for people: the verdict, what was checked and the first problem."""
+        kind = "hash-chained" if self.chained else "NOT chained (structure only)"
+        what = f"{self.lines} lines, {self.entries} entries, {kind}"
+        if self.ok:
+            signed = f", {self.checkpoints} signed checkpoint(s) match" if self.checkpoints else ""
+            return f"{self.source}: ok ({what}{signed})"
+        count = len(self.problems) + self.omitted
+        return f"{self.source}: {count} problem(s) ({what}); first: {self.problems[0]}"
+
+
+def verify(
+    target: Any,
+    *,
+    key: Any = None,
+    checkpoints: Iterable[Any] | None = None,
+    require_chain: bool = False,
+) -> VerifyReport:
+    """Check a session log (see the module documentation) and report what is wrong.
+
+    ``target``: a path to a session file, a ``JsonlSessionStorage`` (its file is read
+    again), a database or in-memory storage, or a ``Session``. ``key`` (HMAC key bytes or an
+    Ed25519 key) checks ``checkpoints``; for a file, ``checkpoints=None`` with a key reads
+    the file's sidecar (``<file>.checkpoints``). With ``require_chain`` an unchained log is
+    a problem, not a warning. Raises ``SessionError`` only when the log cannot be reached
+    (``not_found``, ``storage``); everything wrong inside it is in the report.
+    """
+    from sessiontree.adapters import checkpoints as cps
+
+    storage = getattr(target, "storage", target)  # a Session
+    path = getattr(storage, "path", None) if not isinstance(storage, (str, os.PathLike)) else storage
+    if path is None and not (hasattr(storage, "recorder") and hasattr(storage, "session_id")):
+        raise TypeError(f"verify needs a session file path, a storage or a Session, not {target!r}")
+    if checkpoints is None and key is not None and path is not None:
+        checkpoints = cps.load_checkpoints(path)
+    signed = cps.parse_all(checkpoints or ())
+    wanted = {cp.line for cp in signed}
+    report = _verify_file(Path(path), wanted) if path is not None else _verify_records(storage, wanted)
+    if not report.chained:
+        message = (
+            "pi-dialect file: pi's format has no chain, so it is not tamper-evident; structure checked"
+            if report.dialect == "pi"
+            else "no chain: this log is not tamper-evident (written before chaining, or by another "
+            "producer); structure checked"
+        )
+        (report.problem if require_chain else report.warn)(None, message)
+    cps.check_checkpoints(report, signed, key)
+    report.problems.sort(key=lambda p: (p.line is None, p.line or 0))
+    return report
+
+
+# -- sources --------------------------------------------------------------------------------
+
+
+def _verify_file(path: Path, wanted: set[int]) -> VerifyReport:
+    report = VerifyReport(str(path))
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        raise SessionError("not_found", "no session file there", path=str(path)) from None
+    except OSError as exc:
+        raise SessionError("storage", f"cannot read the file: {exc.strerror or exc}", path=str(path)) from exc
+    lines = data.split(b"\n")
+    tail = lines.pop()
+    if tail and is_whole_line(tail):
+        lines.append(tail)  # a last line without a newline (another producer's habit)
+    elif tail:
+        report.warn(
+            len(lines) + 1,
+            f"torn last line ({len(tail)} bytes, an append interrupted by a crash): not part of the "
+            "log; the next append removes it",
+        )
+    if not lines:
+        report.problem(1, "the file is empty: no session header")
+        return report
+    _check(lines, report, path, wanted)
+    return report
+
+
+def _verify_records(storage: Any, wanted: set[int]) -> VerifyReport:
+    report = VerifyReport(storage.location, session_id=storage.session_id)
+    from eventsourcing.persistence import PersistenceError
+
+    try:
+        stored = storage.recorder.select_events(storage.session_id)
+    except PersistenceError as exc:
+        raise SessionError("storage", f"could not read session {storage.session_id}: {exc}") from exc
+    if not stored:
+        raise SessionError("not_found", f"session {storage.session_id} not found at {storage.location}")
+    lines = []
+    for expected, item in enumerate(stored, 1):
+        if item.originator_version != expected:
+            report.problem(expected, f"version {expected} is missing (the next stored is {item.originator_version})")
+            break
+        lines.append(bytes(item.state))
+    if lines:
+        _check(lines, report, storage.location, wanted)
+    return report
+
+
+# -- the checks -----------------------------------------------------------------------------
+
+
+def _check(lines: list[bytes], report: VerifyReport, where: Any, wanted: set[int]) -> None:
+    report.lines = len(lines)
+    codec = native_codec()
+    try:
+        if len(lines[0]) > MAX_LINE_BYTES:
+            raise SessionError("corrupt", f"the header line of {len(lines[0])} bytes is over the size limit")
+        header, codec = read_header(lines[0], where)
+        report.session_id = header.originator_id
+        report.dialect = codec.dialect.name
+    except SessionError as exc:
+        report.problem(1, exc.message)
+    if report.dialect == "pi":
+        _check_pi(Path(where), report)
+    else:
+        _check_entries(lines, report, codec)
+    _check_chain(lines, report, wanted)  # pi files have none, unless a native header was damaged
+
+
+def _loads(line: bytes) -> Any:
+    if len(line) > MAX_LINE_BYTES:
+        raise ValueError(f"line of {len(line)} bytes is over the {MAX_LINE_BYTES}-byte limit")
+    try:
+        return orjson.loads(chain.strip(line))
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON ({exc})") from None
+
+
+def _check_entries(lines: Sequence[bytes], report: VerifyReport, codec: Codec) -> None:
+    """Every entry line as salvage mode reads it; a bad line is reported, then skipped."""
+    parent_key = codec.dialect.parent_key
+    sid = report.session_id or "?"
+    ids: set[str] = set()
+    for index in range(1, len(lines)):
+        lineno = index + 1
+        try:
+            obj = _loads(lines[index])
+        except ValueError as exc:
+            report.problem(lineno, str(exc))
+            continue
+        problem = envelope_problem(obj, parent_key) or tree_problem(obj, parent_key, ids)
+        if problem is None:
+            try:
+                codec.decode_entry(obj, sid, lineno)
+            except SessionError as exc:
+                problem = exc.message
+            except RecursionError:
+                problem = "nested too deeply to decode"
+        if problem is not None:
+            report.problem(lineno, problem)
+            continue
+        ids.add(obj["id"])
+        report.entries += 1
+
+
+def _check_pi(path: Path, report: VerifyReport) -> None:
+    """A pi file, read by the pi storage (salvage mode; strict for versions it cannot salvage)."""
+    from sessiontree.adapters.jsonl import JsonlSessionStorage
+
+    try:
+        storage = JsonlSessionStorage.open(path, salvage=True)
+    except SessionError as exc:
+        if exc.code != "unsupported_version":
+            report.problem(exc.line, exc.message)
+            return
+        try:
+            storage = JsonlSessionStorage.open(path)
+        except SessionError as inner:
+            report.problem(inner.line, inner.message)
+            return
+        try:
+            _, entries = storage.load()
+            for entry in entries:
+                if hasattr(entry, "load"):
+                    entry.load()
+            report.entries = len(entries)
+        except SessionError as inner:
+            report.problem(inner.line, inner.message)
+        finally:
+            storage.close()
+        return
+    try:
+        _, entries = storage.load()
+        report.entries = len(entries)
+        for lineno, reason in storage.skipped:
+            if not reason.startswith("torn last line"):
+                report.problem(lineno, reason)
+    finally:
+        storage.close()
+
+
+def _check_chain(lines: Sequence[bytes], report: VerifyReport, wanted: set[int]) -> None:
+    """Walk the chain once; record problems, the head and the digests checkpoints ask for."""
+    if chain.split(lines[0])[1] is None:
+        later = next((n for n in range(2, len(lines) + 1) if chain.split(lines[n - 1])[1] is not None), None)
+        if later is None:
+            return  # an unchained log
+        report.problem(
+            1,
+            f"the header has no valid chain digest but line {later} has one: the header was "
+            "replaced, or its chain field removed or damaged",
+        )
+    report.chained = True
+    digests = report.digests
+    previous: bytes | None = chain.GENESIS  # what the line before records (None: unknown)
+    before_previous: bytes | None = None
+    true = chain.GENESIS  # the digest of the log as it is, from the header on
+    for lineno, line in enumerate(lines, 1):
+        canonical, recorded_hex = chain.split(line)
+        true = chain.link(true, canonical)
+        if lineno in wanted:
+            digests[lineno] = true
+        if recorded_hex is None:
+            if lineno == 1:
+                previous = None
+            else:
+                report.problem(
+                    lineno,
+                    "no valid chain digest in a chained log (the last field must be \"chain\" with 64 "
+                    "lowercase hex digits): the line was inserted or rewritten by a writer that does "
+                    "not chain, or its digest was removed or damaged",
+                )
+            continue  # the next line must chain to the line before this one
+        recorded = bytes.fromhex(recorded_hex.decode("ascii"))
+        if previous is not None and chain.link(previous, canonical) != recorded:
+            if before_previous is not None and chain.link(before_previous, canonical) == recorded:
+                message = (
+                    f"does not chain to line {lineno - 1}, but to the line before it: line "
+                    f"{lineno - 1} was inserted"
+                )
+            elif lineno == 1:
+                message = "the header does not match its chain digest: the header was changed"
+            else:
+                message = (
+                    "does not match its chain digest: this line was changed, or a line before it "
+                    "was removed, inserted or moved"
+                )
+            report.problem(lineno, message)
+        before_previous, previous = previous, recorded
+    report.head = true.hex()
+
+
+__all__ = ["Problem", "VerifyReport", "verify"]
