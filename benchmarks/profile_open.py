@@ -1,12 +1,13 @@
 """Profile open+context of one session file: where the time of a cold open goes.
 
     python benchmarks/profile_open.py FILE [--top 25] [--sort tottime|cumulative] [--pyinstrument]
+    python benchmarks/profile_open.py FILE --breakdown     (no profiler: CPU ms per step)
 
 Runs ``Session(JsonlSessionStorage.open(FILE)).build_context()`` once under cProfile (or
 pyinstrument, when installed and asked for; it is not a dependency of the project) and
-prints the phases' wall times and the top functions. Profiling slows Python code down
+prints the top functions, then the CPU time of each phase (and of the garbage collector). Profiling slows Python code down
 (cProfile roughly 1.5-2x), so read the shares, not the absolute numbers; the
-unprofiled phase times are printed first. The files are the ones ``run.py --data DIR``
+unprofiled phase times are printed after the profile. The files are the ones ``run.py --data DIR``
 keeps (``DIR/made-by-pi/native-100000.jsonl`` and ``pi-100000.jsonl``).
 """
 
@@ -23,8 +24,11 @@ from pathlib import Path
 from sessiontree import JsonlSessionStorage, Session
 
 
+clock = time.process_time  # CPU time: what a busy shared machine does not inflate
+
+
 class GcClock:
-    """Time spent in the cyclic garbage collector, by generation (ms), while active."""
+    """CPU time spent in the cyclic garbage collector, by generation (ms), while active."""
 
     def __init__(self) -> None:
         self.ms = [0.0, 0.0, 0.0]
@@ -33,9 +37,9 @@ class GcClock:
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            self._start = time.perf_counter()
+            self._start = clock()
         else:
-            self.ms[info["generation"]] += (time.perf_counter() - self._start) * 1000
+            self.ms[info["generation"]] += (clock() - self._start) * 1000
             self.count[info["generation"]] += 1
 
     def __enter__(self) -> GcClock:
@@ -47,17 +51,17 @@ class GcClock:
 
 
 def phases(file: Path) -> dict[str, float]:
-    """Unprofiled wall times (ms) of each phase of one open+context."""
-    t0 = time.perf_counter()
+    """Unprofiled CPU times (ms) of each phase of one open+context."""
+    t0 = clock()
     storage = JsonlSessionStorage.open(file)
-    t1 = time.perf_counter()
-    header, entries = storage.load()
-    t2 = time.perf_counter()
+    t1 = clock()
+    storage.load()
+    t2 = clock()
     storage.close()
     session = Session(JsonlSessionStorage.open(file))
-    t3 = time.perf_counter()
+    t3 = clock()
     session.build_context()
-    t4 = time.perf_counter()
+    t4 = clock()
     session.close()
     return {
         "storage open (header)": (t1 - t0) * 1000,
@@ -65,6 +69,52 @@ def phases(file: Path) -> dict[str, float]:
         "Session(...) (open + load + replay)": (t3 - t2) * 1000,
         "build_context (decode path + messages)": (t4 - t3) * 1000,
     }
+
+
+def breakdown(file: Path) -> dict[str, float]:
+    """Unprofiled CPU ms of each step of the read path, in a fresh process's first open.
+
+    Uses the steps ``Session`` and ``build_context`` are made of (storage load, aggregate
+    replay, path walk, decoding, context state, messages); if those internals change, this
+    raises and ``--breakdown`` says so.
+    """
+    from sessiontree.domain.aggregate import SessionAggregate
+    from sessiontree.projections.context import (
+        context_state, default_compaction_transform, entry_to_messages, path_to_root_or_compaction,
+    )
+    from sessiontree.projections.context import DEFAULT_OPTIONS
+
+    out: dict[str, float] = {}
+    with GcClock() as gc_clock:
+        t = clock()
+        storage = JsonlSessionStorage.open(file)
+        header, entries = storage.load()
+        out["storage open + load (read, scan every line)"] = clock() - t
+        t = clock()
+        agg = SessionAggregate.replay(header, entries)
+        out["aggregate replay (index every entry)"] = clock() - t
+        log, leaf, limit = agg.log, agg.leaf_id, len(agg.log)
+        t = clock()
+        positions = path_to_root_or_compaction(log, leaf, limit)
+        out["path walk (leaf to compaction)"] = clock() - t
+        t = clock()
+        path = log.get_many(positions)
+        out[f"decode the {len(path):,} path entries"] = clock() - t
+        t = clock()
+        context_state(log, leaf, limit)
+        out["context state (walk back for model/thinking/tools)"] = clock() - t
+        t = clock()
+        kept = default_compaction_transform(path)
+        messages: list[object] = []
+        for index, entry in enumerate(kept):
+            messages.extend(entry_to_messages(entry, index, kept, DEFAULT_OPTIONS))
+        out[f"compaction transform + {len(messages):,} messages"] = clock() - t
+        storage.close()
+    result = {name: value * 1000 for name, value in out.items()}
+    result["total"] = sum(result.values())
+    for generation in range(3):
+        result[f"  of which cyclic GC, generation {generation} ({gc_clock.count[generation]} runs)"] = gc_clock.ms[generation]
+    return result
 
 
 def open_and_build(file: Path) -> None:
@@ -79,7 +129,17 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--sort", default="tottime", choices=["tottime", "cumulative"])
     parser.add_argument("--pyinstrument", action="store_true", help="use pyinstrument (pip install pyinstrument)")
+    parser.add_argument("--breakdown", action="store_true", help="no profiler: CPU ms of each read-path step")
     args = parser.parse_args()
+    if args.breakdown:
+        try:
+            steps = breakdown(args.file)
+        except Exception as exc:  # internals moved: say so rather than guess
+            raise SystemExit(f"breakdown unavailable (the read path changed?): {exc!r}") from None
+        print(f"open+context of {args.file.name}, step by step (CPU ms, first open in this process):")
+        for name, value in steps.items():
+            print(f"  {name:55s} {value:10.1f}")
+        return
     if args.pyinstrument:
         from pyinstrument import Profiler
 
@@ -96,13 +156,13 @@ def main() -> None:
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats(args.sort).print_stats(args.top)
         print(out.getvalue())
-    print(f"phases of open+context of {args.file.name} (unprofiled, ms, after the profiled run):")
-    with GcClock() as clock:
+    print(f"phases of open+context of {args.file.name} (unprofiled CPU ms, after the profiled run):")
+    with GcClock() as gc_clock:
         for name, value in phases(args.file).items():
             print(f"  {name:45s} {value:10.1f}")
     for generation in range(3):
-        print(f"  of which cyclic GC, generation {generation} ({clock.count[generation]:5d} runs)  "
-              f"{clock.ms[generation]:10.1f}")
+        print(f"  of which cyclic GC, generation {generation} ({gc_clock.count[generation]:5d} runs)  "
+              f"{gc_clock.ms[generation]:10.1f}")
 
 
 if __name__ == "__main__":

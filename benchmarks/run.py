@@ -36,6 +36,7 @@ import bench_report  # noqa: E402
 # Timed appends (flush, fsync), rounds of append + context (ours, pi's: pi rebuilds its
 # context each time, about 0.2 s at 100k), untimed appends first.
 APPENDS, FSYNC_APPENDS, CTX_ITERS, PI_CTX_ITERS, WARMUP = 500, 100, 50, 20, 5
+PI_FILE_CTX_ITERS = 10  # ours on a pi file: few rounds, in case each one rebuilds
 
 
 def log(message: str) -> None:
@@ -94,8 +95,8 @@ def measure_size(n: int, files: dict[str, Path], repeat: int, pi_home: Path | No
         "floor_parse_pi": lambda: child("parse_floor", file=pi_file),
         "append_native": lambda: child("append", file=native, durability="flush", count=APPENDS,
                                        ctx_iters=CTX_ITERS, warmup=WARMUP),
-        "append_pi": lambda: child("append", file=pi_file, durability="flush", count=APPENDS, ctx_iters=0,
-                                   warmup=WARMUP),
+        "append_pi": lambda: child("append", file=pi_file, durability="flush", count=APPENDS,
+                                   ctx_iters=PI_FILE_CTX_ITERS, warmup=WARMUP),
         "floor_write_flush": lambda: child("write_floor", file=native, durability="flush", count=APPENDS,
                                            warmup=WARMUP),
         "append_fsync": lambda: child("append", file=native, durability="fsync", count=FSYNC_APPENDS,
@@ -160,6 +161,8 @@ def machine(pi_home: Path | None) -> dict[str, str]:
         "cpus": str(os.cpu_count()), "cpu": cpu, "memory": memory, "os": platform.platform(),
         "python": platform.python_version(), "node": run("node", "--version") if shutil.which("node") else "-",
         "pi": bench_data.pi_version(pi_home) if pi_home else "-",
+        "commit": run("git", "-C", str(HERE.parent), "describe", "--always", "--dirty"),
+        "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
     }
 
 
@@ -205,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {info['cpus']} CPUs ({info['cpu']}), {info['memory']} RAM, {info['os']}")
     print(f"python {info['python']}, node {info['node']}, pi {info['pi']}; "
           f"median of {args.repeat} fresh-process runs; {time.perf_counter() - started:.0f} s in all")
+    print(f"sessiontree {info['commit']}; load average before the run {info['load']}, after "
+          + " ".join(f"{x:.1f}" for x in os.getloadavg()))
     print()
     print(bench_report.render(rows))
     if args.json:

@@ -22,7 +22,7 @@ def test_run_prints_the_table(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert any(line.startswith("| measure") and "verdict" in line for line in lines)
-    for measure in ("open+context, native file", "open+context, pi file", "context after append (p50)",
+    for measure in ("open+context, native file", "open+context, pi file", "context after append (p50), native file", "context after append (p50), pi file",
                     "append p50 (flush)", "append p99 (flush)", "append p50 (fsync)", "time travel",
                     "peak RSS of open+context"):
         assert any(line.startswith(f"| {measure}") for line in lines), measure
