@@ -2,6 +2,7 @@
 
     python benchmarks/profile_open.py FILE [--top 25] [--sort tottime|cumulative] [--pyinstrument]
     python benchmarks/profile_open.py FILE --breakdown     (no profiler: CPU ms per step)
+    python benchmarks/profile_open.py FILE --appends 2000  (profile appends instead)
 
 Runs ``Session(JsonlSessionStorage.open(FILE)).build_context()`` once under cProfile (or
 pyinstrument, when installed and asked for; it is not a dependency of the project) and
@@ -117,6 +118,31 @@ def breakdown(file: Path) -> dict[str, float]:
     return result
 
 
+def profile_appends(file: Path, count: int, top: int, sort: str) -> None:
+    """cProfile of ``count`` appends of the file's own messages to a private copy of it."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="sessiontree-profile-"))
+    try:
+        copy = folder / file.name
+        shutil.copyfile(file, copy)
+        session = Session(JsonlSessionStorage.open(copy))
+        found = [entry.message for entry in session.find_entries("message")[:count]]
+        session.build_context()
+        profile = cProfile.Profile()
+        profile.enable()
+        for index in range(count):
+            session.append_message(found[index % len(found)])
+        profile.disable()
+        session.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    out = io.StringIO()
+    pstats.Stats(profile, stream=out).sort_stats(sort).print_stats(top)
+    print(out.getvalue())
+
+
 def open_and_build(file: Path) -> None:
     session = Session(JsonlSessionStorage.open(file))
     session.build_context()
@@ -130,7 +156,11 @@ def main() -> None:
     parser.add_argument("--sort", default="tottime", choices=["tottime", "cumulative"])
     parser.add_argument("--pyinstrument", action="store_true", help="use pyinstrument (pip install pyinstrument)")
     parser.add_argument("--breakdown", action="store_true", help="no profiler: CPU ms of each read-path step")
+    parser.add_argument("--appends", type=int, metavar="K", help="profile K appends (to a copy) instead")
     args = parser.parse_args()
+    if args.appends:
+        profile_appends(args.file, args.appends, args.top, args.sort)
+        return
     if args.breakdown:
         try:
             steps = breakdown(args.file)
