@@ -24,6 +24,7 @@ import gc
 import os
 import threading
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -42,7 +43,7 @@ from sessiontree.adapters.database_index import (
     postgres_view_class,
     process_once,
 )
-from sessiontree.adapters.repo import SessionInfo, SessionRepo
+from sessiontree.adapters.repo import SessionInfo, SessionRepo, check_session_id
 from sessiontree.adapters.storage import RecorderSessionStorage, SessionMapper, SessionStorage
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
@@ -119,6 +120,7 @@ class DatabaseSessionRepo(SessionRepo):
     def sqlite(cls, path: str | os.PathLike[str], **kwargs: Any) -> DatabaseSessionRepo:
         """Sessions in one SQLite file (created if missing; WAL mode)."""
         path = os.fspath(path)
+        _private_file(path)
         settings = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": path}
         return cls(settings, url=f"sqlite:///{path}", **kwargs)
 
@@ -171,7 +173,7 @@ class DatabaseSessionRepo(SessionRepo):
         )
 
     def _store_header(self, header: SessionStarted) -> SessionStorage:
-        storage = self._storage(header.originator_id)
+        storage = self._storage(check_session_id(header.originator_id))  # ids from files too
         try:
             storage.save([header])
         except SessionError as exc:
@@ -275,6 +277,22 @@ class DatabaseSessionRepo(SessionRepo):
 
     def close(self) -> None:
         self.app.close()
+
+
+def _private_file(path: str) -> None:
+    """Create a missing SQLite file 0600 in 0700 folders: SQLite gives its -wal and -shm
+    files the database's mode, so the sessions stay private (docs/reliability.md)."""
+    if path in ("", ":memory:") or path.startswith("file:") or os.path.exists(path):
+        return
+    from sessiontree.adapters.jsonl_file import make_private_dirs
+
+    try:
+        make_private_dirs(Path(path).resolve().parent)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise SessionError("storage", f"cannot create the session database {path}: {exc.strerror or exc}") from exc
 
 
 def _parse(state: bytes) -> Any:

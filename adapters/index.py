@@ -121,6 +121,10 @@ def _parse(line: bytes) -> Any:
         return None  # listing is best effort; opening the session reports the bad line
 
 
+def _private(path: str, flags: int) -> int:
+    return os.open(path, flags, 0o600)
+
+
 class DirectoryIndex:
     """Summaries of every ``*.jsonl`` file directly in ``root``, cached in an index file."""
 
@@ -144,7 +148,7 @@ class DirectoryIndex:
     def _save(self, files: dict[str, dict[str, Any]]) -> None:
         tmp = f"{self.path}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
-            with open(tmp, "wb") as handle:
+            with open(tmp, "wb", opener=_private) as handle:  # it quotes first messages
                 handle.write(orjson.dumps({"format": INDEX_FORMAT, "files": files}))
             os.replace(tmp, self.path)
         except OSError:

@@ -20,6 +20,7 @@ from typing import Any
 
 from eventsourcing.persistence import IntegrityError, PersistenceError
 
+from sessiontree.adapters import codec as codec_module
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.jsonl_file import DURABILITIES, LineFile, TornLineWarning, is_whole_line
 from sessiontree.adapters.jsonl_recorder import JsonlAggregateRecorder
@@ -131,11 +132,13 @@ class JsonlSessionStorage(RecorderSessionStorage):
         except OSError as exc:
             raise SessionError("storage", f"cannot open the file: {exc.strerror or exc}", path=str(path)) from exc
         try:
-            first = file.read(0, lines=1)
+            first = file.read(0, lines=1, limit=codec_module.MAX_LINE_BYTES)
             cut = first.find(b"\n")
             if cut >= 0:
                 first = first[:cut]
-            elif not (first and is_whole_line(first)):
+            if len(first) > codec_module.MAX_LINE_BYTES:
+                raise corrupt(path, 1, f"the header line is over the {codec_module.MAX_LINE_BYTES}-byte line limit")
+            if cut < 0 and not (first and is_whole_line(first)):
                 problem = "the file is empty" if not first else "the header line is incomplete (torn)"
                 raise corrupt(path, 1, f"{problem}: no session header")
             header, chosen = read_header(first, path, codec)
@@ -178,19 +181,28 @@ class JsonlSessionStorage(RecorderSessionStorage):
     def _context(self) -> ScanContext:
         return ScanContext(self.path, self.header.originator_id, self.codec)
 
-    def _read_lines(self, lines: int | None = None) -> tuple[list[bytes], bytes]:
+    def _read_lines(self, lines: int | None = None, *, strict: bool = True) -> tuple[list[bytes], bytes]:
         try:
             data = self._file.read(0, lines=lines)
         except OSError as exc:
             raise SessionError("storage", f"cannot read the file: {exc.strerror or exc}", path=str(self.path)) from exc
         parts = data.split(b"\n")
         tail = parts.pop()
+        if strict and len(data) > codec_module.MAX_LINE_BYTES:  # only then can a line be too long
+            self._check_lengths(parts)
         if lines is None:
             self._file.observe(0, data, count=len(parts))
         if tail and is_whole_line(tail):
             parts.append(tail)
             tail = b""
         return parts, tail
+
+    def _check_lengths(self, parts: list[bytes]) -> None:
+        """Refuse absurdly long lines (``corrupt``, naming the line) before parsing any."""
+        limit = codec_module.MAX_LINE_BYTES
+        for index, part in enumerate(parts):
+            if len(part) > limit:
+                raise corrupt(self.path, index + 1, f"line of {len(part)} bytes is over the {limit}-byte line limit")
 
     def _check_header(self, first: bytes) -> None:
         header, _ = read_header(first, self.path, self.codec)
@@ -233,7 +245,7 @@ class JsonlSessionStorage(RecorderSessionStorage):
         warnings.warn(message, TornLineWarning, stacklevel=3)
 
     def _salvage(self) -> None:
-        lines, tail = self._read_lines()
+        lines, tail = self._read_lines(strict=False)
         entries, skipped = salvage_entries(lines, self._context())
         if tail:
             skipped.append((len(lines) + 1, f"torn last line ({len(tail)} bytes)"))

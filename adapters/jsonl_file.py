@@ -89,8 +89,9 @@ class LineFile:
 
     # -- reading ------------------------------------------------------------------------
 
-    def read(self, start: int = 0, lines: int | None = None) -> bytes:
-        """Bytes from ``start`` to the end, or only until ``lines`` newlines have been read."""
+    def read(self, start: int = 0, lines: int | None = None, limit: int | None = None) -> bytes:
+        """Bytes from ``start`` to the end, or only until ``lines`` newlines have been read
+        (or, with ``limit``, more than ``limit`` bytes: a line that long is refused anyway)."""
         if lines is None:
             end = os.fstat(self.fd).st_size
             data = os.pread(self.fd, max(0, end - start), start) if end > start else b""
@@ -105,7 +106,7 @@ class LineFile:
         found = 0
         chunk = 4096
         pos = start
-        while found < lines:
+        while found < lines and (limit is None or pos - start <= limit):
             more = os.pread(self.fd, chunk, pos)
             if not more:
                 break

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessiontree.adapters.index import DirectoryIndex
 from sessiontree.adapters.jsonl import JsonlSessionStorage
+from sessiontree.adapters.jsonl_file import make_private_dirs
 from sessiontree.adapters.repo import SessionInfo, SessionRepo, check_session_id
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain.errors import SessionError
@@ -57,7 +58,7 @@ class JsonlSessionRepo(SessionRepo):
     def _store_header(self, header: SessionStarted) -> SessionStorage:
         path = self.path_for(header.originator_id)  # create() refuses an existing file
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(self.root)
         except OSError as exc:
             raise SessionError("storage", f"cannot create the directory: {exc.strerror or exc}", path=str(self.root)) from exc
         return JsonlSessionStorage.create(

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from sessiontree.adapters import codec as codec_module
 from sessiontree.adapters.chain import strip as strip_chain
 from sessiontree.adapters.jsonl_scan import ScanContext, envelope_problem, tree_problem
 from sessiontree.domain.errors import SessionError
@@ -28,6 +29,9 @@ def salvage_entries(lines: Sequence[bytes], ctx: ScanContext) -> tuple[list[Any]
     skipped: list[tuple[int, str]] = []
     for index in range(1, len(lines)):
         lineno = index + 1
+        if len(lines[index]) > codec_module.MAX_LINE_BYTES:
+            skipped.append((lineno, f"line of {len(lines[index])} bytes is over the {codec_module.MAX_LINE_BYTES}-byte line limit"))
+            continue
         try:
             obj = orjson.loads(strip_chain(lines[index]))
         except orjson.JSONDecodeError as exc:

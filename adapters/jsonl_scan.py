@@ -214,7 +214,7 @@ def _scan(lines: Sequence[bytes], ctx: ScanContext, first: int) -> list[JsonlEnt
                 or kind == "leaf"
             ):
                 raise LookupError
-        except (LookupError, msgspec.DecodeError, UnicodeDecodeError):
+        except (LookupError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):  # deep nesting: orjson decides
             try:
                 obj = loads(line)
             except orjson.JSONDecodeError as exc:

@@ -102,6 +102,12 @@ def _postgres(url: str, kwargs: dict[str, Any]) -> SessionRepo:
             schema = value
             continue
         name = key.upper()
+        if name.endswith("_TOPIC"):  # eventsourcing imports what a *_TOPIC setting names
+            raise SessionError(
+                "storage",
+                f"{_safe(url)}: the setting {key!r} names code to import, which a URL may not do "
+                "(set it in code or in the environment)",
+            )
         if not name.startswith("POSTGRES_") and name not in ("ORIGINATOR_ID_TYPE", "CREATE_TABLE", "SINGLE_ROW_TRACKING"):
             name = "POSTGRES_" + name
         settings[name] = value
