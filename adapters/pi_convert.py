@@ -42,42 +42,94 @@ class Conversion:
     notes: tuple[str, ...] = ()
 
 
-def _retarget(value: Any, src: Codec, dst: Codec) -> Any:
-    """``value`` with the names of its absent fields in ``dst``'s dialect (recursively)."""
-    if isinstance(value, tuple):
-        out = tuple(_retarget(v, src, dst) for v in value)
-        return out if any(a is not b for a, b in zip(out, value)) else value
-    cls = type(value)
-    names = src._wire.get(cls)
-    if names is None:
-        return value
-    changes: dict[str, Any] = {}
-    for name in names:
-        item = getattr(value, name)
-        new = _retarget(item, src, dst)
-        if new is not item:
-            changes[name] = new
-    extra = value.extra
-    absent = m.absent_fields(extra)
-    if absent or isinstance(extra, PiExtra):  # pi's explicit nulls mean nothing elsewhere
-        by_wire = {wire: name for name, wire in names.items()}
-        target = dst._wire[cls]
-        # A field the domain requires (pi's omitted label/name) is written out as null.
-        required = {a.name for a in attrs.fields(cls) if a.default is attrs.NOTHING}
-        moved = frozenset(
-            target.get(by_wire.get(wire, ""), wire) for wire in absent if by_wire.get(wire) not in required
-        )
-        changes["extra"] = m.Extra(dict(extra), moved)
-    return attrs.evolve(value, **changes) if changes else value
+_PLAIN = (str, int, float, bool, type(None), dict, list)
+_VALUE_TYPES = ("Message", "Content", "Usage", "Cost")
 
 
-def _convert_entry(entry: Entry, src: Codec, dst: Codec) -> Entry:
+def _may_nest(annotation: Any) -> bool:
+    """Can a field with this annotation hold messages, blocks or usage (objects with extras)?"""
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    return any(name in text for name in _VALUE_TYPES)
+_NO_PLAN = object()
+
+
+class _Retarget:
+    """Rewrites the names of absent fields from ``src``'s dialect to ``dst``'s, recursively.
+
+    Objects are changed only where needed, by copying them (no validators run again: the
+    values were valid when they were read).
+    """
+
+    def __init__(self, src: Codec, dst: Codec) -> None:
+        self.src = src
+        self.dst = dst
+        self._plans: dict[type, Any] = {}
+
+    def _plan(self, cls: type) -> Any:
+        plan = self._plans.get(cls)
+        if plan is None:
+            names = self.src._wire.get(cls)
+            if names is None:
+                plan = _NO_PLAN
+            else:
+                by_wire = {wire: name for name, wire in names.items()}
+                fields = attrs.fields_dict(cls)
+                # A field the domain requires (pi's omitted label/name) is written out as null.
+                required = {name for name, a in fields.items() if a.default is attrs.NOTHING}
+                nested = tuple(name for name in names if _may_nest(fields[name].type))
+                plan = (nested, by_wire, self.dst._wire[cls], required, tuple(fields))
+            self._plans[cls] = plan
+        return plan
+
+    def __call__(self, value: Any) -> Any:
+        kind = type(value)
+        if kind in _PLAIN:
+            return value
+        if kind is tuple:
+            out = None
+            for index, item in enumerate(value):
+                new = self(item)
+                if new is not item:
+                    out = out or list(value)
+                    out[index] = new
+            return value if out is None else tuple(out)
+        plan = self._plan(kind)
+        if plan is _NO_PLAN:
+            return value
+        names, by_wire, target, required, slots = plan
+        changes: dict[str, Any] = {}
+        for name in names:
+            item = getattr(value, name)
+            new = self(item)
+            if new is not item:
+                changes[name] = new
+        extra = value.extra
+        absent = m.absent_fields(extra)
+        if absent or isinstance(extra, PiExtra):  # pi's explicit nulls mean nothing elsewhere
+            moved = frozenset(
+                target.get(by_wire.get(wire, ""), wire) for wire in absent if by_wire.get(wire) not in required
+            )
+            changes["extra"] = m.Extra(dict(extra), moved)
+        if not changes:
+            return value
+        copied = object.__new__(kind)
+        if hasattr(value, "__dict__"):
+            copied.__dict__.update(value.__dict__)
+        else:
+            for name in slots:
+                object.__setattr__(copied, name, getattr(value, name))
+        for name, new in changes.items():
+            object.__setattr__(copied, name, new)
+        return copied
+
+
+def _convert_entry(entry: Entry, src: Codec, dst: Codec, retarget: _Retarget) -> Entry:
     if src.dialect.name == dst.dialect.name:
         return entry
     if isinstance(entry, UnknownEntryAppended):
         old, new = src.dialect.parent_key, dst.dialect.parent_key
         return attrs.evolve(entry, data=rename_parent_key(entry.data, old, new))
-    return _retarget(entry, src, dst)  # type: ignore[no-any-return]
+    return retarget(entry)  # type: ignore[no-any-return]
 
 
 def _header(header: SessionStarted) -> SessionStarted:
@@ -110,8 +162,9 @@ def convert(src_path: str | os.PathLike[str], dest_path: str | os.PathLike[str],
         src = source.codec
         lines = [dst.encode_event(_header(source.header))]
         notes: list[str] = []
+        retarget = _Retarget(src, dst)
         for entry in _entries(source):
-            converted = _convert_entry(entry, src, dst)
+            converted = _convert_entry(entry, src, dst, retarget)
             notes.extend(_notes(converted, dst))
             lines.append(dst.encode_event(converted))
     finally:

@@ -24,12 +24,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 from eventsourcing.persistence import StoredEvent
 
 from sessiontree.adapters.jsonl import JsonlSessionStorage
 from sessiontree.adapters.jsonl_recorder import line_type, topic_of
-from sessiontree.adapters.jsonl_scan import JsonlEntry, ScanContext, corrupt, envelope_problem, tree_problem
+from sessiontree.adapters.jsonl_scan import (
+    JsonlEntry,
+    ScanContext,
+    corrupt,
+    envelope_decoder,
+    envelope_problem,
+    gc_paused,
+    tree_problem,
+)
 from sessiontree.adapters.pi import PI_PARENT_KEY, PiCodec, pi_codec
 from sessiontree.adapters.pi_migrate import CURRENT, migrate
 from sessiontree.adapters.storage import SessionMapper
@@ -72,41 +81,78 @@ def _decode(ctx: ScanContext, obj: dict[str, Any], lineno: int, marker: bool) ->
         raise corrupt(ctx.path, lineno, f"session {ctx.session_id}: {exc.message}", exc.code) from None
 
 
+def _scan_objects(lines: Sequence[bytes], ctx: ScanContext) -> list[tuple[int, Any]]:
+    """``(line number, envelope)`` for ``lines[1:]``: the envelope is the parsed object for
+    lines that need one (custom entries, which may be leaf markers; any line that fails the
+    quick check), else a cheap msgspec envelope (``type``, ``id``, ``parent``)."""
+    envelope = envelope_decoder(PI_PARENT_KEY).decode
+    out: list[tuple[int, Any]] = []
+    for index in range(1, len(lines)):
+        line = lines[index]
+        try:
+            head = envelope(line)
+            line.decode()  # msgspec does not check UTF-8 inside the strings it skips
+            if head.type == "custom" or head.type == "session" or not head.id:
+                raise LookupError
+            out.append((index + 1, head))
+        except (LookupError, msgspec.DecodeError, UnicodeDecodeError):
+            try:
+                out.append((index + 1, orjson.loads(line)))
+            except orjson.JSONDecodeError as exc:
+                raise corrupt(ctx.path, index + 1, f"invalid JSON ({exc})") from None
+    return out
+
+
+def _envelope(obj: Any) -> tuple[str, str, str | None]:
+    if isinstance(obj, dict):
+        return obj["type"], obj["id"], obj[PI_PARENT_KEY]
+    return obj.type, obj.id, obj.parent
+
+
 def read_pi_entries(lines: Sequence[bytes], ctx: ScanContext, version: int) -> list[Any]:
     """The entries of a pi file's ``lines`` (line 1 is the header), checked line by line.
 
     Version 3 lines are held lazily (decoded on first use); older versions are migrated
     and decoded now. Line ``k`` is version ``k`` of the session.
     """
-    objs: list[tuple[int, Any]] = []
-    for index in range(1, len(lines)):
-        try:
-            objs.append((index + 1, orjson.loads(lines[index])))
-        except orjson.JSONDecodeError as exc:
-            raise corrupt(ctx.path, index + 1, f"invalid JSON ({exc})") from None
     lazy = version >= CURRENT
-    if not lazy:
-        objs = migrate(version, ctx.session_id, objs, str(ctx.path))
-    ids: set[str] = set()
-    parents: set[str] = set()
-    markers: set[int] = set()
-    for lineno, obj in objs:
-        problem = envelope_problem(obj, PI_PARENT_KEY) or tree_problem(obj, PI_PARENT_KEY, ids)
-        if problem is not None:
-            raise corrupt(ctx.path, lineno, problem)
-        ids.add(obj["id"])
-        if obj[PI_PARENT_KEY] is not None:
-            parents.add(obj[PI_PARENT_KEY])
-        if PiCodec.is_leaf_marker(obj):
-            markers.add(lineno)
-    out: list[Any] = []
-    for lineno, obj in objs:
-        marker = lineno in markers and obj["id"] not in parents
-        if lazy and not marker:
-            out.append(JsonlEntry(obj["type"], obj["id"], obj[PI_PARENT_KEY], lines[lineno - 1], lineno, lineno, ctx))
+    with gc_paused():
+        if lazy:
+            objs = _scan_objects(lines, ctx)
         else:
-            out.append(_decode(ctx, obj, lineno, marker))
-    return out
+            objs = []
+            for index in range(1, len(lines)):
+                try:
+                    objs.append((index + 1, orjson.loads(lines[index])))
+                except orjson.JSONDecodeError as exc:
+                    raise corrupt(ctx.path, index + 1, f"invalid JSON ({exc})") from None
+            objs = migrate(version, ctx.session_id, objs, str(ctx.path))
+        ids: set[str] = set()
+        parents: set[str] = set()
+        markers: set[int] = set()
+        for lineno, obj in objs:
+            if isinstance(obj, dict):
+                problem = envelope_problem(obj, PI_PARENT_KEY) or tree_problem(obj, PI_PARENT_KEY, ids)
+                if problem is not None:
+                    raise corrupt(ctx.path, lineno, problem)
+                if PiCodec.is_leaf_marker(obj):
+                    markers.add(lineno)
+            _, entry_id, parent = _envelope(obj)
+            if entry_id in ids or (parent is not None and parent not in ids):
+                problem = tree_problem({"type": "", "id": entry_id, PI_PARENT_KEY: parent}, PI_PARENT_KEY, ids)
+                raise corrupt(ctx.path, lineno, problem or "bad entry")
+            ids.add(entry_id)
+            if parent is not None:
+                parents.add(parent)
+        out: list[Any] = []
+        for lineno, obj in objs:
+            kind, entry_id, parent = _envelope(obj)
+            marker = lineno in markers and entry_id not in parents
+            if lazy and not marker:
+                out.append(JsonlEntry(kind, entry_id, parent, lines[lineno - 1], lineno, lineno, ctx))
+            else:
+                out.append(_decode(ctx, obj, lineno, marker))
+        return out
 
 
 class PiSessionStorage(JsonlSessionStorage):

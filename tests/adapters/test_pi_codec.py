@@ -204,6 +204,7 @@ def test_every_entry_event_round_trips_through_the_pi_dialect(event):
         decoded = codec.decode_leaf_marker(data, strat.SESSION_ID, event.originator_version)
     else:
         decoded = codec.decode_entry(data, strat.SESSION_ID, event.originator_version)
+        assert codec.decode(data, strat.SESSION_ID, event.originator_version) == decoded  # the fast path
     assert _same_modulo_parent_key(decoded, event)
     assert codec.encode_event(decoded) == codec.encode_event(attrs.evolve(decoded))
 
