@@ -201,6 +201,7 @@ class PiSessionStorage(JsonlSessionStorage):
             raise corrupt(self.path, 1, "no session header")
         self._check_header(lines[0])
         entries = read_pi_entries(lines, self._context(), self.source_version)
+        self.chain_head.observe(len(lines), lines[-1])  # pi lines carry no chain: stays unchained
         if tail:
             self._warn_torn(len(lines) + 1, tail)
         return self.header, entries

@@ -162,7 +162,7 @@ def test_appends_are_written_in_pis_dialect_and_read_back(tmp_path):
     new_lines = path.read_bytes().splitlines()[-5:]
     kinds = [orjson.loads(raw) for raw in new_lines]
     assert [k["type"] for k in kinds] == ["message", "model_change", "label", "session_info", "compaction"]
-    assert all("parentId" in k and "parent_id" not in k for k in kinds)
+    assert all("parentId" in k and "parent_id" not in k and "chain" not in k for k in kinds)
     assert "label" not in kinds[2] and kinds[4]["firstKeptEntryId"] == first
     assert kinds[0]["timestamp"].endswith("Z") and kinds[0]["message"]["timestamp"] == 1768467700000
     reopened = Session(JsonlSessionStorage.open(path))
