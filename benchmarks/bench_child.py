@@ -12,9 +12,10 @@ Measures:
 * ``parse_floor`` -- read the file, ``orjson.loads`` every line, an id -> parent map
   (the least a reader can do; garbage collector paused, as our scan does);
 * ``append`` -- on a private copy of the file: open and build the context, ``count``
-  timed ``append_message`` calls, then ``ctx_iters`` rounds of append + timed
-  ``build_context()`` (the incremental context), then one uncached rebuild
-  (``build_context(leaf_id=...)``);
+  timed ``append_message`` calls (with ``fsync``, each followed by a timed raw
+  ``os.write`` + ``os.fsync`` of the same line to a twin copy: the floor), then
+  ``ctx_iters`` rounds of append + timed ``build_context()`` (the incremental context),
+  then one uncached rebuild (``build_context(leaf_id=...)``);
 * ``write_floor`` -- on a private copy of the file, the file's first message lines, one
   at a time: ``orjson.dumps`` of the parsed entry + ``os.write`` (``flush``), or
   ``os.write`` + ``os.fsync`` (``fsync``);
@@ -150,11 +151,27 @@ def append(file: str, durability: str, count: int, ctx_iters: int, warmup: int) 
         session.build_context()  # a running agent has its context at hand
         for message in messages[:warmup]:
             session.append_message(message)
-        samples = []
-        for message in messages[warmup : warmup + count]:
+        # With fsync, the raw floor runs interleaved in this process (a write+fsync of the
+        # same bytes to a twin copy after each append): fsync latency on a shared virtual
+        # disk drifts by 2-4x within seconds, so separate runs would not compare.
+        floor_fd, raw = -1, _message_lines(file, count)
+        if durability == "fsync":
+            twin = folder / "twin.jsonl"
+            shutil.copyfile(copy, twin)
+            floor_fd = os.open(twin, os.O_WRONLY | os.O_APPEND)
+            os.fsync(floor_fd)
+        samples, floor = [], []
+        for index, message in enumerate(messages[warmup : warmup + count]):
             t0 = now()
             session.append_message(message)
             samples.append(now() - t0)
+            if floor_fd >= 0:
+                t0 = now()
+                os.write(floor_fd, raw[index] + b"\n")
+                os.fsync(floor_fd)
+                floor.append(now() - t0)
+        if floor_fd >= 0:
+            os.close(floor_fd)
         ctx_samples = []
         for message in messages[warmup + count :]:
             session.append_message(message)
@@ -168,6 +185,8 @@ def append(file: str, durability: str, count: int, ctx_iters: int, warmup: int) 
         out: dict[str, Any] = {"append": summary(samples), "rebuild_ms": ms(rebuild), "maxrss": maxrss()}
         if ctx_samples:
             out["ctx_after_append"] = summary(ctx_samples)
+        if floor:
+            out["floor"] = summary(floor)
         return out
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -101,8 +101,6 @@ def measure_size(n: int, files: dict[str, Path], repeat: int, pi_home: Path | No
                                            warmup=WARMUP),
         "append_fsync": lambda: child("append", file=native, durability="fsync", count=FSYNC_APPENDS,
                                       ctx_iters=0, warmup=WARMUP),
-        "floor_write_fsync": lambda: child("write_floor", file=native, durability="fsync",
-                                           count=FSYNC_APPENDS, warmup=WARMUP),
         "time_travel": lambda: child("time_travel", file=native),
     }
     if pi_home is not None:
