@@ -168,9 +168,11 @@ class DatabaseSessionRepo(SessionRepo):
     # -- the backend primitives -------------------------------------------------------
 
     def _storage(self, session_id: str) -> RecorderSessionStorage:
-        return RecorderSessionStorage(
+        storage = RecorderSessionStorage(
             self.recorder, session_id, location=f"{self.url}#{session_id}", mapper=self.app.mapper  # type: ignore[arg-type]
         )
+        storage.owner = self  # open_repo(url).open(id) must not lose its connections to the GC
+        return storage
 
     def _store_header(self, header: SessionStarted) -> SessionStorage:
         storage = self._storage(check_session_id(header.originator_id))  # ids from files too

@@ -13,6 +13,7 @@ from typing import Any
 
 from eventsourcing.persistence import (
     AggregateRecorder,
+    ConnectionPoolClosedError,
     IntegrityError,
     Mapper,
     PersistenceError,
@@ -105,6 +106,7 @@ class RecorderSessionStorage(SessionStorage):
         self._session_id = session_id
         self._location = location
         self.chain_head = chain.ChainHead()
+        self.owner: Any = None  # what must live as long as this storage (a repository)
 
     @property
     def session_id(self) -> str:
@@ -125,8 +127,8 @@ class RecorderSessionStorage(SessionStorage):
         if head.version != version - 1:  # not looked yet (or stale: the insert will conflict)
             try:
                 before = self.recorder.select_events(self._session_id, gt=version - 2, lte=version - 1)
-            except PersistenceError as exc:
-                raise SessionError("storage", f"could not read session {self._session_id}: {exc}") from exc
+            except (PersistenceError, ConnectionPoolClosedError) as exc:
+                raise SessionError("storage", f"could not read session {self._session_id}: {_why(exc)}") from exc
             if not before:
                 return None
             head.observe(version - 1, before[-1].state)
@@ -185,15 +187,15 @@ class RecorderSessionStorage(SessionStorage):
                 f"session {self._session_id} changed since it was read (version "
                 f"{events[0].originator_version} is taken); reopen it and retry",
             ) from None
-        except PersistenceError as exc:
-            raise SessionError("storage", f"could not save to session {self._session_id}: {exc}") from exc
+        except (PersistenceError, ConnectionPoolClosedError) as exc:
+            raise SessionError("storage", f"could not save to session {self._session_id}: {_why(exc)}") from exc
         self.saved(events, digest)
 
     def _select(self, lte: int | None = None) -> tuple[SessionStarted, list[Any]]:
         try:
             stored = self.recorder.select_events(self._session_id, lte=lte)
-        except PersistenceError as exc:
-            raise SessionError("storage", f"could not read session {self._session_id}: {exc}") from exc
+        except (PersistenceError, ConnectionPoolClosedError) as exc:
+            raise SessionError("storage", f"could not read session {self._session_id}: {_why(exc)}") from exc
         if not stored:
             raise SessionError("not_found", f"session {self._session_id} not found at {self._location}")
         events = []
@@ -217,3 +219,9 @@ class RecorderSessionStorage(SessionStorage):
 
     def load_prefix(self, version: int) -> tuple[SessionStarted, Sequence[Any]]:
         return self._select(lte=version)
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, ConnectionPoolClosedError):
+        return "its repository was closed (open the session again from an open repository)"
+    return " ".join(str(exc).split()) or type(exc).__name__
