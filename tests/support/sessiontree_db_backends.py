@@ -23,6 +23,7 @@ from sessiontree.domain.ids import new_session_id, now_iso
 _REPOS: dict[str, list[DatabaseSessionRepo]] = defaultdict(list)  # url -> repos opened on it
 _URLS: dict[Path, list[tuple[str, str | None]]] = defaultdict(list)  # test folder -> (url, schema)
 _OPEN: list[DatabaseSessionRepo] = []  # oldest first
+
 MAX_OPEN = 8  # property tests create a store per example; older ones are done with
 
 
@@ -37,10 +38,14 @@ def _store(repo: DatabaseSessionRepo, header: dict[str, Any]) -> SessionStorage:
     return repo._store_header(started)
 
 
+_HOW: dict[str, str] = {}  # a repository's own url -> the URL it was opened with
+
+
 def _open(url: str) -> DatabaseSessionRepo:
     repo = open_repo(url)
     assert isinstance(repo, DatabaseSessionRepo)
-    _REPOS[url].append(repo)
+    _HOW[repo.url] = url
+    _REPOS[repo.url].append(repo)
     _OPEN.append(repo)
     while len(_OPEN) > MAX_OPEN:
         _OPEN.pop(0).close()  # closing twice is harmless
@@ -48,26 +53,27 @@ def _open(url: str) -> DatabaseSessionRepo:
 
 
 def sqlite_create(place: Path, **header: Any) -> SessionStorage:
-    url = f"sqlite:{place / 'sessions.db'}"
-    _URLS[place.parent].append((url, None))
-    return _store(_open(url), header)
+    repo = _open(f"sqlite:{place / 'sessions.db'}")
+    _URLS[place.parent].append((repo.url, None))
+    return _store(repo, header)
 
 
 def postgres_create(place: Path, **header: Any) -> SessionStorage:
     pg.require_postgres()
     schema = f"contract_{new_session_id().replace('-', '')[-16:]}"
-    url = pg.url(schema) + "&pool_size=1&max_overflow=1"
-    _URLS[place.parent].append((url, schema))
-    return _store(_open(url), header)
+    repo = _open(pg.url(schema) + "&pool_size=1&max_overflow=1")
+    _URLS[place.parent].append((repo.url, schema))
+    return _store(repo, header)
 
 
 def reopen(storage: SessionStorage) -> SessionStorage:
-    url = storage.location.rsplit("#", 1)[0]
-    return _open(url)._attach(storage.session_id)
+    own = storage.location.rsplit("#", 1)[0]
+    return _open(_HOW[own])._attach(storage.session_id)
 
 
 def close(root: Path) -> None:
     for url, schema in _URLS.pop(root, []):
+        _HOW.pop(url, None)
         for repo in _REPOS.pop(url, []):
             repo.close()
             if repo in _OPEN:
