@@ -9,6 +9,7 @@ so ``sessiontree --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -48,6 +49,12 @@ def _session_args(p: argparse.ArgumentParser, *, positional: bool = True) -> Non
     p.add_argument("-s", "--session", metavar="SESSION", help="session file, id, id prefix or name")
 
 
+def _tree_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-f", "--filter", choices=FILTERS, default="default", help="which entries to show (default: all but label entries)")
+    p.add_argument("--depth", type=int, metavar="N", help="expand side branches only N branch points deep (the current branch is always expanded)")
+    p.add_argument("--window", type=int, metavar="N", help="show only N rows around the leaf (default: 1000 for text, all for --json; 0: all)")
+
+
 # (command, module, help)
 COMMANDS = (
     ("demo", "cmd_demo", "create a sample session in the repository and show it"),
@@ -84,14 +91,13 @@ def build_parser() -> Parser:
 
     p = ps["show"]
     _session_args(p)
-    p.add_argument("-f", "--filter", choices=FILTERS, default="default", help="which entries to show (default: all but label entries)")
-    p.add_argument("--depth", type=int, metavar="N", help="expand side branches only N branch points deep (the current branch is always expanded)")
-    p.add_argument("--window", type=int, metavar="N", default=0, help="show only N rows around the leaf")
+    _tree_args(p)
 
     p = ps["context"]
     _session_args(p)
     p.add_argument("--leaf", metavar="ID", help="the branch ending at this entry (default: the current leaf)")
     p.add_argument("--full", action="store_true", help="do not shorten long messages")
+    p.add_argument("--last", type=int, metavar="N", help="show only the last N messages (the totals still count all)")
 
     p = ps["stats"]
     _session_args(p)
@@ -103,6 +109,7 @@ def build_parser() -> Parser:
     when.add_argument("--at", metavar="TIME", help="the session as it was at an ISO 8601 time")
     p.add_argument("--step", action="store_true", help="print each event with what it changed in the leaf and the context")
     p.add_argument("--from", dest="start", type=int, metavar="N", default=1, help="with --step: start at event N")
+    _tree_args(p)
 
     p = ps["fork"]
     _session_args(p)
@@ -173,7 +180,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         error_line("interrupted")
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader went away (`sessiontree replay | head`): not an error
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
         return 0
     except Exception as exc:  # one line, never a traceback (unless --debug)
         if debug:

@@ -32,14 +32,29 @@ def cmd_ls(args: argparse.Namespace) -> int:
     return 0
 
 
-def show_reader(reader: Any, args: argparse.Namespace, *, title: Any = None) -> None:
-    """Print (or ``--json``) the tree of a session or of a time-travel view."""
+DEFAULT_WINDOW = 1000
+"""Rows ``show`` prints around the leaf unless ``--window`` says otherwise (0: all)."""
+
+
+def tree_renderable(reader: Any, args: argparse.Namespace, *, title: Any = None) -> Any:
+    """The rich tree of a session or time-travel view, with the ``show`` options applied."""
+    window = DEFAULT_WINDOW if args.window is None else args.window
+    roots = treeview.build(reader, args.filter)
+    return render.tree(reader, roots, depth=args.depth, window=window, title=title)
+
+
+def check_limits(args: argparse.Namespace) -> None:
     if args.depth is not None and args.depth < 0:
         raise CliError("--depth must be 0 or more")
-    if args.window < 0:
-        raise CliError("--window must be 0 or more")
-    roots = treeview.build(reader, args.filter)
+    if args.window is not None and args.window < 0:
+        raise CliError("--window must be 0 or more (0 shows every row)")
+
+
+def show_reader(reader: Any, args: argparse.Namespace) -> None:
+    """Print (or ``--json``) the tree of a session."""
+    check_limits(args)
     if args.json:
+        roots = treeview.build(reader, args.filter)
         print_json(
             {
                 "session_id": reader.id,
@@ -47,11 +62,11 @@ def show_reader(reader: Any, args: argparse.Namespace, *, title: Any = None) -> 
                 "version": reader.version,
                 "leaf_id": reader.leaf_id,
                 "filter": args.filter,
-                "rows": render.tree_rows(roots, native_codec(), window=args.window),
+                "rows": render.tree_rows(roots, native_codec(), window=args.window or 0),
             }
         )
         return
-    stdout().print(render.tree(reader, roots, depth=args.depth, window=args.window, title=title))
+    stdout().print(tree_renderable(reader, args))
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -81,7 +96,10 @@ def print_context(reader: Any, args: argparse.Namespace, leaf_option: str | None
     if args.json:
         print_json(context_payload(reader, context, leaf))
         return
-    stdout().print(views.context_view(reader.id, leaf, context, full=getattr(args, "full", False)))
+    last = getattr(args, "last", None)
+    if last is not None and last < 0:
+        raise CliError("--last must be 0 or more")
+    stdout().print(views.context_view(reader.id, leaf, context, full=getattr(args, "full", False), last=last))
 
 
 def cmd_context(args: argparse.Namespace) -> int:

@@ -4,7 +4,8 @@
 without them, or with ``--step``, every event is listed with what it did to the leaf and
 to the context. Stepping keeps the context incrementally: an event appended at the leaf
 adds its messages; only a leaf move or a compaction rebuilds the context, so stepping
-through a session costs about its length plus the rebuilt contexts.
+through a session costs about its length plus the rebuilt contexts. (A session with entry
+transforms, such as a pi file, rebuilds the context at every step.)
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from sessiontree.cli import render, treeview, views
-from sessiontree.cli.cmd_inspect import context_payload
+from sessiontree.cli import render, views
+from sessiontree.cli.cmd_inspect import check_limits, context_payload, tree_renderable
 from sessiontree.cli.describe import entry_text
 from sessiontree.cli.output import CliError, print_json, progress, stdout
 from sessiontree.cli.target import session_for
@@ -49,16 +50,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def _show_view(view: Any, args: argparse.Namespace) -> None:
     context = view.build_context()
+    heads = list(view.iter_heads())
+    last = view.get_entry(heads[-1].id) if heads else None
     if args.json:
         payload = context_payload(view, context, view.leaf_id)
         payload["entries"] = len(view)
-        payload["timestamp"] = view.get_entries()[-1].timestamp if len(view) else view.header.timestamp
+        payload["timestamp"] = last.timestamp if last is not None else view.header.timestamp
         print_json(payload)
         return
-    last = view.get_entries()[-1] if len(view) else None
+    check_limits(args)
     when = f"as of event {view.version}" + (f" ({last.timestamp}, {last.type} {last.id})" if last else " (the header)")
     console = stdout()
-    console.print(render.tree(view, treeview.build(view), title=render.session_title(view, extra=when)))
+    console.print(tree_renderable(view, args, title=render.session_title(view, extra=when)))
     tokens = sum(views.DEFAULT_ESTIMATOR(m) for m in context.messages)
     console.print(views.context_heading(view.id, view.leaf_id, context, tokens))
     console.print(views.context_table(context))
@@ -76,6 +79,9 @@ def _common_prefix(a: list[Any], b: list[Any]) -> int:
 def steps(session: Any, start: int = 1, end: int | None = None) -> Any:
     """Yield ``(version, event, leaf before, leaf after, removed, added, context size)``."""
     end = session.version if end is None else end
+    # Entry transforms (pi's context_edit rules, app transforms) may change earlier messages,
+    # so with any of them every step rebuilds the context instead of growing it.
+    incremental = not session.options.entry_transforms
     leaf: str | None = None
     messages: list[Any] = []
     for step in session.replay():
@@ -85,14 +91,16 @@ def steps(session: Any, start: int = 1, end: int | None = None) -> Any:
         before = leaf
         leaf = step.view.leaf_id
         if step.version == 1:
-            new: list[Any] = []
-        elif event.type not in _REBUILDS and event.parent_id == before:
-            new = messages + entry_to_messages(event, len(messages), [], session.options)
+            removed, added = 0, []
+        elif incremental and event.type not in _REBUILDS and event.parent_id == before:
+            # Appended at the leaf: the context grows by this entry's messages (no copy).
+            removed, added = 0, entry_to_messages(event, len(messages), [], session.options)
+            messages.extend(added)
         else:
             new = step.view.build_context().messages
-        keep = _common_prefix(messages, new)
-        removed, added = len(messages) - keep, new[keep:]
-        messages = new
+            keep = _common_prefix(messages, new)
+            removed, added = len(messages) - keep, new[keep:]
+            messages = new
         if step.version >= start:
             yield step.version, event, before, leaf, removed, added, len(messages)
 

@@ -17,9 +17,17 @@ class CliError(Exception):
     """A command-line failure that is not a ``SessionError`` (bad arguments, missing feature)."""
 
 
+class _Console(Console):
+    """rich's console, but a closed pipe (``| head``) ends the command quietly with status 0."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def stdout() -> Console:
     """The console for results. ``highlight=False``: session text is shown as written."""
-    return Console(highlight=False, soft_wrap=False)
+    return _Console(highlight=False, soft_wrap=False)
 
 
 def stderr() -> Console:

@@ -136,12 +136,12 @@ def tree_rows(roots: list[Node], codec: Any, *, window: int = 0) -> list[dict[st
                 "id": entry.id,
                 "type": entry.type,
                 "parent_id": entry.parent_id,
-                "shown_under": node.parent.entry.id if node.parent is not None else None,
+                "shown_under": node.parent.head.id if node.parent is not None else None,
                 "label": node.label,
                 "on_branch": node.on_branch,
                 "is_leaf": node.is_leaf,
-                "children": [c.entry.id for c in node.children],
-                "branch_depth": treeview.nesting(node),
+                "children": [c.head.id for c in node.children],
+                "branch_depth": node.branch_depth,
                 "entry": codec.unstructure_event(entry),
             }
         )

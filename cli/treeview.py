@@ -21,9 +21,14 @@ entries, ``all`` every entry of the tree."""
 
 @attrs.define(eq=False)
 class Node:
-    """A visible entry with its visible children (hidden entries skipped)."""
+    """A visible entry with its visible children (hidden entries skipped).
 
-    entry: Any
+    ``head`` has the entry's ``type``, ``id`` and ``parent_id`` only; ``entry`` decodes the
+    whole entry on first use, so a windowed view of a huge session decodes only its rows.
+    """
+
+    head: Any
+    reader: Any
     label: str | None
     on_branch: bool
     is_leaf: bool
@@ -31,68 +36,94 @@ class Node:
     children: list[Node] = attrs.field(factory=list)
     parent: Node | None = None
     subtree_size: int = 1
+    branch_depth: int = 0  # how many branch points lie above this node
+    _entry: Any = None
+
+    @property
+    def entry(self) -> Any:
+        if self._entry is None:
+            self._entry = self.reader.get_entry(self.head.id)
+        return self._entry
 
 
-def _is_role(entry: Any, role: str) -> bool:
-    return entry.type == "message" and getattr(entry.message, "role", None) == role
+def _role(reader: Any, head: Any) -> str | None:
+    if head.type != "message":
+        return None
+    return getattr(reader.get_entry(head.id).message, "role", None)
 
 
-def visible_predicate(mode: str, labels: dict[str, str]) -> Callable[[Any], bool]:
-    """Whether an entry shows under filter ``mode`` (one of :data:`FILTERS`)."""
+def visible_predicate(mode: str, labels: dict[str, str], reader: Any) -> Callable[[Any], bool]:
+    """Whether an entry (given by its head) shows under filter ``mode`` (one of :data:`FILTERS`)."""
     if mode == "all":
-        return lambda e: True
+        return lambda h: True
     if mode == "default":
-        return lambda e: e.type != "label"
+        return lambda h: h.type != "label"
     if mode == "no-tools":
-        return lambda e: e.type != "label" and not _is_role(e, "tool_result")
+        return lambda h: h.type != "label" and _role(reader, h) != "tool_result"
     if mode == "user":
-        return lambda e: _is_role(e, "user")
+        return lambda h: _role(reader, h) == "user"
     if mode == "labelled":
-        return lambda e: e.id in labels
+        return lambda h: h.id in labels
     raise ValueError(f"unknown filter {mode!r} (choose from {', '.join(FILTERS)})")
 
 
-def _roots(reader: Any, children: dict[str | None, list[str]]) -> list[str]:
+def _roots(heads: dict[str, Any], children: dict[str | None, list[str]]) -> list[str]:
     """Root ids: parent None, plus orphans whose parent is missing (pi lists them too)."""
     roots = list(children.get(None, ()))
     for parent, kids in children.items():
-        if parent is not None and not reader.has_entry(parent):
+        if parent is not None and parent not in heads:
             roots.extend(kids)
     return roots
+
+
+def _branch(heads: dict[str, Any], leaf_id: str | None) -> list[str]:
+    """Ids from the leaf back to its root, following parents (stops at a missing one)."""
+    out = []
+    current = leaf_id
+    while current is not None and current in heads:
+        out.append(current)
+        current = heads[current].parent_id
+    return out
 
 
 def build(reader: Any, mode: str = "default") -> list[Node]:
     """The visible forest of ``reader``'s session under filter ``mode``."""
     labels = reader.get_labels()
-    visible = visible_predicate(mode, labels)
+    visible = visible_predicate(mode, labels, reader)
     children: dict[str | None, list[str]] = reader.projection("tree")
-    branch = reader.get_branch()
-    on_branch = {e.id for e in branch}
-    leaf_id = branch[-1].id if branch else None
+    heads = {h.id: h for h in reader.iter_heads() if h.type != "leaf"}
+    leaf_id = reader.leaf_id
+    path = _branch(heads, leaf_id)
+    on_branch = set(path)
     out: list[Node] = []
-    last_visible_on_branch: Node | None = None
+    deepest: Node | None = None  # the last visible node on the current branch
     # Iterative depth-first walk: sessions can be far deeper than the recursion limit.
-    stack: list[tuple[str, Node | None]] = [(i, None) for i in reversed(_roots(reader, children))]
+    stack: list[tuple[str, Node | None]] = [(i, None) for i in reversed(_roots(heads, children))]
     while stack:
         entry_id, parent = stack.pop()
-        entry = reader.get_entry(entry_id)
+        head = heads[entry_id]
         target = parent
-        if visible(entry):
-            node = Node(entry, labels.get(entry_id), entry_id in on_branch, entry_id == leaf_id, parent=parent)
+        if visible(head):
+            node = Node(head, reader, labels.get(entry_id), entry_id in on_branch, entry_id == leaf_id, parent=parent)
             (parent.children if parent is not None else out).append(node)
             target = node
             if node.on_branch:
-                last_visible_on_branch = node
+                deepest = node
         for child in reversed(children.get(entry_id, ())):
             stack.append((child, target))
-    if leaf_id is not None and last_visible_on_branch is not None and not last_visible_on_branch.is_leaf:
-        last_visible_on_branch.hidden_leaf = branch[-1]
+    if leaf_id is not None and deepest is not None and not deepest.is_leaf:
+        deepest.hidden_leaf = reader.get_entry(leaf_id)
     _sizes(out)
     return out
 
 
 def _sizes(roots: list[Node]) -> None:
+    """Set each node's subtree size and branch depth (both in linear time)."""
     order = list(walk(roots))
+    for node in order:  # pre-order: a parent's depth is known before its children's
+        parent = node.parent
+        if parent is not None:
+            node.branch_depth = parent.branch_depth + (1 if len(parent.children) > 1 else 0)
     for node in reversed(order):
         node.subtree_size = 1 + sum(c.subtree_size for c in node.children)
 
@@ -104,17 +135,6 @@ def walk(roots: list[Node]) -> Any:
         node = stack.pop()
         yield node
         stack.extend(reversed(node.children))
-
-
-def nesting(node: Node) -> int:
-    """How many branch points lie above ``node`` (0 on the trunk)."""
-    depth = 0
-    parent = node.parent
-    while parent is not None:
-        if len(parent.children) > 1:
-            depth += 1
-        parent = parent.parent
-    return depth
 
 
 def window(roots: list[Node], size: int) -> tuple[list[Node], int, int]:

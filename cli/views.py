@@ -110,10 +110,14 @@ def context_heading(session_id: str, leaf: str | None, context: Any, tokens: int
     return out
 
 
-def context_view(session_id: str, leaf: str | None, context: Any, full: bool = False) -> Group:
+def context_view(session_id: str, leaf: str | None, context: Any, full: bool = False, last: int | None = None) -> Group:
     tokens = sum(DEFAULT_ESTIMATOR(m) for m in context.messages)
     parts: list[Any] = [context_heading(session_id, leaf, context, tokens)]
-    parts.extend(message_panel(i, m, full) for i, m in enumerate(context.messages, 1))
+    messages = context.messages
+    start = 0 if last is None else max(0, len(messages) - last)
+    if start:
+        parts.append(Text(f"… {start} earlier messages (raise --last to see)", "dim italic"))
+    parts.extend(message_panel(i, m, full) for i, m in enumerate(messages[start:], start + 1))
     return Group(*parts)
 
 

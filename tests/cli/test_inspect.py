@@ -89,3 +89,22 @@ def test_session_text_is_shown_as_written_not_as_markup(cli, tmp_path: Path) -> 
         session.append_message(UserMessage(content=[TextContent(text="use [bold]this[/bold] <b>")], timestamp=1))
     assert "use [bold]this[/bold] <b>" in cli("show", str(path)).stdout
     assert "use [bold]this[/bold] <b>" in cli("context", str(path)).stdout
+
+
+def test_show_limits_a_huge_tree_to_a_window_around_the_leaf_by_default(cli, cli_json, tmp_path: Path) -> None:
+    """Over 1000 rows, ``show`` prints the 1000 around the leaf and counts the rest; ``--window 0`` shows all."""
+    path = tmp_path / "long.jsonl"
+    with Session(JsonlSessionStorage.create(path, cwd="/x")) as session:
+        for i in range(1200):
+            session.append_message(UserMessage(content=f"turn {i}", timestamp=i))
+    out = cli("show", str(path)).stdout
+    assert "… 200 earlier rows" in out and "turn 1199" in out and "turn 199:" not in out
+    assert "turn 0" in cli("show", str(path), "--window", "0").stdout
+    assert len(cli_json("show", str(path))["rows"]) == 1200  # --json has every row unless --window
+
+
+def test_context_last_shows_the_tail_but_counts_everything(demo, cli) -> None:
+    """``context --last 2`` prints the last two messages and says how many came before."""
+    out = cli("context", "--last", "2").stdout
+    assert "17 messages" in out and "… 15 earlier messages" in out
+    assert "#16 custom" in out and "#17 assistant" in out and "#1 " not in out
