@@ -95,7 +95,7 @@ def _scan_objects(lines: Sequence[bytes], ctx: ScanContext) -> list[tuple[int, A
             if head.type == "custom" or head.type == "session" or not head.id:
                 raise LookupError
             out.append((index + 1, head))
-        except (LookupError, msgspec.DecodeError, UnicodeDecodeError):
+        except (LookupError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             try:
                 out.append((index + 1, orjson.loads(line)))
             except orjson.JSONDecodeError as exc:
@@ -131,7 +131,7 @@ def read_pi_entries(lines: Sequence[bytes], ctx: ScanContext, version: int) -> l
         parents: set[str] = set()
         markers: set[int] = set()
         for lineno, obj in objs:
-            if isinstance(obj, dict):
+            if not isinstance(obj, msgspec.Struct):  # a parsed line, of any JSON type
                 problem = envelope_problem(obj, PI_PARENT_KEY) or tree_problem(obj, PI_PARENT_KEY, ids)
                 if problem is not None:
                     raise corrupt(ctx.path, lineno, problem)

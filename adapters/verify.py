@@ -296,17 +296,31 @@ def _check_pi(path: Path, report: VerifyReport) -> None:
         storage.close()
 
 
+def _has_chain_key(line: bytes) -> bool:
+    """Does a line carry a top-level chain field at all (well formed or not)?"""
+    if b'"' + chain.CHAIN_KEY.encode() + b'"' not in line:
+        return False
+    try:
+        obj = _loads(line)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and chain.CHAIN_KEY in obj
+
+
 def _check_chain(lines: Sequence[bytes], report: VerifyReport, wanted: set[int]) -> None:
     """Walk the chain once; record problems, the head and the digests checkpoints ask for."""
     if chain.split(lines[0])[1] is None:
         later = next((n for n in range(2, len(lines) + 1) if chain.split(lines[n - 1])[1] is not None), None)
-        if later is None:
+        if later is not None:
+            report.problem(
+                1,
+                f"the header has no valid chain digest but line {later} has one: the header was "
+                "replaced, or its chain field removed or damaged",
+            )
+        elif _has_chain_key(lines[0]):
+            report.problem(1, f"the header's {chain.CHAIN_KEY!r} field is not a valid digest: it was damaged")
+        else:
             return  # an unchained log
-        report.problem(
-            1,
-            f"the header has no valid chain digest but line {later} has one: the header was "
-            "replaced, or its chain field removed or damaged",
-        )
     report.chained = True
     digests = report.digests
     previous: bytes | None = chain.GENESIS  # what the line before records (None: unknown)
