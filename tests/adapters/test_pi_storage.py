@@ -29,6 +29,9 @@ from sessiontree.domain.ids import counter_ids, fixed_clock
 
 SID = "01a22719-3541-759d-a745-5e5f131c9378"
 FIXTURE_NAMES = ("small", "compaction", "branches")
+# Every shared fixture with its golden (a placeholder when the folder is missing: the test
+# then fails in CI and is skipped elsewhere, through pi.fixtures_dir()).
+ALL_FIXTURES = sorted(p.stem for p in pi.FIXTURES.glob("*.jsonl")) or ["(no fixtures)"]
 
 
 def copy_fixture(name: str, tmp_path: Path) -> Path:
@@ -80,10 +83,11 @@ def assistant_msg(text: str, ts: int = 2) -> dict[str, Any]:
 # -- the shared fixtures ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", FIXTURE_NAMES)
+@pytest.mark.parametrize("name", ALL_FIXTURES)
 def test_fixtures_match_pis_goldens(name):
     """Each shared pi fixture opens as pi sees it: leaf, path, name, labels, tree and context."""
     folder = pi.fixtures_dir()
+    assert (folder / f"{name}.expected.json").is_file(), f"fixture {name} has no golden"
     session = Session(JsonlSessionStorage.open(folder / f"{name}.jsonl"))
     expected = json.loads((folder / f"{name}.expected.json").read_text())
     assert isinstance(session.storage, PiSessionStorage)
