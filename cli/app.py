@@ -150,6 +150,8 @@ def build_parser() -> Parser:
 
     p = ps["verify"]
     p.add_argument("paths", nargs="*", metavar="PATH", help="session files or directories (default: the repository)")
+    p.add_argument("--key", metavar="FILE", help="check signed checkpoints with this key (raw HMAC key bytes, or an Ed25519 PEM key)")
+    p.add_argument("--require-chain", action="store_true", help="an unchained log is an error, not a warning")
     return parser
 
 
