@@ -424,3 +424,20 @@ def test_pi_context_rules_apply_to_native_copies_when_asked(tmp_path):
     plain = Session(JsonlSessionStorage.open(tmp_path / "native.jsonl"))
     assert len(plain.build_context().messages) == 1
     assert plain.build_context(pi_context_options()).messages == []
+
+
+def test_a_torn_last_line_is_ignored_then_cut_before_our_append(tmp_path):
+    """A pi file cut short mid-line opens without it (with a warning); our append removes it first."""
+    from sessiontree.adapters.jsonl_file import TornLineWarning
+
+    path = copy_fixture("small", tmp_path)
+    intact = path.read_bytes()
+    path.write_bytes(intact + b'{"type":"message","id":"torn')
+    with pytest.warns(TornLineWarning):
+        session = open_pi(path)
+    assert len(session.get_entries()) == 13
+    with pytest.warns(TornLineWarning):
+        session.append_session_info("after the tear")
+    lines = path.read_bytes().splitlines()
+    assert path.read_bytes().startswith(intact) and len(lines) == 15
+    assert orjson.loads(lines[-1])["name"] == "after the tear"
