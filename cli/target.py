@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import import_module
 from typing import Any
+from urllib.parse import unquote
 
 from sessiontree.cli.output import CliError
 from sessiontree.domain.errors import SessionError
@@ -43,9 +44,24 @@ def local_directory(url: str) -> str | None:
     return url
 
 
+def sqlite_file(url: str) -> str | None:
+    """The database file of a ``sqlite:`` URL (SQLAlchemy style: ``sqlite:///rel.db``,
+    ``sqlite:////abs/file.db``, or ``sqlite:file.db``), else None."""
+    if not url.lower().startswith("sqlite:"):
+        return None
+    rest = url[len("sqlite:") :]
+    if rest.startswith("//"):
+        rest = rest[3:] if rest.startswith("///") else rest[2:]
+    return unquote(rest) or None
+
+
 def open_repository(option: str | None, *, create: bool = False) -> Any:
-    """The repository named by ``--repo`` (a missing local directory is an error unless ``create``)."""
+    """The repository named by ``--repo`` (a missing local directory or SQLite file is an
+    error unless ``create``: reading never makes a new, empty repository)."""
     url = repo_url(option)
+    database = sqlite_file(url)
+    if database is not None and not create and not os.path.isfile(database):
+        raise SessionError("not_found", f"no SQLite session database at {database} (run `sessiontree demo --repo {url}`)")
     directory = local_directory(url)
     if directory is not None and not os.path.isdir(directory):
         if os.path.exists(directory):

@@ -108,3 +108,19 @@ def test_context_last_shows_the_tail_but_counts_everything(demo, cli) -> None:
     out = cli("context", "--last", "2").stdout
     assert "17 messages" in out and "… 15 earlier messages" in out
     assert "#16 custom" in out and "#17 assistant" in out and "#1 " not in out
+
+
+def test_commands_work_on_a_sqlite_repository(cli, cli_json, tmp_path: Path) -> None:
+    """``--repo sqlite:///file.db`` is the same experience: demo, ls, context, verify."""
+    repo = "sqlite:///sessions.db"
+    report = cli_json("demo", "--repo", repo)
+    assert (tmp_path / "sessions.db").is_file()
+    assert [s["id"] for s in cli_json("ls", "--repo", repo)] == [report["session_id"]]
+    assert cli_json("context", "--repo", repo)["messages"][0]["role"] == "compaction_summary"
+    assert cli_json("verify", "--repo", repo)["ok"] is True
+
+
+def test_reading_a_missing_sqlite_repository_creates_nothing(cli, tmp_path: Path) -> None:
+    """A read command on a SQLite file that does not exist fails and leaves no empty database."""
+    assert "no SQLite session database" in cli("ls", "--repo", "sqlite:///absent.db", fails=True).stderr
+    assert not (tmp_path / "absent.db").exists()
