@@ -3,7 +3,7 @@
 Prints one JSON object. ``benchmarks/run.py`` starts one process per measurement and
 repetition, so no measurement sees another's warm caches or heap. Times are in
 milliseconds; ``rss_before`` is the resident set size just before the measured work and
-``maxrss`` the peak (``ru_maxrss``) at its end, both in bytes.
+``maxrss`` the peak (``VmHWM`` on Linux) at its end, both in bytes.
 
 Measures:
 
@@ -50,7 +50,18 @@ now = time.perf_counter
 
 
 def maxrss() -> int:
-    """Peak resident set size of this process so far, in bytes (Linux reports KiB)."""
+    """Peak resident set size of this program so far, in bytes.
+
+    On Linux this is ``VmHWM``: ``ru_maxrss`` would also count the parent's peak at the
+    fork that started this process (the kernel carries it across ``exec``).
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024
 

@@ -182,3 +182,36 @@ def prepare(data: Path, sizes: list[int], use_pi: bool, log: Any = print) -> dic
                 export_pi(native_file, pi_file)
         out[n] = {"pi": pi_file, "native": native_file}
     return out
+
+
+def write_list_sessions(directory: Path, count: int) -> None:
+    """``count`` small sessions (10 entries) in ``directory``, by helper ``bench_list.py``."""
+    import bench_list
+    from sessiontree import open_repo
+
+    shutil.rmtree(directory, ignore_errors=True)
+    repo = open_repo(directory)
+    try:
+        bench_list.write_sessions(repo, count, 10)
+    finally:
+        repo.close()
+
+
+def main(argv: list[str]) -> None:
+    """``bench_data.py files DIR N,N,... pi|no-pi`` or ``bench_data.py sessions DIR COUNT``
+    (run.py calls these in a child process, so its own memory stays small)."""
+    import sys
+
+    if argv[0] == "files":
+        prepare(Path(argv[1]), [int(n) for n in argv[2].split(",")], argv[3] == "pi",
+                log=lambda m: print(m, file=sys.stderr, flush=True))
+    elif argv[0] == "sessions":
+        write_list_sessions(Path(argv[1]), int(argv[2]))
+    else:
+        raise SystemExit(f"unknown command {argv[0]!r}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

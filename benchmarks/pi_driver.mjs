@@ -29,7 +29,15 @@ async function loadSessionManager() {
 	return { SessionManager: mod.SessionManager, version: pkg.version };
 }
 
-const maxRss = () => process.resourceUsage().maxRSS * 1024; // KiB -> bytes
+// Peak RSS in bytes: VmHWM on Linux (resourceUsage().maxRSS also counts the parent's peak at
+// the fork that started this process), maxRSS elsewhere.
+function maxRss() {
+	try {
+		const line = readFileSync("/proc/self/status", "utf8").split("\n").find((l) => l.startsWith("VmHWM:"));
+		if (line) return Number.parseInt(line.split(/\s+/)[1], 10) * 1024;
+	} catch {}
+	return process.resourceUsage().maxRSS * 1024;
+}
 
 function summary(samples) {
 	const s = [...samples].sort((a, b) => a - b);
