@@ -5,8 +5,8 @@ with camelCase keys (``parentId``, ``modelId``, ``toolCallId``), its own role an
 names (``toolResult``, ``toolCall``, ``mimeType``, ``thinkingSignature``), absent optional
 fields left out rather than written as ``null``, and its own key order. :class:`PiDialect`
 names things; :class:`PiCodec` is the shared :class:`~sessiontree.adapters.codec.Codec`
-with pi's rules for writing (which fields are left out, key order) and two pi-specific
-representations:
+with pi's rules for writing (which fields are left out; key order and number layout are
+``pi_wire.py``) and two pi-specific representations:
 
 * a ``leaf`` entry, which pi does not know, is written as a ``custom`` entry of type
   ``sessiontree/leaf`` whose ``parentId`` is the new leaf, so pi (which resumes at the
@@ -24,9 +24,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from sessiontree.adapters.codec import Codec, Dialect
+from sessiontree.adapters.pi_wire import PI_PARENT_KEY, dumps as pi_dumps, order_message, ordered_entry
 from sessiontree.domain import messages as m
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import (
@@ -39,7 +38,6 @@ from sessiontree.domain.events import (
 PI_VERSIONS = (1, 2, 3)
 LEAF_MARKER_TYPE = "sessiontree/leaf"
 NATIVE_PARENT_KEY = "parent_id"
-PI_PARENT_KEY = "parentId"
 
 _SPECIAL_NAMES = {
     (m.ThinkingContent, "signature"): "thinkingSignature",
@@ -72,38 +70,6 @@ class PiDialect(Dialect):
 
 PI = PiDialect()
 
-# -- pi's key order (what its own writer emits), wire names -------------------------------
-
-_BASE = ("type", "id", PI_PARENT_KEY, "timestamp")
-ENTRY_KEY_ORDER: dict[str, tuple[str, ...]] = {
-    "message": (*_BASE, "message"),
-    "thinking_level_change": (*_BASE, "thinkingLevel"),
-    "model_change": (*_BASE, "provider", "modelId"),
-    "active_tools_change": (*_BASE, "activeToolNames"),
-    "compaction": (*_BASE, "summary", "firstKeptEntryId", "tokensBefore", "details", "usage", "fromHook", "retainedTail"),
-    "branch_summary": (*_BASE, "fromId", "summary", "details", "usage", "fromHook"),
-    "custom": ("type", "customType", "data", "id", PI_PARENT_KEY, "timestamp"),
-    "custom_message": ("type", "customType", "content", "display", "details", "id", PI_PARENT_KEY, "timestamp"),
-    "label": (*_BASE, "targetId", "label"),
-    "session_info": (*_BASE, "name"),
-}
-MESSAGE_KEY_ORDER: dict[str, tuple[str, ...]] = {
-    "user": ("role", "content", "timestamp"),
-    "assistant": ("role", "content", "api", "provider", "model", "usage", "stopReason", "timestamp", "errorMessage"),
-    "toolResult": ("role", "toolCallId", "toolName", "content", "details", "isError", "timestamp"),
-    "custom": ("role", "customType", "content", "display", "details", "timestamp"),
-    "compactionSummary": ("role", "summary", "tokensBefore", "timestamp"),
-    "branchSummary": ("role", "summary", "fromId", "timestamp"),
-}
-BLOCK_KEY_ORDER: dict[str, tuple[str, ...]] = {
-    "text": ("type", "text"),
-    "image": ("type", "data", "mimeType"),
-    "thinking": ("type", "thinking", "thinkingSignature"),
-    "toolCall": ("type", "id", "name", "arguments"),
-}
-USAGE_KEY_ORDER = ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost")
-COST_KEY_ORDER = ("input", "output", "cacheRead", "cacheWrite", "total")
-
 # Optional entry fields pi leaves out when they have no value (JSON.stringify drops
 # ``undefined``). A line read from a pi file that had an explicit ``null`` keeps it.
 ENTRY_OMIT_NONE: dict[str, frozenset[str]] = {
@@ -117,89 +83,6 @@ ENTRY_OMIT_NONE: dict[str, frozenset[str]] = {
 
 # Fields without a default in the domain that pi leaves out to mean "none".
 _MAY_BE_ABSENT = {"label": "label", "session_info": "name"}
-
-
-def _ordered(data: Mapping[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
-    out = {key: data[key] for key in order if key in data}
-    if len(out) != len(data):
-        out.update((key, value) for key, value in data.items() if key not in out)
-    return out
-
-
-def _order_usage(usage: Any) -> Any:
-    if not isinstance(usage, dict):
-        return usage
-    out = _ordered(usage, USAGE_KEY_ORDER)
-    if isinstance(out.get("cost"), dict):
-        out["cost"] = _ordered(out["cost"], COST_KEY_ORDER)
-    return out
-
-
-def _order_blocks(content: Any) -> Any:
-    if not isinstance(content, list):
-        return content
-    return [
-        _ordered(block, BLOCK_KEY_ORDER[block["type"]])
-        if isinstance(block, dict) and block.get("type") in BLOCK_KEY_ORDER
-        else block
-        for block in content
-    ]
-
-
-def order_message(message: Any) -> Any:
-    """A pi message dict in pi's key order (unknown roles are left exactly as they are)."""
-    if not isinstance(message, dict) or message.get("role") not in MESSAGE_KEY_ORDER:
-        return message
-    out = _ordered(message, MESSAGE_KEY_ORDER[message["role"]])
-    if "content" in out:
-        out["content"] = _order_blocks(out["content"])
-    if "usage" in out:
-        out["usage"] = _order_usage(out["usage"])
-    return out
-
-
-def js_number(value: float) -> str:
-    """A float as JavaScript's ``JSON.stringify`` writes it (pi's writer).
-
-    Both use the shortest digits that read back exactly; they differ in layout: JavaScript
-    writes plain decimals from 1e-7 up to 1e21 and drops a ``.0`` (``0.00000375``,
-    ``123456789012345680000``, ``1``), where orjson switches to exponents sooner.
-    """
-    if value == 0 or value != value or value in (float("inf"), float("-inf")):
-        return "0" if value == 0 else "null"
-    text = repr(value)
-    sign = "-" if text.startswith("-") else ""
-    mantissa, _, exponent = text.lstrip("-").partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    digits = (whole + fraction).rstrip("0")
-    stripped = len(digits) - len(digits.lstrip("0"))
-    digits = digits.lstrip("0")
-    n = len(whole) + (int(exponent) if exponent else 0) - stripped  # value = 0.digits * 10**n
-    k = len(digits)
-    if k <= n <= 21:
-        out = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        out = f"{digits[:n]}.{digits[n:]}"
-    elif -6 < n <= 0:
-        out = "0." + "0" * -n + digits
-    else:
-        e = n - 1
-        out = (digits if k == 1 else f"{digits[0]}.{digits[1:]}") + ("e+" if e >= 0 else "e-") + str(abs(e))
-    return sign + out
-
-
-def _js_numbers(value: Any) -> Any:
-    kind = type(value)
-    if kind is float:
-        text = js_number(value)
-        # An integral float JavaScript writes as bare digits would read back as an int:
-        # leave it to orjson ("1.0"), which both languages read as the same number.
-        return orjson.Fragment(text.encode("ascii")) if "." in text or "e" in text else value
-    if kind is dict:
-        return {key: _js_numbers(item) for key, item in value.items()}
-    if kind is list:
-        return [_js_numbers(item) for item in value]
-    return value
 
 
 class PiExtra(m.Extra):
@@ -306,16 +189,7 @@ class PiCodec(Codec):
             for wire in omit:
                 if wire in out and out[wire] is None and wire not in nulls:
                     del out[wire]
-        out = _ordered(out, ENTRY_KEY_ORDER[kind]) if kind in ENTRY_KEY_ORDER else out
-        if "message" in out:
-            out["message"] = order_message(out["message"])
-        if isinstance(out.get("retainedTail"), list):
-            out["retainedTail"] = [order_message(msg) for msg in out["retainedTail"]]
-        if "usage" in out and kind in ("compaction", "branch_summary"):
-            out["usage"] = _order_usage(out["usage"])
-        if kind == "custom_message":
-            out["content"] = _order_blocks(out["content"])
-        return out
+        return ordered_entry(kind, out)
 
     def _leaf_marker(self, event: LeafMoved) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -361,10 +235,7 @@ class PiCodec(Codec):
         """One pi line (no newline): the reference encoder, which knows pi's rules, with
         numbers laid out as pi's JavaScript writer lays them out."""
         try:
-            data = self.unstructure_event(event)
-            line = orjson.dumps(data)
-            # orjson and JavaScript differ only where orjson writes an exponent.
-            return orjson.dumps(_js_numbers(data)) if b"e-" in line or b"e+" in line else line
+            return pi_dumps(self.unstructure_event(event))
         except TypeError as exc:
             raise SessionError(
                 "invalid_entry", f"entry {getattr(event, 'id', '?')!r} is not JSON-serialisable: {exc}"

@@ -25,7 +25,8 @@ from sessiontree import (
     Usage,
     UserMessage,
 )
-from sessiontree.adapters.pi import LEAF_MARKER_TYPE, PiCodec, camel, is_pi_header, js_number, pi_codec
+from sessiontree.adapters.pi import LEAF_MARKER_TYPE, PiCodec, camel, is_pi_header, pi_codec
+from sessiontree.adapters.pi_wire import js_number
 from sessiontree.domain import events as ev
 
 SID = "01a22719-3541-759d-a745-5e5f131c9378"

@@ -20,14 +20,13 @@ from sessiontree import (
     Session,
     SessionError,
     TextContent,
-    UnknownMessage,
     UserMessage,
 )
 from sessiontree.adapters.jsonl_repo import JsonlSessionRepo
 from sessiontree.adapters.pi_storage import PiSessionStorage
 from sessiontree.domain.ids import counter_ids, fixed_clock
 
-SID = "01a22719-3541-759d-a745-5e5f131c9378"
+SID = pi.SESSION_ID
 FIXTURE_NAMES = ("small", "compaction", "branches")
 # Every shared fixture with its golden (a placeholder when the folder is missing: the test
 # then fails in CI and is skipped elsewhere, through pi.fixtures_dir()).
@@ -44,40 +43,6 @@ def open_pi(path: Path, **kwargs: Any) -> Session:
     return Session(
         JsonlSessionStorage.open(path, **kwargs), clock=fixed_clock(kit.T0), id_generator=counter_ids("st", 8)
     )
-
-
-def write_lines(path: Path, objs: list[dict[str, Any]]) -> Path:
-    path.write_bytes(b"".join(orjson.dumps(o) + b"\n" for o in objs))
-    return path
-
-
-def header(version: int | None = 3, **more: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "session"}
-    if version is not None:
-        out["version"] = version
-    return {**out, "id": SID, "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w", **more}
-
-
-def node(entry_type: str, entry_id: str, parent: str | None, **fields: Any) -> dict[str, Any]:
-    return {"type": entry_type, "id": entry_id, "parentId": parent, "timestamp": "2026-01-01T00:00:01.000Z", **fields}
-
-
-def user_msg(text: str, ts: int = 1) -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ts}
-
-
-def assistant_msg(text: str, ts: int = 2) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "a",
-        "provider": "p",
-        "model": "m",
-        "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
-                  "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0, "cacheWrite": 0, "total": 0.3}},
-        "stopReason": "stop",
-        "timestamp": ts,
-    }
 
 
 # -- the shared fixtures ------------------------------------------------------------------
@@ -196,7 +161,7 @@ def test_a_marker_pi_appended_under_becomes_the_node_pi_sees(tmp_path):
     marker_id = session.get_entries()[-1].id
     expected = session.build_context().messages
     with path.open("ab") as f:  # what pi writes when it resumes at the marker
-        f.write(orjson.dumps(node("message", "p1c0ffee", marker_id, message=user_msg("from pi", 9))) + b"\n")
+        f.write(orjson.dumps(pi.pi_node("message", "p1c0ffee", marker_id, message=pi.user_msg("from pi", 9))) + b"\n")
     reopened = Session(JsonlSessionStorage.open(path))
     assert reopened.get_entry(marker_id).type == "custom"
     assert [e.id for e in reopened.get_branch()][-2:] == [marker_id, "p1c0ffee"]
@@ -208,7 +173,7 @@ def test_an_append_after_pi_appended_is_a_conflict(tmp_path):
     path = copy_fixture("small", tmp_path)
     session = open_pi(path)
     with path.open("ab") as f:
-        f.write(orjson.dumps(node("session_info", "p1c0ffee", session.leaf_id, name="pi")) + b"\n")
+        f.write(orjson.dumps(pi.pi_node("session_info", "p1c0ffee", session.leaf_id, name="pi")) + b"\n")
     before = path.read_bytes()
     with pytest.raises(SessionError) as caught:
         session.append_session_info("ours")
@@ -233,7 +198,7 @@ def test_create_makes_a_new_pi_file(tmp_path):
     path = tmp_path / "new.jsonl"
     session = Session(PiSessionStorage.create(path, cwd="/w", session_id=SID, timestamp="2026-01-01T00:00:00.000Z"))
     session.append_message(UserMessage(content="hi", timestamp=1))
-    assert orjson.loads(path.read_bytes().splitlines()[0]) == header()
+    assert orjson.loads(path.read_bytes().splitlines()[0]) == pi.pi_header()
     assert isinstance(JsonlSessionStorage.open(path), PiSessionStorage)
 
 
@@ -249,181 +214,6 @@ def test_random_work_on_a_pi_file_reopens_identically(tmp_path_factory, ops):
         strat.apply_operation(session, op)
     reopened = Session(JsonlSessionStorage.open(path))
     assert kit.snapshot(reopened) == kit.snapshot(session)
-
-
-# -- versions 1 and 2 ---------------------------------------------------------------------
-
-
-def v1_file(path: Path) -> Path:
-    return write_lines(
-        path,
-        [
-            header(None, branchedFrom="/old.jsonl"),
-            {"type": "message", "timestamp": "2025-12-01T00:00:01.000Z", "message": user_msg("one", 1)},
-            {"type": "message", "timestamp": "2025-12-01T00:00:02.000Z", "message": assistant_msg("two", 2)},
-            {"type": "message", "timestamp": "2025-12-01T00:00:03.000Z", "message": user_msg("three", 3)},
-            {"type": "message", "timestamp": "2025-12-01T00:00:04.000Z", "message": assistant_msg("four", 4)},
-            {"type": "compaction", "timestamp": "2025-12-01T00:00:05.000Z", "summary": "S", "firstKeptEntryIndex": 3, "tokensBefore": 9},
-            {"type": "message", "timestamp": "2025-12-01T00:00:06.000Z",
-             "message": {"role": "hookMessage", "customType": "h", "content": "hook", "display": True, "timestamp": 6}},
-        ],
-    )
-
-
-def test_version_1_is_migrated_in_memory_deterministically(tmp_path):
-    """A v1 file opens as one chain with ids derived from (session id, line), the same every time."""
-    path = v1_file(tmp_path / "v1.jsonl")
-    before = path.read_bytes()
-    first, second = Session(JsonlSessionStorage.open(path)), Session(JsonlSessionStorage.open(path))
-    ids = [e.id for e in first.get_entries()]
-    assert ids == [e.id for e in second.get_entries()]
-    assert all(len(i) == 8 for i in ids) and len(set(ids)) == 6
-    assert [e.parent_id for e in first.get_entries()] == [None, *ids[:-1]]
-    compaction = first.get_entries()[4]
-    assert compaction.first_kept_entry_id == ids[2]
-    roles = [m.role for m in first.build_context().messages]
-    assert roles == ["compaction_summary", "user", "assistant", "custom"]
-    assert first.header.version == 1 and first.header.extra == {"branchedFrom": "/old.jsonl"}
-    assert path.read_bytes() == before
-
-
-def test_version_1_ids_depend_on_the_session_id(tmp_path):
-    """Two v1 files that differ only in their session id get different entry ids."""
-    a = Session(JsonlSessionStorage.open(v1_file(tmp_path / "a.jsonl")))
-    other = tmp_path / "b.jsonl"
-    other.write_bytes(v1_file(tmp_path / "tmp.jsonl").read_bytes().replace(SID.encode(), b"other-session"))
-    b = Session(JsonlSessionStorage.open(other))
-    assert {e.id for e in a.get_entries()}.isdisjoint({e.id for e in b.get_entries()})
-
-
-def test_version_1_files_are_read_only(tmp_path):
-    """Appending to a v1 file is refused (pi would give every entry a new id) and writes nothing."""
-    path = v1_file(tmp_path / "v1.jsonl")
-    before = path.read_bytes()
-    session = Session(JsonlSessionStorage.open(path))
-    with pytest.raises(SessionError) as caught:
-        session.append_session_info("x")
-    assert caught.value.code == "storage" and "version 1" in caught.value.message
-    assert path.read_bytes() == before
-
-
-def test_version_2_renames_hook_messages_and_accepts_appends(tmp_path):
-    """A v2 file's hookMessage role reads as custom, and appends keep the file readable."""
-    path = write_lines(
-        tmp_path / "v2.jsonl",
-        [
-            header(2),
-            node("message", "a1", None, message=user_msg("hi")),
-            node("message", "a2", "a1", message={"role": "hookMessage", "customType": "h", "content": "x", "display": False, "timestamp": 3}),
-        ],
-    )
-    session = open_pi(path)
-    assert session.get_entry("a2").message.role == "custom"
-    assert path.read_bytes().count(b"hookMessage") == 1
-    session.append_message(UserMessage(content="more", timestamp=4))
-    reopened = Session(JsonlSessionStorage.open(path))
-    assert kit.snapshot(reopened) == kit.snapshot(session)
-
-
-# -- bad input ----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("lines", "code", "line"),
-    [
-        ([b'{"hello":"world"}'], "corrupt", 1),
-        ([b'{"kind":"header","version":4,"id":"x","createdAt":1,"cwd":"/"}'], "corrupt", 1),
-        ([b"not json at all"], "corrupt", 1),
-        ([orjson.dumps(header(7))], "unsupported_version", 1),
-        ([orjson.dumps(header()), orjson.dumps(node("message", "a1", "nope", message=user_msg("x")))], "corrupt", 2),
-        (
-            [orjson.dumps(header()), orjson.dumps(node("message", "a1", None, message=user_msg("x"))),
-             orjson.dumps(node("label", "a1", "a1", targetId="a1"))],
-            "corrupt",
-            3,
-        ),
-        ([orjson.dumps(header()), orjson.dumps({"type": "message", "id": "a1", "parent_id": None, "timestamp": "t"})], "corrupt", 2),
-        ([orjson.dumps(header()), b'{"type":"message",'], "corrupt", 2),
-    ],
-    ids=["neither-dialect", "pi-v4-log", "not-json", "unknown-version", "missing-parent", "duplicate-id", "snake-case-entry", "bad-json-line"],
-)
-def test_bad_files_raise_session_errors_naming_file_and_line(tmp_path, lines, code, line):
-    """Bad input is a SessionError with the file and line, and the file is not rewritten."""
-    path = tmp_path / "bad.jsonl"
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    before = path.read_bytes()
-    with pytest.raises(SessionError) as caught:
-        Session(JsonlSessionStorage.open(path))
-    assert (caught.value.code, caught.value.path, caught.value.line) == (code, str(path), line)
-    assert path.read_bytes() == before
-
-
-# -- pi 1.x context rules -------------------------------------------------------------------
-
-
-def test_context_edits_follow_pis_rules(tmp_path):
-    """The latest context_edit per target hides or replaces it, on the branch holding the edit."""
-    path = write_lines(
-        tmp_path / "edits.jsonl",
-        [
-            header(),
-            node("message", "u1", None, message=user_msg("question")),
-            node("message", "a1", "u1", message=assistant_msg("answer")),
-            node("context_edit", "e1", "a1", targetId="u1", replacement={"content": "first edit"}),
-            node("context_edit", "e2", "e1", targetId="u1", replacement={"content": [{"type": "text", "text": "second"}]}),
-            node("context_edit", "e3", "e2", targetId="a1", replacement={"content": "short"}),
-            node("message", "u2", "e3", message=user_msg("next")),
-            node("context_edit", "e4", "u2", targetId="u2", replacement=None),
-            node("context_edit", "x1", "a1", targetId="a1", replacement=None),
-        ],
-    )
-    session = Session(JsonlSessionStorage.open(path))
-    assert session.leaf_id == "x1"
-    # On x1's branch only x1 applies (it hides a1); e1-e4 sit on another branch.
-    assert [m.content for m in session.build_context().messages] == [(TextContent(text="question"),)]
-    edited = session.build_context(leaf_id="e4").messages
-    assert [(m.role, m.content) for m in edited] == [
-        ("user", (TextContent(text="second"),)),
-        ("assistant", (TextContent(text="short"),)),
-    ]
-
-
-def test_compaction_system_message_leads_and_kept_system_messages_drop(tmp_path):
-    """A compaction's systemMessage comes before its summary; system messages it keeps are dropped."""
-    system = {"role": "system", "content": "You are terse.", "timestamp": 5}
-    path = write_lines(
-        tmp_path / "system.jsonl",
-        [
-            header(),
-            node("message", "s1", None, message={"role": "system", "content": "You are kind.", "timestamp": 1}),
-            node("message", "u1", "s1", message=user_msg("q")),
-            node("message", "s2", "u1", message={"role": "system", "content": "old", "timestamp": 2}),
-            node("message", "a1", "s2", message=assistant_msg("a")),
-            node("compaction", "c1", "a1", summary="S", firstKeptEntryId="u1", tokensBefore=3, systemMessage=system),
-            node("usage", "g1", "c1", kind="cache_warm", provider="p", model="m", usage={"input": 1}),
-            node("message", "s3", "g1", message={"role": "system", "content": "new", "timestamp": 6}),
-        ],
-    )
-    session = Session(JsonlSessionStorage.open(path))
-    messages = session.build_context().messages
-    assert [m.role for m in messages] == ["system", "compaction_summary", "user", "assistant", "system"]
-    assert messages[0] == UnknownMessage(role="system", data=system)
-    assert session.get_session_stats().entries_by_type["usage"] == 1
-
-
-def test_pi_context_rules_apply_to_native_copies_when_asked(tmp_path):
-    """A native copy keeps context_edit entries verbatim; pi_context_options gives them pi's meaning."""
-    from sessiontree.adapters.pi_convert import import_pi
-    from sessiontree.adapters.pi_storage import pi_context_options
-
-    src = write_lines(
-        tmp_path / "edits.jsonl",
-        [header(), node("message", "u1", None, message=user_msg("q")), node("context_edit", "e1", "u1", targetId="u1", replacement=None)],
-    )
-    import_pi(src, tmp_path / "native.jsonl")
-    plain = Session(JsonlSessionStorage.open(tmp_path / "native.jsonl"))
-    assert len(plain.build_context().messages) == 1
-    assert plain.build_context(pi_context_options()).messages == []
 
 
 def test_a_torn_last_line_is_ignored_then_cut_before_our_append(tmp_path):

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from sessiontree.adapters.pi import pi_codec
@@ -151,6 +152,45 @@ def pi_view(session: Any) -> dict[str, Any]:
     }
 
 
+# -- hand-written pi lines ----------------------------------------------------------------
+
+SESSION_ID = "01a22719-3541-759d-a745-5e5f131c9378"
+
+
+def write_lines(path: Path, objs: list[dict[str, Any]]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(o) + b"\n" for o in objs))
+    return path
+
+
+def pi_header(version: int | None = 3, **more: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "session"}
+    if version is not None:
+        out["version"] = version
+    return {**out, "id": SESSION_ID, "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w", **more}
+
+
+def pi_node(entry_type: str, entry_id: str, parent: str | None, **fields: Any) -> dict[str, Any]:
+    return {"type": entry_type, "id": entry_id, "parentId": parent, "timestamp": "2026-01-01T00:00:01.000Z", **fields}
+
+
+def user_msg(text: str, ts: int = 1) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ts}
+
+
+def assistant_msg(text: str, ts: int = 2) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [{"type": "text", "text": text}],
+        "api": "a",
+        "provider": "p",
+        "model": "m",
+        "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
+                  "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0, "cacheWrite": 0, "total": 0.3}},
+        "stopReason": "stop",
+        "timestamp": ts,
+    }
+
+
 def expected_view(expected: dict[str, Any]) -> dict[str, Any]:
     """The same keys from pi's own report (``expected`` output or a golden file)."""
     return {key: expected[key] for key in VIEW_KEYS}
@@ -159,6 +199,8 @@ def expected_view(expected: dict[str, Any]) -> dict[str, Any]:
 __all__ = [
     "BUILDS",
     "FIXTURES",
+    "SESSION_ID",
+    "assistant_msg",
     "continue_in_pi",
     "expected_view",
     "fixtures_dir",
@@ -166,8 +208,12 @@ __all__ = [
     "in_ci",
     "peer",
     "peer_dir",
+    "pi_header",
     "pi_messages",
     "pi_model",
+    "pi_node",
     "pi_view",
     "require_peer",
+    "user_msg",
+    "write_lines",
 ]

@@ -1,0 +1,154 @@
+"""pi's wire layout: the key order of its writer and the way it writes numbers.
+
+pi writes each line with ``JSON.stringify``: keys in the order its code builds each object
+(which differs by entry type), and numbers as JavaScript lays them out. Readers do not
+care; matching both is what makes a line pi wrote come back byte for byte
+(``docs/pi.md``). Everything here works on plain wire dicts in pi's names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+PI_PARENT_KEY = "parentId"
+
+# -- pi's key order (what its own writer emits), in wire names --------------------------
+
+_BASE = ("type", "id", PI_PARENT_KEY, "timestamp")
+ENTRY_KEY_ORDER: dict[str, tuple[str, ...]] = {
+    "message": (*_BASE, "message"),
+    "thinking_level_change": (*_BASE, "thinkingLevel"),
+    "model_change": (*_BASE, "provider", "modelId"),
+    "active_tools_change": (*_BASE, "activeToolNames"),
+    "compaction": (*_BASE, "summary", "firstKeptEntryId", "tokensBefore", "details", "usage", "fromHook", "retainedTail"),
+    "branch_summary": (*_BASE, "fromId", "summary", "details", "usage", "fromHook"),
+    "custom": ("type", "customType", "data", "id", PI_PARENT_KEY, "timestamp"),
+    "custom_message": ("type", "customType", "content", "display", "details", "id", PI_PARENT_KEY, "timestamp"),
+    "label": (*_BASE, "targetId", "label"),
+    "session_info": (*_BASE, "name"),
+}
+MESSAGE_KEY_ORDER: dict[str, tuple[str, ...]] = {
+    "user": ("role", "content", "timestamp"),
+    "assistant": ("role", "content", "api", "provider", "model", "usage", "stopReason", "timestamp", "errorMessage"),
+    "toolResult": ("role", "toolCallId", "toolName", "content", "details", "isError", "timestamp"),
+    "custom": ("role", "customType", "content", "display", "details", "timestamp"),
+    "compactionSummary": ("role", "summary", "tokensBefore", "timestamp"),
+    "branchSummary": ("role", "summary", "fromId", "timestamp"),
+}
+BLOCK_KEY_ORDER: dict[str, tuple[str, ...]] = {
+    "text": ("type", "text"),
+    "image": ("type", "data", "mimeType"),
+    "thinking": ("type", "thinking", "thinkingSignature"),
+    "toolCall": ("type", "id", "name", "arguments"),
+}
+USAGE_KEY_ORDER = ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost")
+COST_KEY_ORDER = ("input", "output", "cacheRead", "cacheWrite", "total")
+
+def _ordered(data: Mapping[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    out = {key: data[key] for key in order if key in data}
+    if len(out) != len(data):
+        out.update((key, value) for key, value in data.items() if key not in out)
+    return out
+
+
+def _order_usage(usage: Any) -> Any:
+    if not isinstance(usage, dict):
+        return usage
+    out = _ordered(usage, USAGE_KEY_ORDER)
+    if isinstance(out.get("cost"), dict):
+        out["cost"] = _ordered(out["cost"], COST_KEY_ORDER)
+    return out
+
+
+def _order_blocks(content: Any) -> Any:
+    if not isinstance(content, list):
+        return content
+    return [
+        _ordered(block, BLOCK_KEY_ORDER[block["type"]])
+        if isinstance(block, dict) and block.get("type") in BLOCK_KEY_ORDER
+        else block
+        for block in content
+    ]
+
+
+def order_message(message: Any) -> Any:
+    """A pi message dict in pi's key order (unknown roles are left exactly as they are)."""
+    if not isinstance(message, dict) or message.get("role") not in MESSAGE_KEY_ORDER:
+        return message
+    out = _ordered(message, MESSAGE_KEY_ORDER[message["role"]])
+    if "content" in out:
+        out["content"] = _order_blocks(out["content"])
+    if "usage" in out:
+        out["usage"] = _order_usage(out["usage"])
+    return out
+
+
+def js_number(value: float) -> str:
+    """A float as JavaScript's ``JSON.stringify`` writes it (pi's writer).
+
+    Both use the shortest digits that read back exactly; they differ in layout: JavaScript
+    writes plain decimals from 1e-7 up to 1e21 and drops a ``.0`` (``0.00000375``,
+    ``123456789012345680000``, ``1``), where orjson switches to exponents sooner.
+    """
+    if value == 0 or value != value or value in (float("inf"), float("-inf")):
+        return "0" if value == 0 else "null"
+    text = repr(value)
+    sign = "-" if text.startswith("-") else ""
+    mantissa, _, exponent = text.lstrip("-").partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).rstrip("0")
+    stripped = len(digits) - len(digits.lstrip("0"))
+    digits = digits.lstrip("0")
+    n = len(whole) + (int(exponent) if exponent else 0) - stripped  # value = 0.digits * 10**n
+    k = len(digits)
+    if k <= n <= 21:
+        out = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        out = f"{digits[:n]}.{digits[n:]}"
+    elif -6 < n <= 0:
+        out = "0." + "0" * -n + digits
+    else:
+        e = n - 1
+        out = (digits if k == 1 else f"{digits[0]}.{digits[1:]}") + ("e+" if e >= 0 else "e-") + str(abs(e))
+    return sign + out
+
+
+def _js_numbers(value: Any) -> Any:
+    kind = type(value)
+    if kind is float:
+        text = js_number(value)
+        # An integral float JavaScript writes as bare digits would read back as an int:
+        # leave it to orjson ("1.0"), which both languages read as the same number.
+        return orjson.Fragment(text.encode("ascii")) if "." in text or "e" in text else value
+    if kind is dict:
+        return {key: _js_numbers(item) for key, item in value.items()}
+    if kind is list:
+        return [_js_numbers(item) for item in value]
+    return value
+
+
+def ordered_entry(kind: str, out: dict[str, Any]) -> dict[str, Any]:
+    """An entry's wire dict in pi's key order, its nested messages, blocks and usage too."""
+    out = _ordered(out, ENTRY_KEY_ORDER[kind]) if kind in ENTRY_KEY_ORDER else out
+    if "message" in out:
+        out["message"] = order_message(out["message"])
+    if isinstance(out.get("retainedTail"), list):
+        out["retainedTail"] = [order_message(msg) for msg in out["retainedTail"]]
+    if "usage" in out and kind in ("compaction", "branch_summary"):
+        out["usage"] = _order_usage(out["usage"])
+    if kind == "custom_message" and "content" in out:
+        out["content"] = _order_blocks(out["content"])
+    return out
+
+
+def dumps(data: Any) -> bytes:
+    """One line as pi's writer would lay it out (orjson, with JavaScript's number layout)."""
+    line = orjson.dumps(data)
+    # orjson and JavaScript differ only where orjson writes an exponent.
+    return orjson.dumps(_js_numbers(data)) if b"e-" in line or b"e+" in line else line
+
+
+__all__ = ["ENTRY_KEY_ORDER", "MESSAGE_KEY_ORDER", "dumps", "js_number", "order_message", "ordered_entry"]
