@@ -13,7 +13,7 @@ from typing import Any
 from rich.text import Text
 
 from sessiontree.cli.output import CliError, print_json, stdout
-from sessiontree.cli.target import feature, looks_like_path, open_file, open_repository, resolve_id, session_for
+from sessiontree.cli.target import feature, looks_like_path, open_file, open_repository, repo_url, resolve_id, session_for
 
 
 def _done(args: argparse.Namespace, payload: dict[str, Any], message: Text | str) -> int:
@@ -75,11 +75,9 @@ def cmd_fork(args: argparse.Namespace) -> int:
         with open_file(args.session) as session:
             sid = session.id
         repo = open_repository(os.path.dirname(os.path.abspath(args.session)))
-        url = os.path.dirname(args.session) or "."
     else:
         repo = open_repository(args.repo)
-        url = args.repo or "the repository"
-        sid = resolve_id(repo, args.session, url)
+        sid = resolve_id(repo, args.session, repo_url(args.repo))
     with repo:
         fork = repo.fork(sid, args.entry, position)
         try:

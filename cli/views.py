@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any
 
 from rich import box
@@ -208,7 +207,3 @@ def sessions_table(infos: list[Any], width: int) -> Table:
             card.append(info.cwd, "dim")
         table.add_row(card, end_section=True)
     return table
-
-
-def now_local() -> str:
-    return datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S")
