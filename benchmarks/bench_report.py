@@ -68,6 +68,8 @@ def size_rows(n: int, r: dict[str, Any]) -> list[Row]:
         pi, "<= 1x pi", _verdict(None if ratio is None else ratio <= 1.0, detail=f"{ratio or 0:.2f}x pi"))
     row("append p99 (flush), native file", "ms", _get(r, "append_native", "append", "p99"),
         _get(r, "floor_write_flush", "append", "p99"), "serialise+write", _get(r, "pi_append", "append", "p99"))
+    row("append mean (flush), native file", "ms", _get(r, "append_native", "append", "mean"),
+        _get(r, "floor_write_flush", "append", "mean"), "serialise+write", _get(r, "pi_append", "append", "mean"))
     ours = _get(r, "append_pi", "append", "p50")
     ratio = _ratio(ours, pi)
     row("append p50 (flush), pi file", "ms", ours, _get(r, "floor_write_flush", "append", "p50"), "serialise+write",

@@ -86,33 +86,36 @@ def breakdown(file: Path) -> dict[str, float]:
     from sessiontree.projections.context import DEFAULT_OPTIONS
 
     out: dict[str, float] = {}
+    in_gc: dict[str, float] = {}
     with GcClock() as gc_clock:
-        t = clock()
+        mark = [clock(), 0.0]
+
+        def step(name: str) -> None:
+            now, collected = clock(), sum(gc_clock.ms)
+            out[name] = (now - mark[0]) * 1000
+            in_gc[name] = collected - mark[1]
+            mark[0], mark[1] = clock(), collected
+
         storage = JsonlSessionStorage.open(file)
         header, entries = storage.load()
-        out["storage open + load (read, scan every line)"] = clock() - t
-        t = clock()
+        step("storage open + load (read, scan every line)")
         agg = SessionAggregate.replay(header, entries)
-        out["aggregate replay (index every entry)"] = clock() - t
+        step("aggregate replay (index every entry)")
         log, leaf, limit = agg.log, agg.leaf_id, len(agg.log)
-        t = clock()
         positions = path_to_root_or_compaction(log, leaf, limit)
-        out["path walk (leaf to compaction)"] = clock() - t
-        t = clock()
+        step("path walk (leaf to compaction)")
         path = log.get_many(positions)
-        out[f"decode the {len(path):,} path entries"] = clock() - t
-        t = clock()
+        step(f"decode the {len(path):,} path entries")
         context_state(log, leaf, limit)
-        out["context state (walk back for model/thinking/tools)"] = clock() - t
-        t = clock()
+        step("context state (walk back for model/thinking/tools)")
         kept = default_compaction_transform(path)
         messages: list[object] = []
         for index, entry in enumerate(kept):
             messages.extend(entry_to_messages(entry, index, kept, DEFAULT_OPTIONS))
-        out[f"compaction transform + {len(messages):,} messages"] = clock() - t
+        step(f"compaction transform + {len(messages):,} messages")
         storage.close()
-    result = {name: value * 1000 for name, value in out.items()}
-    result["total"] = sum(result.values())
+    result = {f"{name} [GC {in_gc[name]:.0f}]": value for name, value in out.items()}
+    result["total"] = sum(out.values())
     for generation in range(3):
         result[f"  of which cyclic GC, generation {generation} ({gc_clock.count[generation]} runs)"] = gc_clock.ms[generation]
     return result
@@ -166,9 +169,10 @@ def main() -> None:
             steps = breakdown(args.file)
         except Exception as exc:  # internals moved: say so rather than guess
             raise SystemExit(f"breakdown unavailable (the read path changed?): {exc!r}") from None
-        print(f"open+context of {args.file.name}, step by step (CPU ms, first open in this process):")
+        print(f"open+context of {args.file.name}, step by step (CPU ms, first open in this process;"
+              " [GC n]: ms of it in the cyclic garbage collector):")
         for name, value in steps.items():
-            print(f"  {name:55s} {value:10.1f}")
+            print(f"  {name:62s} {value:8.1f}")
         return
     if args.pyinstrument:
         from pyinstrument import Profiler

@@ -2,6 +2,7 @@
 
     python benchmarks/run.py [--sizes 1000,10000,100000] [--quick] [--repeat 3] [--no-pi]
                              [--data DIR] [--list-sessions 10000] [--json FILE]
+    python benchmarks/run.py --from-json FILE      (the table of a saved run)
 
 For every size N it measures open+context (native and pi files), the context after an
 append, appends (p50/p99, flush and fsync), time travel and peak RSS, each in a fresh
@@ -170,6 +171,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, help="keep the generated files here and reuse them next time")
     parser.add_argument("--list-sessions", type=int, help="sessions for list() (default 10000, 1000 with --quick; 0: skip)")
     parser.add_argument("--json", type=Path, help="also write every raw median here")
+    parser.add_argument("--from-json", type=Path, help="measure nothing: print the table of a saved --json file")
     args = parser.parse_args(argv)
     args.sizes = [1000, 10000] if args.quick else [int(s) for s in args.sizes.split(",") if s.strip()]
     if args.list_sessions is None:
@@ -177,8 +179,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def table(results: dict[int, dict[str, Any]], listing: dict[str, Any] | None) -> str:
+    rows = [row for n in sorted(results) for row in bench_report.size_rows(n, results[n])]
+    rows += bench_report.growth_rows(results) + bench_report.list_rows(listing)
+    return bench_report.render(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        print(table({int(n): r for n, r in saved["results"].items()}, saved.get("list")))
+        return 0
     why_not = "--no-pi" if args.no_pi else bench_data.pi_available()
     pi_home = None if why_not else bench_data.pi_peer_home()
     if why_not and not args.no_pi:
@@ -202,15 +214,13 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    rows = [row for n in args.sizes for row in bench_report.size_rows(n, results[n])]
-    rows += bench_report.growth_rows(results) + bench_report.list_rows(listing)
     print(f"machine: {info['cpus']} CPUs ({info['cpu']}), {info['memory']} RAM, {info['os']}")
     print(f"python {info['python']}, node {info['node']}, pi {info['pi']}; "
           f"median of {args.repeat} fresh-process runs; {time.perf_counter() - started:.0f} s in all")
     print(f"sessiontree {info['commit']}; load average before the run {info['load']}, after "
           + " ".join(f"{x:.1f}" for x in os.getloadavg()))
     print()
-    print(bench_report.render(rows))
+    print(table(results, listing))
     if args.json:
         args.json.write_text(json.dumps({"machine": info, "results": results, "list": listing}, indent=2))
     return 0
