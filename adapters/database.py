@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import gc
 import os
+import random
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,7 @@ from sessiontree.domain.events import SessionStarted
 from sessiontree.domain.ids import now_iso
 
 APP_NAME = "sessiontree"
+_OPEN_TRIES = 5
 BATCH = 1000
 _VIEWS: dict[str, Any] = {
     "eventsourcing.popo": lambda: POPOSessionIndexView,
@@ -95,12 +98,19 @@ class DatabaseSessionRepo(SessionRepo):
         super().__init__(**kwargs)
         self.url = url
         self.env = _explicit({"ORIGINATOR_ID_TYPE": "text", **settings})
-        try:
-            self.app = SessionLog(env=self.env)
-        except (PersistenceError, OSError, EventSourcingError) as exc:
-            gc.collect()  # close the half-built connection pool now, not at interpreter exit
-            detail = " ".join(str(exc).split())
-            raise SessionError("storage", f"cannot open the session database {url}: {detail}") from exc
+        for attempt in range(_OPEN_TRIES):
+            try:
+                self.app = SessionLog(env=self.env)
+                break
+            except (PersistenceError, OSError, EventSourcingError) as exc:
+                gc.collect()  # close the half-built connection pool now, not at interpreter exit
+                detail = " ".join(str(exc).split())
+                # eventsourcing re-creates its PostgreSQL function on every start; processes
+                # starting together can collide ("tuple concurrently updated"): try again.
+                if "concurrently updated" in detail and attempt + 1 < _OPEN_TRIES:
+                    time.sleep(0.05 * (attempt + 1) * (1 + random.random()))
+                    continue
+                raise SessionError("storage", f"cannot open the session database {url}: {detail}") from exc
         self.recorder = self.app.recorder
         self.module = type(self.app.factory).__module__
         view_class = _VIEWS.get(self.module)

@@ -229,3 +229,22 @@ def test_copies_of_a_session_have_the_same_bytes(tmp_path_factory: Any, ops: lis
     decoded = [codec.decode_line(chain.strip(line), kit.SESSION_ID, n) for n, line in enumerate(lines, 1)]
     assert [codec.encode_event(e) for e in decoded] == [chain.strip(line) for line in lines]
     assert chain.seal_lines([chain.strip(line) for line in lines]) == lines
+
+
+def test_saving_lines_that_are_already_stored_is_not_a_conflict(tmp_path: Path) -> None:
+    """A database insert retried after its commit landed (the same bytes at the same versions)
+    succeeds without a duplicate; different lines at a taken version are still a conflict."""
+    repo = open_repo(f"sqlite:///{tmp_path / 's.db'}")
+    session = repo.create(cwd="/p")
+    session.append_message(kit.user("one"))
+    storage = session.storage
+    entry = session.get_entries()[-1]
+    storage.chain_head.set(1, chain.recorded(storage.recorder.select_events(session.id)[0].state))  # type: ignore[attr-defined]
+    storage.save([entry])  # exactly what is stored at version 2: no error, nothing added
+    assert len(storage.recorder.select_events(session.id)) == 2  # type: ignore[attr-defined]
+    import attrs
+
+    with pytest.raises(SessionError) as caught:
+        storage.save([attrs.evolve(entry, id="other001")])
+    assert caught.value.code == "conflict"
+    repo.close()

@@ -126,3 +126,28 @@ def test_writers_on_different_postgres_sessions() -> None:
         scenario("postgresql, a session each", pg.url(schema), shared=False)
 
 
+
+
+@pytest.mark.postgres
+def test_processes_opening_one_postgres_repository_together() -> None:
+    """Eight processes opening one PostgreSQL repository at once all succeed (eventsourcing
+    re-creates its insert function on every start; colliding starts are retried)."""
+    import sessiontree_pg as pg
+
+    failures = 0
+    for _ in range(3):
+        with pg.temp_schema("open") as schema:
+            open_repo(pg.url(schema)).close()
+
+            def work(ack: int) -> None:
+                open_repo(pg.url(schema)).close()
+                os.write(ack, b"opened\n")
+
+            children = [faults.fork(work) for _ in range(8)]
+            for pid, read_fd in children:
+                lines = faults.drain(read_fd)
+                faults.wait_ok(pid, lines)
+                failures += lines != ["opened"]
+    assert failures == 0
+    faults.record("concurrency", case="postgresql, 8 processes opening one repository (x3)", processes=8,
+                  appends_each=0, acknowledged=24, conflicts_reported=0, lost=0, duplicates=0)
