@@ -75,8 +75,8 @@ def seal(canonical: bytes, previous: bytes) -> tuple[bytes, bytes]:
     """
     if len(canonical) < 3 or not canonical.endswith(b"}"):
         raise ValueError(f"cannot chain {canonical[:40]!r}: not a non-empty JSON object")
-    digest = link(previous, canonical)
-    return b"".join((canonical[:-1], _HEAD, digest.hex().encode("ascii"), _TAIL)), digest
+    digest = _sha256(previous + canonical).digest()
+    return canonical[:-1] + (_HEAD + digest.hex().encode("ascii") + _TAIL), digest
 
 
 def seal_lines(lines: list[bytes]) -> list[bytes]:

@@ -85,6 +85,17 @@ class SessionMapper(Mapper[str]):
             state=self.codec.encode_event(domain_event),
         )
 
+    def to_sealed_stored_event(self, domain_event: Any, previous: bytes) -> tuple[StoredEvent, bytes]:
+        """The stored event with its line sealed into the hash chain after ``previous``."""
+        state, digest = chain.seal(self.codec.encode_event(domain_event), previous)
+        stored = StoredEvent(
+            originator_id=domain_event.originator_id,
+            originator_version=domain_event.originator_version,
+            topic=TOPIC_PREFIX + domain_event.type,
+            state=state,
+        )
+        return stored, digest
+
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         return self.codec.decode_line(
             chain.strip(stored_event.state), str(stored_event.originator_id), stored_event.originator_version
@@ -137,20 +148,19 @@ class RecorderSessionStorage(SessionStorage):
     def to_stored_events(self, events: Sequence[Any]) -> tuple[list[StoredEvent], bytes | None]:
         """The stored events for ``events`` (sealed into the chain if the log is chained),
         and the digest of the last one; call :meth:`saved` once they are recorded."""
-        stored = [self.mapper.to_stored_event(e) for e in events]
         digest = self._previous_digest(events[0].originator_version)
         if digest is None:
-            return stored, None
+            return [self.mapper.to_stored_event(e) for e in events], None
         out = []
-        for event, item in zip(events, stored):
+        for event in events:
             if chain.reserved_by(event):
                 raise SessionError(
                     "invalid_entry",
                     f"entry {getattr(event, 'id', event.originator_id)!r} of session {self._session_id} has a "
                     f"field named {chain.CHAIN_KEY!r}, which the tamper-evidence chain reserves",
                 )
-            state, digest = chain.seal(item.state, digest)
-            out.append(StoredEvent(item.originator_id, item.originator_version, item.topic, state))
+            item, digest = self.mapper.to_sealed_stored_event(event, digest)
+            out.append(item)
         return out, digest
 
     def saved(self, events: Sequence[Any], digest: bytes | None) -> None:
