@@ -608,8 +608,9 @@ class Session(SessionReader):
 
     def _cached_context(self, merged: SessionContextBuildOptions, cacheable: bool) -> _ContextCache:
         # Transforms and projectors see the whole entry list (a projector may look past its
-        # own entry), so an incrementally extended cache could differ: build afresh.
-        if not cacheable or merged.entry_transforms or merged.entry_projectors:
+        # own entry), so an incrementally extended cache could differ: build afresh, unless
+        # every transform declares it can be extended (``SessionContextBuildOptions.extends_with``).
+        if not cacheable or not merged.cacheable:
             return self._context_parts(self.leaf_id, merged)
         cache = self._context
         if cache is None or cache.leaf_id != self.leaf_id:
@@ -623,7 +624,7 @@ class Session(SessionReader):
         kind = entry.type
         if kind == "leaf":
             return  # the cache is keyed by leaf; a later lookup rebuilds if it moved
-        if entry.parent_id != cache.leaf_id or kind == "compaction":
+        if entry.parent_id != cache.leaf_id or kind == "compaction" or not self._options.extends_with(entry):
             self._context = None
             return
         index = len(cache.entries)

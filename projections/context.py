@@ -61,6 +61,28 @@ class SessionContextBuildOptions:
     def is_default(self) -> bool:
         return not self.entry_transforms and not self.entry_projectors
 
+    def extends_with(self, entry: Any) -> bool:
+        """Can a context built with these options take ``entry`` by appending it?
+
+        True when there are no projectors (they may look at any entry of the list) and every
+        transform declares ``incremental(entry)`` true: appending ``entry`` leaves the
+        transform's earlier output unchanged and passes the entry through as it is.
+        """
+        if self.entry_projectors:
+            return False
+        for transform in self.entry_transforms:
+            incremental = getattr(transform, "incremental", None)
+            if incremental is None or not incremental(entry):
+                return False
+        return True
+
+    @property
+    def cacheable(self) -> bool:
+        """Can a context built with these options be kept and extended on append at all?"""
+        return not self.entry_projectors and all(
+            getattr(t, "incremental", None) is not None for t in self.entry_transforms
+        )
+
 
 DEFAULT_OPTIONS = SessionContextBuildOptions()
 

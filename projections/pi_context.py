@@ -115,6 +115,10 @@ def pi_entry_transform(decode_content: Decoder, decode_message: Decoder) -> Call
         return apply_context_edits(apply_compaction_system_message(entries, decode_message), decode_content)
 
     transform.__name__ = "pi_context_rules"
+    # Appending an entry that is not a context edit leaves the earlier output as it was and
+    # passes the entry through (edits only target entries already there; a new entry comes
+    # after any compaction), so a session may extend its cached context instead of rebuilding.
+    transform.incremental = lambda entry: entry.type != "context_edit"  # type: ignore[attr-defined]
     return transform
 
 
