@@ -23,7 +23,7 @@ KILLS = 20
 
 def keep_appending(open_session: Callable[[], Any], seed: int) -> Callable[[int], None]:
     """Append until killed, acknowledging each append after it returns. About one entry in
-    thirty is 100 kB (a kill can land inside its write); one save in nine writes two lines."""
+    thirty is 400 kB (a kill can land inside its write); one save in nine writes two lines."""
 
     def work(ack: int) -> None:
         rng = random.Random(seed)
@@ -32,7 +32,7 @@ def keep_appending(open_session: Callable[[], Any], seed: int) -> Callable[[int]
         count = 0
         while True:
             count += 1
-            size = 100_000 if rng.random() < 0.03 else rng.randrange(10, 2000)
+            size = 400_000 if rng.random() < 0.03 else rng.randrange(10, 2000)
             if count % 9 == 0 and session.leaf_id is not None:
                 entry_id = session.move_to(session.leaf_id, {"summary": "s" * size})  # leaf + summary
             else:
