@@ -36,13 +36,13 @@ from sessiontree.adapters.jsonl_scan import (
     corrupt,
     envelope_decoder,
     envelope_problem,
-    gc_paused,
     tree_problem,
 )
 from sessiontree.adapters.pi import PI_PARENT_KEY, PiCodec, pi_codec
 from sessiontree.adapters.pi_migrate import CURRENT, migrate
 from sessiontree.adapters.storage import SessionMapper
 from sessiontree.domain.errors import SessionError
+from sessiontree.domain.gcpause import building_many
 from sessiontree.domain.events import ContextCompacted, SessionStarted
 from sessiontree.projections.context import SessionContextBuildOptions
 from sessiontree.projections.pi_context import pi_entry_transform
@@ -116,7 +116,7 @@ def read_pi_entries(lines: Sequence[bytes], ctx: ScanContext, version: int) -> l
     and decoded now. Line ``k`` is version ``k`` of the session.
     """
     lazy = version >= CURRENT
-    with gc_paused():
+    with building_many():
         if lazy:
             objs = _scan_objects(lines, ctx)
         else:

@@ -9,11 +9,11 @@ never depends on this: every public accessor returns decoded entries.
 from __future__ import annotations
 
 from bisect import bisect_left
-import gc
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from sessiontree.domain.events import Entry
+from sessiontree.domain.gcpause import building_many
 
 
 @runtime_checkable
@@ -103,17 +103,12 @@ class EntryLog:
         """
         items = self._items
         out: list[Entry] = []
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with building_many():
             for pos in positions:
                 item = items[pos]
                 if not isinstance(item, Entry):
                     item = items[pos] = item.load()
                 out.append(item)
-        finally:
-            if was_enabled:
-                gc.enable()
         return out
 
     def iter_entries(self, limit: int | None = None) -> Iterator[Entry]:
