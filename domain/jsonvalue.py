@@ -9,10 +9,8 @@ refused with ``invalid_entry`` instead of being changed or dropped on the way to
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
-
-import attrs
 
 from sessiontree.domain.errors import SessionError
 
@@ -50,19 +48,68 @@ def _refuse(where: str, value: Any, why: str) -> SessionError:
 
 
 def check_message_values(where: str, message: Any) -> None:
-    """Check every free-form value inside a message (details, tool arguments, unknown fields)."""
-    for name, value in _free_values(message):
-        json_value(f"{where} {name}", value)
+    """Check every free-form value inside a message (details, tool arguments, unknown fields).
+
+    A direct walk over the message classes (this runs on every append): the same rules as
+    :func:`json_value`, checking in place without building copies.
+    """
+    _check_obj(where, message)
+    content = getattr(message, "content", None)
+    if type(content) is tuple:
+        for block in content:
+            _check_obj(where, block)
+    usage = getattr(message, "usage", None)
+    if usage is not None:
+        _check_obj(where, usage)
+        _check_obj(where, usage.cost)
 
 
-def _free_values(obj: Any) -> Iterator[tuple[str, Any]]:
-    if not attrs.has(type(obj)):
+def _check_obj(where: str, obj: Any) -> None:
+    """Check the free-form fields of one message, block, usage or cost object."""
+    extra = getattr(obj, "extra", None)
+    if extra:
+        _check(f"{where} extra", extra, 0)
+    for name in _FREE_FIELDS.get(type(obj).__name__, ()):
+        value = getattr(obj, name)
+        if value is not None and type(value) not in _ATOMS:
+            _check(f"{where} {name}", value, 0)
+
+
+_ATOMS = (str, int, bool)
+# Fields of the message classes (domain/messages.py) that hold free-form JSON values.
+_FREE_FIELDS = {
+    "ToolCall": ("arguments",),
+    "ToolResultMessage": ("details",),
+    "CustomMessage": ("details",),
+    "UnknownMessage": ("data",),
+    "UnknownContent": ("data",),
+}
+
+
+def _check(where: str, value: Any, depth: int) -> None:
+    """Like :func:`_copy` but only checks (the value is already the one to record)."""
+    t = type(value)
+    if value is None or t is str or t is bool or t is int:
         return
-    for field in attrs.fields(type(obj)):
-        value = getattr(obj, field.name)
-        if field.name in ("extra", "details", "arguments", "data"):
-            yield field.name, value
-        elif field.name in ("content", "usage", "cost"):
-            items = value if isinstance(value, tuple) else (value,)
-            for item in items:
-                yield from _free_values(item)
+    if t is float:
+        if not math.isfinite(value):
+            raise _refuse(where, value, "JSON has no NaN or infinity")
+        return
+    if depth >= MAX_DEPTH:
+        raise _refuse(where, value, f"nested deeper than {MAX_DEPTH} levels")
+    if t is dict or (t is not list and t is not tuple and isinstance(value, Mapping)):
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _refuse(where, key, "JSON object keys are strings")
+            if item is not None and type(item) not in _ATOMS:
+                _check(where, item, depth + 1)
+        return
+    if t is list or t is tuple:
+        for item in value:
+            if item is not None and type(item) not in _ATOMS:
+                _check(where, item, depth + 1)
+        return
+    if isinstance(value, (str, int, float)):  # subclasses (an IntEnum, a str subclass)
+        _copy(where, value, depth)
+        return
+    raise _refuse(where, value, "not a JSON value")
