@@ -304,7 +304,8 @@ class Codec:
         """One JSON line (no newline) for an event (the generated fast path for entries)."""
         if isinstance(event, SessionStarted):
             return self.reference_encode(event)
-        return self.fast.encode_entry(event)
+        fast = self.__dict__.get("_fast") or self.fast
+        return fast.encode_entry(event)  # type: ignore[no-any-return]
 
     def decode(self, data: Any, session_id: str, version: int) -> Any:
         """An event from a parsed JSON object: the header at version 1, else an entry.

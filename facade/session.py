@@ -637,7 +637,9 @@ class Session(SessionReader):
             state = attrs.evolve(state, model={"provider": entry.provider, "model_id": entry.model_id})  # type: ignore[attr-defined]
         elif kind == "message" and isinstance(entry.message, AssistantMessage):  # type: ignore[attr-defined]
             message = entry.message  # type: ignore[attr-defined]
-            state = attrs.evolve(state, model={"provider": message.provider, "model_id": message.model})
+            model = state.model
+            if model is None or model["provider"] != message.provider or model["model_id"] != message.model:
+                state = attrs.evolve(state, model={"provider": message.provider, "model_id": message.model})
         elif kind == "active_tools_change":
             state = attrs.evolve(state, active_tool_names=tuple(entry.active_tool_names))  # type: ignore[attr-defined]
         cache.state = state
