@@ -31,6 +31,7 @@ import attrs
 import orjson
 
 from sessiontree.adapters import chain
+from sessiontree.adapters.chain_check import check_chain
 from sessiontree.adapters.codec import MAX_LINE_BYTES, Codec, native_codec
 from sessiontree.adapters.jsonl_file import is_whole_line
 from sessiontree.adapters.jsonl_scan import envelope_problem, read_header, tree_problem
@@ -296,69 +297,14 @@ def _check_pi(path: Path, report: VerifyReport) -> None:
         storage.close()
 
 
-def _has_chain_key(line: bytes) -> bool:
-    """Does a line carry a top-level chain field at all (well formed or not)?"""
-    if b'"' + chain.CHAIN_KEY.encode() + b'"' not in line:
-        return False
-    try:
-        obj = _loads(line)
-    except ValueError:
-        return False
-    return isinstance(obj, dict) and chain.CHAIN_KEY in obj
-
-
 def _check_chain(lines: Sequence[bytes], report: VerifyReport, wanted: set[int]) -> None:
-    """Walk the chain once; record problems, the head and the digests checkpoints ask for."""
-    if chain.split(lines[0])[1] is None:
-        later = next((n for n in range(2, len(lines) + 1) if chain.split(lines[n - 1])[1] is not None), None)
-        if later is not None:
-            report.problem(
-                1,
-                f"the header has no valid chain digest but line {later} has one: the header was "
-                "replaced, or its chain field removed or damaged",
-            )
-        elif _has_chain_key(lines[0]):
-            report.problem(1, f"the header's {chain.CHAIN_KEY!r} field is not a valid digest: it was damaged")
-        else:
-            return  # an unchained log
-    report.chained = True
-    digests = report.digests
-    previous: bytes | None = chain.GENESIS  # what the line before records (None: unknown)
-    before_previous: bytes | None = None
-    true = chain.GENESIS  # the digest of the log as it is, from the header on
-    for lineno, line in enumerate(lines, 1):
-        canonical, recorded_hex = chain.split(line)
-        true = chain.link(true, canonical)
-        if lineno in wanted:
-            digests[lineno] = true
-        if recorded_hex is None:
-            if lineno == 1:
-                previous = None
-            else:
-                report.problem(
-                    lineno,
-                    "no valid chain digest in a chained log (the last field must be \"chain\" with 64 "
-                    "lowercase hex digits): the line was inserted or rewritten by a writer that does "
-                    "not chain, or its digest was removed or damaged",
-                )
-            continue  # the next line must chain to the line before this one
-        recorded = bytes.fromhex(recorded_hex.decode("ascii"))
-        if previous is not None and chain.link(previous, canonical) != recorded:
-            if before_previous is not None and chain.link(before_previous, canonical) == recorded:
-                message = (
-                    f"does not chain to line {lineno - 1}, but to the line before it: line "
-                    f"{lineno - 1} was inserted"
-                )
-            elif lineno == 1:
-                message = "the header does not match its chain digest: the header was changed"
-            else:
-                message = (
-                    "does not match its chain digest: this line was changed, or a line before it "
-                    "was removed, inserted or moved"
-                )
-            report.problem(lineno, message)
-        before_previous, previous = previous, recorded
-    report.head = true.hex()
+    found = check_chain(lines, wanted)
+    report.chained = report.chained or found.chained
+    for line, message in found.problems:
+        report.problem(line, message)
+    report.digests.update(found.digests)
+    if found.head is not None:
+        report.head = found.head.hex()
 
 
 __all__ = ["Problem", "VerifyReport", "verify"]
