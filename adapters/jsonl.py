@@ -183,15 +183,20 @@ class JsonlSessionStorage(RecorderSessionStorage):
 
     def _read_lines(self, lines: int | None = None, *, strict: bool = True) -> tuple[list[bytes], bytes]:
         try:
-            data = self._file.read(0, lines=lines)
+            if lines is None:
+                parts, tail, size = self._file.read_split(0)
+            else:
+                data = self._file.read(0, lines=lines)
+                parts = data.split(b"\n")
+                tail = parts.pop()
+                size = len(data)
+                del data
         except OSError as exc:
             raise SessionError("storage", f"cannot read the file: {exc.strerror or exc}", path=str(self.path)) from exc
-        parts = data.split(b"\n")
-        tail = parts.pop()
-        if strict and len(data) > codec_module.MAX_LINE_BYTES:  # only then can a line be too long
+        if strict and size > codec_module.MAX_LINE_BYTES:  # only then can a line be too long
             self._check_lengths(parts)
         if lines is None:
-            self._file.observe(0, data, count=len(parts))
+            self._file.observe_lines(0, size, len(parts), tail)
         if tail and is_whole_line(tail):
             parts.append(tail)
             tail = b""

@@ -132,18 +132,43 @@ class LineFile:
         append. Otherwise it is torn and kept aside.
         """
         cut = data.rfind(b"\n") + 1
-        tail = data[cut:]
         n = data.count(b"\n", 0, cut) if count is None else count
-        self.count = n if start == 0 else self.count + n
+        self.observe_lines(start, len(data), n, data[cut:])
+
+    def observe_lines(self, start: int, size: int, count: int, tail: bytes) -> None:
+        """:meth:`observe` from what a split read found: ``size`` bytes from ``start``,
+        ``count`` newline-terminated lines, then ``tail`` (bytes after the last newline)."""
+        self.count = count if start == 0 else self.count + count
         if tail and is_whole_line(tail):
             self.count += 1
-            self.size = start + len(data)
+            self.size = start + size
             self.torn = b""
             self.needs_newline = True
         else:
-            self.size = start + cut
+            self.size = start + size - len(tail)
             self.torn = tail
             self.needs_newline = False
+
+    def read_split(self, start: int = 0, chunk: int = 8 << 20) -> tuple[list[bytes], bytes, int]:
+        """Every newline-terminated line from ``start`` to the end (newlines cut), the bytes
+        after the last newline, and how many bytes were read.
+
+        Reads and splits chunk by chunk, so a large file is never held twice in memory
+        (a whole read then a split peaks at twice the file; this at the file plus a chunk).
+        """
+        lines: list[bytes] = []
+        rest = b""
+        pos = start
+        while True:
+            more = os.pread(self.fd, chunk, pos)
+            if not more:
+                break
+            pos += len(more)
+            parts = (rest + more if rest else more).split(b"\n")
+            rest = parts.pop()
+            lines.extend(parts)
+        self.bytes_read += pos - start
+        return lines, rest, pos - start
 
     def sync(self) -> None:
         """Catch up with lines appended since the last look (no JSON parsing)."""

@@ -12,7 +12,7 @@ first time anything else is needed; a line whose body does not decode raises
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import Any, Optional
 
 import msgspec
@@ -133,7 +133,7 @@ def envelope_problem(obj: Any, parent_key: str) -> str | None:
     return None
 
 
-def tree_problem(obj: dict[str, Any], parent_key: str, ids: set[str]) -> str | None:
+def tree_problem(obj: dict[str, Any], parent_key: str, ids: Container[str]) -> str | None:
     """What is wrong with an entry's place in the tree (given the ids before it), or None."""
     entry_id = obj["id"]
     if entry_id in ids:
@@ -182,8 +182,10 @@ def _scan(lines: Sequence[bytes], ctx: ScanContext, first: int) -> list[JsonlEnt
     envelope = envelope_decoder(ctx.codec.dialect.parent_key).decode
     pk = ctx.codec.dialect.parent_key
     path = ctx.path
-    ids: set[str] = set()
-    add = ids.add
+    # id -> the same str object: a child's parent id reuses its parent's string, and entry
+    # types share one string each (100k lines would otherwise hold 200k duplicate strings).
+    ids: dict[str, str] = {}
+    kinds: dict[str, str] = {}
     out: list[JsonlEntry] = []
     append = out.append
     for index in range(first, len(lines)):
@@ -211,6 +213,9 @@ def _scan(lines: Sequence[bytes], ctx: ScanContext, first: int) -> list[JsonlEnt
             if problem is not None:
                 raise corrupt(path, index + 1, problem) from None
             kind, entry_id, parent = obj["type"], obj["id"], obj[pk]
-        add(entry_id)
+        ids[entry_id] = entry_id
+        if parent is not None:
+            parent = ids[parent]
+        kind = kinds.setdefault(kind, kind)
         append(JsonlEntry(kind, entry_id, parent, line, index + 1, index + 1, ctx))
     return out
