@@ -169,6 +169,9 @@ class DatabaseSessionRepo(SessionRepo):
             env["POSTGRES_PASSWORD"] = ""  # trust auth, or libpq's own PGPASSFILE
         if schema:
             env["POSTGRES_SCHEMA"] = schema
+        if not _has_setting("POSTGRES_CONNECT_TIMEOUT"):
+            # eventsourcing's 30 s, times its 10 attempts, makes a silent server a 5-minute wait.
+            env["POSTGRES_CONNECT_TIMEOUT"] = "5"
         env.update(settings or {})
         url = f"postgresql://{user}@{host}:{port}/{dbname}" + (f"?schema={schema}" if schema else "")
         if schema:
