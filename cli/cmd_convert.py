@@ -163,7 +163,9 @@ def _write(data: bytes, output: str | None) -> int:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return len(data)
-    with open(output, "xb") as handle:
+    # Exports hold the conversation: private, like every file sessiontree creates.
+    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    with open(fd, "wb") as handle:
         handle.write(data)
     return len(data)
 

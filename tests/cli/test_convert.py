@@ -41,6 +41,7 @@ def test_markdown_and_html_export_of_a_branch(demo, cli, tmp_path: Path) -> None
     side = cli("export", "--leaf", demo["ids"]["quick_fix_end"]).stdout
     assert "Try B first" in side and "Revert that" not in side
     cli("export", "--format", "html", "-o", "branch.html")
+    assert (tmp_path / "branch.html").stat().st_mode & 0o777 == 0o600  # exports are private
     page = (tmp_path / "branch.html").read_text()
     assert page.startswith("<!doctype html>") and "&lt;" not in page.split("<body>")[0]
     assert "Revert that and do A: inject a clock." in page
