@@ -13,7 +13,6 @@ from typing import Any, ClassVar, Union
 
 import attrs
 from attrs import field, frozen
-from attrs.validators import deep_iterable, instance_of, optional
 
 _EMPTY: Mapping[str, Any] = {}
 
@@ -59,7 +58,21 @@ def _as_tuple(value: Any) -> Any:
     return value
 
 
-_int = instance_of(int)
+def _kind(types: type | tuple[type, ...], what: str, *, optional: bool = False) -> Any:
+    """A validator whose TypeError is one sentence naming the class, the field and the value."""
+
+    def check(instance: Any, attribute: Any, value: Any) -> None:
+        if (value is None and optional) or isinstance(value, types):
+            return
+        raise TypeError(
+            f"{type(instance).__name__}.{attribute.name} must be {what}"
+            f"{' or None' if optional else ''}, not {value!r:.80}"
+        )
+
+    return check
+
+
+_int = _kind(int, "an int")
 
 
 def _count(instance: Any, attribute: Any, value: Any) -> None:
@@ -71,8 +84,9 @@ def _amount(instance: Any, attribute: Any, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{attribute.name} must be a number, not {value!r}")
 
-_str = instance_of(str)
-_opt_str = optional(instance_of(str))
+_str = _kind(str, "a str")
+_opt_str = _kind(str, "a str", optional=True)
+_mapping = _kind(Mapping, "a mapping (dict)")
 
 
 @frozen(kw_only=True)
@@ -111,7 +125,7 @@ class ToolCall:
     type: ClassVar[str] = "tool_call"
     id: str = field(validator=_str)
     name: str = field(validator=_str)
-    arguments: Mapping[str, Any] = field(factory=dict, validator=instance_of(Mapping))
+    arguments: Mapping[str, Any] = field(factory=dict, validator=_mapping)
     extra: Mapping[str, Any] = _extra()
 
 
@@ -120,7 +134,7 @@ class UnknownContent:
     """A content block of a type this library does not know; ``data`` holds all its fields."""
 
     type: str = field(validator=_str)
-    data: Mapping[str, Any] = field(factory=dict, validator=instance_of(Mapping))
+    data: Mapping[str, Any] = field(factory=dict, validator=_mapping)
 
     def __attrs_post_init__(self) -> None:
         _carry_tag(self, "type", self.type)
@@ -136,12 +150,24 @@ def _carry_tag(obj: Any, key: str, tag: str) -> None:
 
 Content = Union[TextContent, ImageContent, ThinkingContent, ToolCall, UnknownContent]
 _BLOCK_TYPES = (TextContent, ImageContent, ThinkingContent, ToolCall, UnknownContent)
-_blocks = deep_iterable(instance_of(_BLOCK_TYPES), instance_of(tuple))
+_BLOCKS = "a list of content blocks (TextContent, ImageContent, ThinkingContent, ToolCall)"
+
+
+def _blocks(instance: Any, attribute: Any, value: Any) -> None:
+    if not isinstance(value, tuple):
+        raise TypeError(f"{type(instance).__name__}.{attribute.name} must be {_BLOCKS}, not {value!r:.80}")
+    for block in value:
+        if not isinstance(block, _BLOCK_TYPES):
+            raise TypeError(
+                f"{type(instance).__name__}.{attribute.name} must be {_BLOCKS}; {block!r:.80} is not a block"
+            )
 
 
 def _user_content(instance: Any, attribute: Any, value: Any) -> None:
     if isinstance(value, str):
         return
+    if not isinstance(value, tuple):
+        raise TypeError(f"{type(instance).__name__}.{attribute.name} must be a str or {_BLOCKS}, not {value!r:.80}")
     _blocks(instance, attribute, value)
 
 
@@ -166,11 +192,11 @@ class Usage:
     cache_read: int = field(default=0, validator=_count)
     cache_write: int = field(default=0, validator=_count)
     total_tokens: int = field(default=0, validator=_count)
-    cost: Cost = field(factory=Cost, validator=instance_of(Cost))
+    cost: Cost = field(factory=Cost, validator=_kind(Cost, "a Cost"))
     extra: Mapping[str, Any] = _extra()
 
 
-_opt_usage = optional(instance_of(Usage))
+_opt_usage = _kind(Usage, "a Usage", optional=True)
 
 
 @frozen(kw_only=True)
@@ -207,7 +233,7 @@ class ToolResultMessage:
     tool_call_id: str = field(validator=_str)
     tool_name: str = field(validator=_str)
     content: tuple[Content, ...] = field(factory=tuple, converter=_as_tuple, validator=_blocks)
-    is_error: bool = field(default=False, validator=instance_of(bool))
+    is_error: bool = field(default=False, validator=_kind(bool, "a bool"))
     details: Any = None
     timestamp: int = field(default=0, validator=_int)
     extra: Mapping[str, Any] = _extra()
@@ -253,7 +279,7 @@ class UnknownMessage:
     """A message whose role this library does not know; ``data`` holds all its fields."""
 
     role: str = field(validator=_str)
-    data: Mapping[str, Any] = field(factory=dict, validator=instance_of(Mapping))
+    data: Mapping[str, Any] = field(factory=dict, validator=_mapping)
 
     def __attrs_post_init__(self) -> None:
         _carry_tag(self, "role", self.role)

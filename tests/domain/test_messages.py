@@ -118,3 +118,20 @@ def test_unknown_message_and_block_data_carry_their_tag():
     assert UnknownContent(type="audio").data == {"type": "audio"}
     with pytest.raises(TypeError, match="'y'"):
         UnknownMessage(role="x", data={"role": "y"})
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        (lambda: m.UserMessage(content=123), "UserMessage.content must be a str or a list of content blocks"),
+        (lambda: m.AssistantMessage(content="x"), "AssistantMessage.content must be a list of content blocks"),
+        (lambda: m.UserMessage(content=[1]), "1 is not a block"),
+        (lambda: m.ToolCall(id=1, name="x"), "ToolCall.id must be a str, not 1"),
+        (lambda: m.AssistantMessage(content=[], usage=3), "AssistantMessage.usage must be a Usage or None, not 3"),
+    ],
+)
+def test_a_wrong_type_is_one_readable_sentence(build, expected):
+    """A wrong type raises TypeError whose message names the class, the field and the value."""
+    with pytest.raises(TypeError) as caught:
+        build()
+    assert len(caught.value.args) == 1 and expected in str(caught.value)
