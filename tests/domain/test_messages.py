@@ -5,6 +5,8 @@ from __future__ import annotations
 import attrs
 import pytest
 
+import sessiontree.domain.messages as m
+
 from sessiontree.domain.messages import (
     AssistantMessage,
     BranchSummaryMessage,
