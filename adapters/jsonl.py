@@ -222,8 +222,8 @@ class JsonlSessionStorage(RecorderSessionStorage):
         if not lines:
             raise corrupt(self.path, 1, "no session header")
         self._check_header(lines[0])
-        entries = scan_entries(lines, self._context())
-        self.chain_head.observe(len(lines), lines[-1])
+        entries = self._scan(lines)
+        self.chain_head.observe(len(lines), lines[-1])  # a file without a chain stays unchained
         if tail:
             self._warn_torn(len(lines) + 1, tail)
         return self.header, entries
@@ -234,7 +234,11 @@ class JsonlSessionStorage(RecorderSessionStorage):
             return self.header, self._salvaged[: max(0, version - 1)]
         lines, _ = self._read_lines(lines=max(1, version))
         self._check_header(lines[0])
-        return self.header, scan_entries(lines[: max(1, version)], self._context())
+        return self.header, self._scan(lines[: max(1, version)])
+
+    def _scan(self, lines: list[bytes]) -> list[Any]:
+        """Lazy entries for the lines after the header (a dialect with its own rules overrides)."""
+        return scan_entries(lines, self._context())
 
     def _warn_torn(self, lineno: int, tail: bytes) -> None:
         try:  # an append in flight holds the lock: its unfinished line is not torn

@@ -193,25 +193,9 @@ class PiSessionStorage(JsonlSessionStorage):
 
     # -- reading --------------------------------------------------------------------------
 
-    def load(self) -> tuple[SessionStarted, Sequence[Any]]:
-        if self._salvaged is not None:
-            return self.header, list(self._salvaged)
-        lines, tail = self._read_lines()
-        if not lines:
-            raise corrupt(self.path, 1, "no session header")
-        self._check_header(lines[0])
-        entries = read_pi_entries(lines, self._context(), self.source_version)
-        self.chain_head.observe(len(lines), lines[-1])  # pi lines carry no chain: stays unchained
-        if tail:
-            self._warn_torn(len(lines) + 1, tail)
-        return self.header, entries
-
-    def load_prefix(self, version: int) -> tuple[SessionStarted, Sequence[Any]]:
-        if self._salvaged is not None:
-            return self.header, self._salvaged[: max(0, version - 1)]
-        lines, _ = self._read_lines(lines=max(1, version))
-        self._check_header(lines[0])
-        return self.header, read_pi_entries(lines[: max(1, version)], self._context(), self.source_version)
+    def _scan(self, lines: list[bytes]) -> list[Any]:
+        """pi's lines: its envelope, its older versions migrated in memory."""
+        return read_pi_entries(lines, self._context(), self.source_version)
 
     def _salvage(self) -> None:
         if self.source_version < CURRENT:
