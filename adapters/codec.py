@@ -23,7 +23,6 @@ from sessiontree.domain import messages as m
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import (
     ENTRY_CLASS_BY_TYPE,
-    ContextCompacted,
     CustomMessageAppended,
     Entry,
     SessionStarted,

@@ -31,7 +31,6 @@ from sessiontree.projections.context import (
     context_state,
     entry_to_messages,
     path_to_root_or_compaction,
-    build_session_context,
     default_compaction_transform,
 )
 from sessiontree.projections.labels import LabelsProjection
