@@ -49,10 +49,10 @@ _LAZY: dict[str, str] = {
     "VerifyReport": "sessiontree.adapters.verify",
     "Checkpoint": "sessiontree.adapters.checkpoints",
     "sign_checkpoint": "sessiontree.adapters.checkpoints",
-    "ReplayStep": "sessiontree.session",
+    "ReplayStep": "sessiontree.reader",
     "Session": "sessiontree.session",
-    "SessionView": "sessiontree.session",
-    "TreeNode": "sessiontree.session",
+    "SessionView": "sessiontree.reader",
+    "TreeNode": "sessiontree.reader",
 }
 
 if TYPE_CHECKING:
@@ -65,7 +65,8 @@ if TYPE_CHECKING:
     from sessiontree.adapters.urls import open_repo
     from sessiontree.adapters.verify import VerifyReport, verify
     from sessiontree.adapters.checkpoints import Checkpoint, sign_checkpoint
-    from sessiontree.session import ReplayStep, Session, SessionView, TreeNode
+    from sessiontree.reader import ReplayStep, SessionView, TreeNode
+    from sessiontree.session import Session
 
 
 def __getattr__(name: str) -> Any:

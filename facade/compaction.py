@@ -33,7 +33,8 @@ from sessiontree.projections.tokens import ContextTokens, TokenEstimator, contex
 from sessiontree.summary import AsyncSummarizer, Summarizer, Summary, as_summary, extractive_summary
 
 if TYPE_CHECKING:
-    from sessiontree.session import Session, SessionReader
+    from sessiontree.reader import SessionReader
+    from sessiontree.session import Session
 
 
 def _check_summarizer(summarize: Any) -> None:

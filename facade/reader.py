@@ -1,0 +1,371 @@
+"""Reading a session: every query, bounded by how many entries the reader sees.
+
+:class:`SessionReader` answers every query of the SPEC section 7 API (entries, branches,
+labels, names, the tree, projections, the context, stats, time travel) over the first
+``limit`` entries of a session's log. :class:`SessionView` is a read-only reader of an
+earlier version (``at``, ``as_of``, ``replay``); the live, writable ``Session`` is in
+``session.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
+from heapq import merge
+from typing import Any
+
+import attrs
+
+from sessiontree import compaction as _compaction
+from sessiontree.domain.aggregate import SessionAggregate, leaf_after
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import Entry, SessionStarted, parse_timestamp
+from sessiontree.projections.base import Projection, fold, subscribed_types
+from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionPlan
+from sessiontree.projections.context import (
+    ContextState,
+    SessionContext,
+    SessionContextBuildOptions,
+    branch_positions,
+    context_state,
+    default_compaction_transform,
+    entry_to_messages,
+    path_to_root_or_compaction,
+)
+from sessiontree.projections.labels import LabelsProjection
+from sessiontree.projections.leaf import LeafProjection
+from sessiontree.projections.names import SessionNameProjection
+from sessiontree.projections.stats import SessionStats, StatsProjection, stats_of
+from sessiontree.projections.tokens import ContextTokens, TokenEstimator
+from sessiontree.projections.tree import TreeProjection
+
+_BUILTINS: dict[str, Any] = {
+    "leaf": LeafProjection(),
+    "labels": LabelsProjection(),
+    "session_name": SessionNameProjection(),
+    "tree": TreeProjection(),
+    "stats": StatsProjection(),
+}
+_HEADS_ONLY = frozenset({"tree", "leaf"})
+
+
+@attrs.frozen
+class ReplayStep:
+    """One step of :meth:`SessionReader.replay`: the event and the session right after it."""
+
+    version: int
+    event: Any
+    view: SessionView
+
+
+@attrs.frozen
+class TreeNode:
+    """A node of :meth:`SessionReader.get_tree`: an entry, its label and its children."""
+
+    entry: Any
+    label: str | None
+    children: list[TreeNode]
+
+
+@attrs.define
+class _ContextCache:
+    leaf_id: str | None
+    entries: list[Any]
+    messages: list[Any]
+    state: ContextState
+
+
+def _check_id(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {value!r}")
+    return value
+
+
+class SessionReader:
+    """Every query of a session, over the first ``limit`` entries of its log."""
+
+    def __init__(
+        self,
+        aggregate: SessionAggregate,
+        limit: int,
+        options: SessionContextBuildOptions,
+        projections: Mapping[str, Projection[Any]],
+    ) -> None:
+        self._agg = aggregate
+        self._limit = limit
+        self._options = options
+        self._projections = dict(projections)
+        self._states: dict[str, Any] = {}
+
+    # -- identity ---------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        return self._agg.id
+
+    @property
+    def header(self) -> SessionStarted:
+        """The session header event (cwd, metadata, parent session, ...)."""
+        return self._agg.header
+
+    @property
+    def version(self) -> int:
+        """How many events this reader sees (the header is version 1)."""
+        return self._agg.INITIAL_VERSION + self._limit
+
+    @property
+    def leaf_id(self) -> str | None:
+        """The current leaf (None: before the first entry)."""
+        if self._limit == 0:
+            return None
+        return leaf_after(self._agg.log.head(self._limit - 1))
+
+    @property
+    def options(self) -> SessionContextBuildOptions:
+        return self._options
+
+    def __len__(self) -> int:
+        return self._limit
+
+    # -- entries ----------------------------------------------------------------------
+
+    def _pos(self, entry_id: Any, what: str = "entry") -> int:
+        _check_id(what, entry_id)
+        pos = self._agg.log.position(entry_id, self._limit)
+        if pos is None:
+            raise SessionError("not_found", f"{what} {entry_id!r} not found in session {self.id}")
+        return pos
+
+    def _branch_end(self, entry_id: Any) -> str:
+        """Check ``entry_id`` can end a branch: it exists and is not a ``leaf`` side record."""
+        pos = self._pos(entry_id)
+        if self._agg.log.type_of(pos) == "leaf":
+            raise SessionError(
+                "invalid_entry",
+                f"entry {entry_id!r} of session {self.id} is a leaf record, not part of any branch",
+            )
+        return entry_id  # type: ignore[no-any-return]
+
+    def has_entry(self, entry_id: str) -> bool:
+        return isinstance(entry_id, str) and self._agg.log.position(entry_id, self._limit) is not None
+
+    def get_entry(self, entry_id: str) -> Entry:
+        """The entry with this id (``SessionError('not_found')`` if there is none)."""
+        return self._agg.log.get(self._pos(entry_id))
+
+    def get_entries(self) -> list[Entry]:
+        """Every entry, in the order appended (the header excluded)."""
+        return list(self._agg.log.iter_entries(self._limit))
+
+    def iter_heads(self) -> Iterator[Any]:
+        """Every entry's ``type``, ``id`` and ``parent_id``, in order, without decoding the
+        rest (items may be lazy: ``get_entry(id)`` gives the whole entry)."""
+        return self._agg.log.iter_heads(self._limit)
+
+    def find_entries(self, entry_type: str) -> list[Entry]:
+        """Every entry of one type (``"message"``, ``"label"``, ...), in order."""
+        _check_id("entry type", entry_type)
+        log = self._agg.log
+        return log.get_many(log.positions_of(entry_type, self._limit))
+
+    def get_children(self, entry_id: str | None) -> list[Entry]:
+        """The entries whose parent is ``entry_id`` (None: the roots); ``leaf`` records excluded."""
+        if entry_id is not None:
+            self._pos(entry_id)
+        tree = self.projection("tree")
+        log = self._agg.log
+        return [log.get(log.position(i)) for i in tree.get(entry_id, ())]  # type: ignore[arg-type]
+
+    def get_branch(self, leaf_id: str | None = None) -> list[Entry]:
+        """The root-to-leaf path ending at ``leaf_id`` (default: the current leaf)."""
+        leaf = self.leaf_id if leaf_id is None else self._branch_end(leaf_id)
+        log = self._agg.log
+        return log.get_many(branch_positions(log, leaf, self._limit))
+
+    def get_path_to_root_or_compaction(self, leaf_id: str | None = None) -> list[Entry]:
+        """The shortest root-first suffix of the branch that its context needs (SPEC 3)."""
+        leaf = self.leaf_id if leaf_id is None else self._branch_end(leaf_id)
+        log = self._agg.log
+        return log.get_many(path_to_root_or_compaction(log, leaf, self._limit))
+
+    def get_label(self, entry_id: str) -> str | None:
+        """The entry's current label, or None."""
+        self._pos(entry_id)
+        return self.projection("labels").get(entry_id)  # type: ignore[no-any-return]
+
+    def get_labels(self) -> dict[str, str]:
+        """Every current label, ``{entry_id: label}``."""
+        return dict(self.projection("labels"))
+
+    def get_session_name(self) -> str | None:
+        """The session's current name, or None."""
+        return self.projection("session_name")  # type: ignore[no-any-return]
+
+    def get_tree(self) -> list[TreeNode]:
+        """The whole tree from its roots, with labels (``leaf`` records left out)."""
+        tree = self.projection("tree")
+        labels = self.projection("labels")
+        log = self._agg.log
+        out: list[TreeNode] = []
+        # Iterative build: sessions can be deeper than Python's recursion limit.
+        stack: list[tuple[str | None, list[TreeNode]]] = [(None, out)]
+        while stack:
+            parent, sink = stack.pop()
+            for child_id in tree.get(parent, ()):
+                node = TreeNode(log.get(log.position(child_id)), labels.get(child_id), [])  # type: ignore[arg-type]
+                sink.append(node)
+                stack.append((child_id, node.children))
+        return out
+
+    # -- projections ------------------------------------------------------------------
+
+    def projection(self, name: str) -> Any:
+        """The state of a built-in (``labels``, ``session_name``, ``tree``, ``stats``) or
+        registered projection, as of this reader's version. Treat it as read-only."""
+        state = self._states.get(name, _MISSING)
+        if state is not _MISSING:
+            return state
+        projection = self._projections.get(name) or _BUILTINS.get(name)
+        if projection is None:
+            raise SessionError("not_found", f"no projection named {name!r} on session {self.id}")
+        state = fold(projection, self._entries_for(projection, name))
+        self._states[name] = state
+        return state
+
+    def _entries_for(self, projection: Any, name: str) -> Iterable[Any]:
+        log = self._agg.log
+        wanted = subscribed_types(projection)
+        if wanted is not None:
+            lists = [log.positions_of(t, self._limit) for t in wanted]
+            positions = lists[0] if len(lists) == 1 else merge(*lists)
+            return (log.get(p) for p in positions)
+        if name in _HEADS_ONLY and projection is _BUILTINS.get(name):
+            return log.iter_heads(self._limit)
+        return log.iter_entries(self._limit)
+
+    @property
+    def projection_names(self) -> list[str]:
+        return sorted({*_BUILTINS, *self._projections})
+
+    # -- context and stats ------------------------------------------------------------
+
+    def _merged(self, options: SessionContextBuildOptions | None) -> SessionContextBuildOptions:
+        if options is not None and not isinstance(options, SessionContextBuildOptions):
+            raise TypeError(f"options must be SessionContextBuildOptions or None, not {options!r}")
+        return self._options.merged(options)
+
+    def _context_parts(self, leaf: str | None, options: SessionContextBuildOptions) -> _ContextCache:
+        log = self._agg.log
+        path = log.get_many(path_to_root_or_compaction(log, leaf, self._limit))
+        state = context_state(log, leaf, self._limit)
+        entries = default_compaction_transform(path)
+        for transform in options.entry_transforms:
+            entries = list(transform(entries))
+        messages: list[Any] = []
+        for index, entry in enumerate(entries):
+            messages.extend(entry_to_messages(entry, index, entries, options))
+        return _ContextCache(leaf, entries, messages, state)
+
+    def build_context(
+        self, options: SessionContextBuildOptions | None = None, *, leaf_id: str | None = None
+    ) -> SessionContext:
+        """The messages the model sees on the current branch (or the one ending at ``leaf_id``),
+        with the thinking level, model and active tools in force there."""
+        merged = self._merged(options)
+        if leaf_id is not None:
+            parts = self._context_parts(self._branch_end(leaf_id), merged)
+        else:
+            parts = self._cached_context(merged, options is None)
+        state = parts.state
+        return SessionContext(
+            messages=list(parts.messages),
+            thinking_level=state.thinking_level,
+            model=dict(state.model) if state.model is not None else None,
+            active_tool_names=list(state.active_tool_names) if state.active_tool_names is not None else None,
+        )
+
+    def _cached_context(self, merged: SessionContextBuildOptions, cacheable: bool) -> _ContextCache:
+        return self._context_parts(self.leaf_id, merged)
+
+    def get_session_stats(self) -> SessionStats:
+        """Counts, tokens and cost for the whole session, with ``.branch`` for the current one."""
+        whole = copy.deepcopy(self.projection("stats"))
+        log = self._agg.log
+        whole.branch = stats_of(log.get_many(branch_positions(log, self.leaf_id, self._limit)))
+        return whole
+
+    # -- compaction (facade/compaction.py; docs/compaction.md) --------------------------
+
+    def estimate_context_tokens(self, estimator: TokenEstimator | None = None) -> ContextTokens:
+        """The current context's size: the last reply's reported usage plus an estimate."""
+        return _compaction.estimate_context_tokens(self, estimator)
+
+    def should_compact(
+        self, context_window: int, reserve_tokens: int = DEFAULT_RESERVE_TOKENS, *,
+        estimator: TokenEstimator | None = None,
+    ) -> bool:
+        """True when the context is larger than ``context_window - reserve_tokens``."""
+        return _compaction.should_compact(self, context_window, reserve_tokens, estimator)
+
+    def plan_compaction(
+        self, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, *, retain_tail: bool = False,
+        estimator: TokenEstimator | None = None,
+    ) -> CompactionPlan:
+        """Where a compaction would cut and what it would summarise (nothing is written)."""
+        return _compaction.plan(self, keep_recent_tokens, retain_tail, estimator)
+
+    # -- time travel ------------------------------------------------------------------
+
+    def at(self, version: int) -> SessionView:
+        """A read-only view of the session as it was after its first ``version`` events."""
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise TypeError(f"version must be an int, not {version!r}")
+        if not self._agg.INITIAL_VERSION <= version <= self.version:
+            raise SessionError(
+                "not_found",
+                f"session {self.id} has no version {version} (versions are 1..{self.version})",
+            )
+        return SessionView(self._agg, version - self._agg.INITIAL_VERSION, self._options, self._projections)
+
+    def as_of(self, moment: datetime | str) -> SessionView:
+        """A read-only view of the session as it was at ``moment`` (aware datetime or ISO string)."""
+        if isinstance(moment, str):
+            try:
+                moment = parse_timestamp(moment)
+            except ValueError:
+                raise SessionError("invalid_entry", f"not an ISO 8601 time: {moment!r}") from None
+        if not isinstance(moment, datetime):
+            raise TypeError(f"as_of needs a datetime or an ISO string, not {moment!r}")
+        if moment.tzinfo is None:
+            raise SessionError("invalid_entry", f"as_of needs a timezone-aware time, not {moment!r}")
+        if parse_timestamp(self.header.timestamp) > moment:
+            raise SessionError("not_found", f"session {self.id} did not exist yet at {moment.isoformat()}")
+        log = self._agg.log
+        count = 0
+        for pos in range(self._limit):
+            if parse_timestamp(log.get(pos).timestamp) > moment:
+                break
+            count = pos + 1
+        return SessionView(self._agg, count, self._options, self._projections)
+
+    def replay(self) -> Iterator[ReplayStep]:
+        """Step through the log: each event with a view of the session right after it."""
+        yield ReplayStep(1, self.header, self.at(1))
+        log = self._agg.log
+        for pos in range(self._limit):
+            version = pos + 1 + self._agg.INITIAL_VERSION
+            yield ReplayStep(version, log.get(pos), SessionView(self._agg, pos + 1, self._options, self._projections))
+
+
+_MISSING = object()
+
+
+class SessionView(SessionReader):
+    """A read-only view of a session as of one version (from ``at``, ``as_of``, ``replay``)."""
+
+    def __repr__(self) -> str:
+        return f"<SessionView {self.id} at version {self.version}>"
+
+__all__ = ["ReplayStep", "SessionReader", "SessionView", "TreeNode"]
