@@ -29,7 +29,6 @@ from sessiontree.domain.events import (
     UnknownEntryAppended,
 )
 
-MAX_DEPTH = 200
 MAX_LINE_BYTES = 64 * 1024 * 1024
 
 # Fields never written when they are None (optional extras of a message or block).
@@ -82,19 +81,6 @@ NATIVE = Dialect()
 
 def _corrupt(message: str) -> SessionError:
     return SessionError("corrupt", message)
-
-
-def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
-    """Refuse absurdly nested JSON (a cheap guard run on parsed objects)."""
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            raise _corrupt(f"JSON nested deeper than {limit} levels")
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, (dict, list)))
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
 
 
 def loads(line: bytes | str) -> Any:

@@ -278,13 +278,6 @@ class FastCodec:
             return encoder(value)
         return self.codec.unstructure_value(value)
 
-    def unstructure_entry(self, event: Any) -> dict[str, Any]:
-        encoder = self._encoders.get(type(event))
-        if encoder is None:
-            return self.codec.unstructure_event(event)
-        return encoder(event)  # type: ignore[no-any-return]
-
-
     def encode_entry(self, event: Any) -> bytes:
         encoder = self._encoders.get(type(event))
         if encoder is None:

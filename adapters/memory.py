@@ -52,9 +52,12 @@ class InMemorySessionStorage(RecorderSessionStorage):
         metadata: Mapping[str, Any] | None = None,
         session_id: str | None = None,
         parent_session: str | None = None,
+        timestamp: str | None = None,
     ) -> InMemorySessionStorage:
-        """A new, empty session in memory."""
-        return cls(cwd=cwd, metadata=metadata, session_id=session_id, parent_session=parent_session)
+        """A new, empty session in memory (``timestamp``: the header's, default now)."""
+        return cls(
+            cwd=cwd, metadata=metadata, session_id=session_id, parent_session=parent_session, timestamp=timestamp
+        )
 
     @classmethod
     def attach(cls, recorder: POPOAggregateRecorder, session_id: str) -> InMemorySessionStorage:

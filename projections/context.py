@@ -57,10 +57,6 @@ class SessionContextBuildOptions:
             entry_projectors={**self.entry_projectors, **other.entry_projectors},
         )
 
-    @property
-    def is_default(self) -> bool:
-        return not self.entry_transforms and not self.entry_projectors
-
     def extends_with(self, entry: Any) -> bool:
         """Can a context built with these options take ``entry`` by appending it?
 
