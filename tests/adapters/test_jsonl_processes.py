@@ -6,7 +6,6 @@ import os
 import random
 import signal
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,43 +13,10 @@ import orjson
 import pytest
 
 import sessiontree_testkit as kit
-from sessiontree import JsonlSessionStorage, Session, SessionError
+from sessiontree_faults import drain, fork, reopen
+from sessiontree import JsonlSessionStorage, SessionError
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-
-
-def fork(work: Callable[[int], None]) -> tuple[int, int]:
-    """Run ``work(write_fd)`` in a child process; return (pid, read end of its pipe)."""
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child never returns into pytest
-        status = 0
-        try:
-            os.close(read_fd)
-            work(write_fd)
-        except BaseException as exc:  # report, then leave without running the parent's cleanup
-            os.write(write_fd, f"ERROR {type(exc).__name__}: {exc}\n".encode())
-            status = 1
-        finally:
-            os._exit(status)
-    os.close(write_fd)
-    return pid, read_fd
-
-
-def drain(read_fd: int) -> list[str]:
-    """Every complete line the child wrote (a line cut by the kill is not an acknowledgement)."""
-    chunks = []
-    while chunk := os.read(read_fd, 1 << 16):
-        chunks.append(chunk)
-    os.close(read_fd)
-    data = b"".join(chunks)
-    return data[: data.rfind(b"\n") + 1].decode().splitlines()
-
-
-def reopen(path: Path) -> Session:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return Session(JsonlSessionStorage.open(path))
 
 
 def file_lines(path: Path) -> list[dict[str, object]]:
