@@ -79,7 +79,10 @@ class Proxy:
         doomed = False
         try:
             while True:
-                ready, _, _ = select.select([client, server], [], [], 1.0)
+                try:
+                    ready, _, _ = select.select([client, server], [], [], 1.0)
+                except (ValueError, OSError):
+                    return  # a socket was closed under us (the proxy or the test cut it)
                 if self._closing:
                     return
                 for sock in ready:
