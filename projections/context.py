@@ -131,12 +131,31 @@ def derive_state(path_entries: Iterable[Any]) -> ContextState:
     return ContextState(thinking_level=thinking, model=model, active_tool_names=tools)
 
 
+_SETTING_KINDS = ("thinking_level_change", "model_change", "message", "active_tools_change")
+
+
 def context_state(log: EntryLog, leaf_id: str | None, limit: int | None = None) -> ContextState:
     """The same settings as :func:`derive_state`, found by walking back from the leaf."""
     thinking = model = tools = None
-    found_thinking = found_model = found_tools = False
+    # A setting with no entry of its kind anywhere before ``limit`` keeps its default, and the
+    # walk can stop below the first entry of every kind still wanted (positions per type are
+    # indexed): a session that never changes its tools is not walked to the root for them.
+    firsts = {kind: log.positions_of(kind, limit)[:1] for kind in _SETTING_KINDS}
+    found_thinking = not firsts["thinking_level_change"]
+    found_model = not firsts["model_change"] and not firsts["message"]
+    found_tools = not firsts["active_tools_change"]
+    wanted = [
+        kinds
+        for kinds, found in (
+            (("thinking_level_change",), found_thinking),
+            (("model_change", "message"), found_model),
+            (("active_tools_change",), found_tools),
+        )
+        if not found
+    ]
+    floor = min((firsts[k][0] for kinds in wanted for k in kinds if firsts[k]), default=0)
     pos = log.position(leaf_id, limit) if leaf_id is not None else None
-    while pos is not None and not (found_thinking and found_model and found_tools):
+    while pos is not None and pos >= floor and not (found_thinking and found_model and found_tools):
         kind = log.type_of(pos)
         if kind == "thinking_level_change" and not found_thinking:
             thinking, found_thinking = log.get(pos).thinking_level, True  # type: ignore[attr-defined]
