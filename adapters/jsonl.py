@@ -69,6 +69,11 @@ class JsonlSessionStorage(RecorderSessionStorage):
     # -- named constructors ---------------------------------------------------------------
 
     @classmethod
+    def default_codec(cls) -> Codec:
+        """The dialect ``create`` writes when no codec is given (a dialect's subclass overrides)."""
+        return native_codec()
+
+    @classmethod
     def create(
         cls,
         path: str | Path,
@@ -84,7 +89,7 @@ class JsonlSessionStorage(RecorderSessionStorage):
         """A new session in a new file at ``path`` (``already_exists`` if there is one)."""
         path = Path(path)
         _check_durability(durability)
-        codec = codec or native_codec()
+        codec = codec or cls.default_codec()
         agg = SessionAggregate.create(
             session_id=session_id or new_session_id(),
             timestamp=timestamp or now_iso(),

@@ -20,7 +20,7 @@ pi's dialect. ``JsonlSessionStorage.open(path)`` returns one when the header is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -167,29 +167,9 @@ class PiSessionStorage(JsonlSessionStorage):
         self.context_options = pi_context_options(codec)
 
     @classmethod
-    def create(  # type: ignore[override]
-        cls,
-        path: str | Path,
-        *,
-        cwd: str = "",
-        metadata: Mapping[str, Any] | None = None,
-        session_id: str | None = None,
-        parent_session: str | None = None,
-        durability: str = "flush",
-        timestamp: str | None = None,
-        codec: Any = None,
-    ) -> PiSessionStorage:
-        """A new pi session file at ``path`` (``parent_session`` is a file path, as in pi)."""
-        return super().create(  # type: ignore[return-value]
-            path,
-            cwd=cwd,
-            metadata=metadata,
-            session_id=session_id,
-            parent_session=parent_session,
-            durability=durability,
-            timestamp=timestamp,
-            codec=codec or pi_codec(),
-        )
+    def default_codec(cls) -> Any:
+        """``create`` writes pi's dialect (its ``parent_session`` is a file path, as in pi)."""
+        return pi_codec()
 
     # -- reading --------------------------------------------------------------------------
 
