@@ -145,8 +145,21 @@ class Codec:
         names = self._names(cls)
         overrides = {k: override(rename=v) for k, v in names.items() if k != v}
         overrides["extra"] = override(omit=True)
-        base_unstructure = make_dict_unstructure_fn(cls, conv, **overrides)
-        base_structure = make_dict_structure_fn(cls, conv, **overrides)
+        # cattrs generates these on first use: building all of them costs a first open ~5 ms,
+        # and the fast path (fastcodec.py) leaves most of them unused.
+        made: dict[str, Callable[..., Any]] = {}
+
+        def base_unstructure(obj: Any) -> dict[str, Any]:
+            fn = made.get("u")
+            if fn is None:
+                fn = made["u"] = make_dict_unstructure_fn(cls, conv, **overrides)
+            return fn(obj)  # type: ignore[no-any-return]
+
+        def base_structure(data: Any, target: Any) -> Any:
+            fn = made.get("s")
+            if fn is None:
+                fn = made["s"] = make_dict_structure_fn(cls, conv, **overrides)
+            return fn(data, target)
         known = set(names.values())
         omit = {names[k] for k in self.dialect.omit_none(cls)}
         tag_key, tag = None, None

@@ -82,21 +82,46 @@ class FastCodec:
             "_u": self.unstructure,
             "Unknown": UnknownEntryAppended,
         }
-        # Cost before Usage before messages: each generated function binds the ones it calls.
-        value_classes = (m.Cost, m.Usage, *codec._block_by_tag.values(), *codec._message_by_role.values())
-        for cls in value_classes:
-            self._decoders[cls] = self._generate_decoder(cls, entry=False)
-            self._encoders[cls] = self._generate_encoder(cls, entry=False)
-            if cls is m.Cost:
-                self._ns["_cost"] = self._decoders[m.Cost]
-            elif cls is m.Usage:
-                self._ns["_usage"] = self._decoders[m.Usage]
-        self._blocks = {tag: self._decoders[cls] for tag, cls in codec._block_by_tag.items()}
-        self._messages = {role: self._decoders[cls] for role, cls in codec._message_by_role.items()}
-        self._entries = {}
-        for tag, cls in codec._entry_by_type.items():
-            self._entries[tag] = self._generate_decoder(cls, entry=True)
-            self._encoders[cls] = self._generate_encoder(cls, entry=True)
+        # Cost before Usage: each generated function binds the ones it calls. Everything else
+        # is generated the first time it is needed (a session uses a few of the ~25 classes,
+        # and generating costs ~0.1 ms each, which a small session's first open would feel).
+        self._ns["_cost"] = self._decoders[m.Cost] = self._generate_decoder(m.Cost, entry=False)
+        self._ns["_usage"] = self._decoders[m.Usage] = self._generate_decoder(m.Usage, entry=False)
+        self._blocks: dict[Any, Any] = {}
+        self._messages: dict[Any, Any] = {}
+        self._entries: dict[Any, Any] = {}
+        self._entry_classes = frozenset(codec._entry_by_type.values())
+
+    def _new_block_decoder(self, tag: Any) -> Any:
+        cls = self.codec._block_by_tag.get(tag) if type(tag) is str else None
+        if cls is None:
+            return None
+        decoder = self._blocks[tag] = self._decoders[cls] = self._generate_decoder(cls, entry=False)
+        return decoder
+
+    def _new_message_decoder(self, role: Any) -> Any:
+        cls = self.codec._message_by_role.get(role) if type(role) is str else None
+        if cls is None:
+            return None
+        decoder = self._messages[role] = self._decoders[cls] = self._generate_decoder(cls, entry=False)
+        return decoder
+
+    def _new_entry_decoder(self, tag: Any) -> Any:
+        cls = self.codec._entry_by_type.get(tag) if type(tag) is str else None
+        if cls is None:
+            return None
+        decoder = self._entries[tag] = self._generate_decoder(cls, entry=True)
+        return decoder
+
+    def _new_encoder(self, cls: type) -> Any:
+        if cls in self._entry_classes:
+            encoder = self._generate_encoder(cls, entry=True)
+        elif cls in (m.Cost, m.Usage) or cls in self.codec._block_by_tag.values() or cls in self.codec._message_by_role.values():
+            encoder = self._generate_encoder(cls, entry=False)
+        else:
+            return None
+        self._encoders[cls] = encoder
+        return encoder
 
     # -- code generation --------------------------------------------------------------
 
@@ -219,7 +244,7 @@ class FastCodec:
         if type(data) is not dict:
             raise _Invalid
         tag = data.get("type")
-        decoder = self._blocks.get(tag)
+        decoder = self._blocks.get(tag) or self._new_block_decoder(tag)
         if decoder is None:
             if type(tag) is not str:
                 raise _Invalid
@@ -230,7 +255,7 @@ class FastCodec:
         if type(data) is not dict:
             raise _Invalid
         role = data.get("role")
-        decoder = self._messages.get(role)
+        decoder = self._messages.get(role) or self._new_message_decoder(role)
         if decoder is None:
             if type(role) is not str:
                 raise _Invalid
@@ -251,7 +276,7 @@ class FastCodec:
                     and (parent is None or type(parent) is str)
                     and type(timestamp) is str
                 ):
-                    decoder = self._entries.get(tag)
+                    decoder = self._entries.get(tag) or self._new_entry_decoder(tag)
                     if decoder is not None:
                         return decoder(data, session_id, version, entry_id, parent, timestamp)  # type: ignore[no-any-return]
         except (_Invalid, TypeError, ValueError, KeyError, AttributeError):
@@ -273,13 +298,13 @@ class FastCodec:
         if t is tuple:
             u = self.unstructure
             return [u(v) for v in value]
-        encoder = self._encoders.get(t)
+        encoder = self._encoders.get(t) or self._new_encoder(t)
         if encoder is not None:
             return encoder(value)
         return self.codec.unstructure_value(value)
 
     def encode_entry(self, event: Any) -> bytes:
-        encoder = self._encoders.get(type(event))
+        encoder = self._encoders.get(type(event)) or self._new_encoder(type(event))
         if encoder is None:
             return self.codec.reference_encode(event)
         try:
