@@ -210,6 +210,8 @@ class JsonlSessionStorage(RecorderSessionStorage):
     def _check_lengths(self, parts: list[bytes]) -> None:
         """Refuse absurdly long lines (``corrupt``, naming the line) before parsing any."""
         limit = codec_module.MAX_LINE_BYTES
+        if not parts or max(map(len, parts)) <= limit:
+            return
         for index, part in enumerate(parts):
             if len(part) > limit:
                 raise corrupt(self.path, index + 1, f"line of {len(part)} bytes is over the {limit}-byte line limit")

@@ -13,6 +13,7 @@ first time anything else is needed; a line whose body does not decode raises
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
+from operator import ge
 from typing import Any, Optional
 
 import msgspec
@@ -24,6 +25,7 @@ from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.gcpause import building_many
 from sessiontree.domain.events import Entry, SessionStarted
+from sessiontree.domain.log import LazyBlock
 
 
 def corrupt(path: Any, line: int | None, message: str, code: str = "corrupt") -> SessionError:
@@ -62,17 +64,34 @@ def read_header(first: bytes, path: Any, codec: Codec | None = None) -> tuple[Se
 
 
 class ScanContext:
-    """What every lazy entry of one file shares: where it came from and how to decode it."""
+    """What every lazy entry of one file shares: where it came from and how to decode it.
 
-    __slots__ = ("path", "session_id", "codec", "_decode")
+    A line is decoded by the codec's typed wire decoder (``wiredecode.py``) when it can,
+    else parsed into dicts and decoded by the codec (whose errors name what is wrong).
+    """
+
+    __slots__ = ("path", "session_id", "codec", "_decode", "_wire")
 
     def __init__(self, path: Any, session_id: str, codec: Codec) -> None:
         self.path = path
         self.session_id = session_id
         self.codec = codec
         self._decode = codec.decode
+        self._wire: Any = None
+
+    def _wire_decode(self) -> Any:
+        wire = self._wire
+        if wire is None:
+            wire = self._wire = codec_wire_decoder(self.codec).decode
+        return wire
 
     def decode(self, line: bytes, version: int, lineno: int) -> Entry:
+        entry = self._wire_decode()(line, self.session_id, version)
+        if entry is not None:
+            return entry  # type: ignore[no-any-return]
+        return self._decode_dict(line, version, lineno)
+
+    def _decode_dict(self, line: bytes, version: int, lineno: int) -> Entry:
         try:
             data = orjson.loads(line)
             if is_sealed(line) and type(data) is dict:
@@ -82,6 +101,30 @@ class ScanContext:
             raise corrupt(self.path, lineno, f"invalid JSON ({exc})") from None
         except SessionError as exc:
             raise corrupt(self.path, lineno, f"session {self.session_id}: {exc.message}", exc.code) from None
+
+    def decode_many(self, lines: Sequence[bytes], indices: Sequence[int], offset: int) -> list[Entry]:
+        """``decode(lines[i], i + offset, i + offset)`` for each ``i`` (line ``i + offset`` is
+        version ``i + offset``), in one loop: the hot path of building a context."""
+        wire = self._wire_decode()
+        sid = self.session_id
+        out: list[Entry] = []
+        append = out.append
+        for i in indices:
+            entry = wire(lines[i], sid, i + offset)
+            if entry is None:
+                entry = self._decode_dict(lines[i], i + offset, i + offset)
+            append(entry)
+        return out
+
+
+def codec_wire_decoder(codec: Codec) -> Any:
+    """The typed wire decoder of ``codec`` (built once per codec, on first use)."""
+    wire = codec.__dict__.get("_wire_decoder")
+    if wire is None:
+        from sessiontree.adapters.wiredecode import WireDecoder
+
+        wire = codec.__dict__["_wire_decoder"] = WireDecoder(codec, getattr(codec, "wire_skip_entry_types", frozenset()))
+    return wire
 
 
 class JsonlEntry:
@@ -148,14 +191,122 @@ def tree_problem(obj: dict[str, Any], parent_key: str, ids: Container[str]) -> s
     return None
 
 
-def scan_entries(lines: Sequence[bytes], ctx: ScanContext, first: int = 1) -> list[JsonlEntry]:
+def scan_entries(lines: Sequence[bytes], ctx: ScanContext, first: int = 1) -> LazyBlock:
     """Lazy entries for ``lines[first:]`` (line ``k``, 1-based, is version ``k``); strict.
 
     Raises ``SessionError("corrupt")`` naming the file and line for bad JSON, a bad
-    envelope, an unknown parent, a duplicate id or a dangling leaf target.
+    envelope, an unknown parent, a duplicate id or a dangling leaf target. Every line is
+    checked in bulk first; a file with anything unusual in it (a line msgspec refuses, a
+    broken tree, leaf records) is scanned again line by line, which names the problem.
     """
     with building_many():
-        return _scan(lines, ctx, first)
+        block = _scan_bulk(lines, ctx, first)
+        if block is None:
+            block = block_of(_scan(lines, ctx, first))
+        return block
+
+
+def block_of(entries: list[Any]) -> LazyBlock:
+    """A :class:`LazyBlock` of lazy entries (``JsonlEntry``) and decoded entries."""
+    items: list[Any] = [e if isinstance(e, Entry) else None for e in entries]
+
+    def load(i: int) -> Entry:
+        return entries[i].load()  # type: ignore[no-any-return]
+
+    return LazyBlock(
+        [e.type for e in entries], [e.id for e in entries], [e.parent_id for e in entries], items, load
+    )
+
+
+class BulkScan:
+    """The envelopes of many lines, checked in bulk: ``body[i]`` is line and version
+    ``i + offset``; ``ppos[i]`` is the index of entry ``i``'s parent, or -1."""
+
+    __slots__ = ("body", "offset", "types", "ids", "ppos", "index")
+
+    def __init__(self, body: list[bytes], offset: int, types: list[str], ids: list[str], ppos: list[int], index: dict[str, int]) -> None:
+        self.body = body
+        self.offset = offset
+        self.types = types
+        self.ids = ids
+        self.ppos = ppos
+        self.index = index
+
+    def parent_ids(self) -> list[str | None]:
+        # A child's parent id is its parent's own id string (100k lines would otherwise hold
+        # 100k duplicate strings).
+        ids = self.ids
+        return [ids[q] if q >= 0 else None for q in self.ppos]
+
+    def block(self, ctx: ScanContext, items: list[Any] | None = None) -> LazyBlock:
+        """The lazy block of these lines, decoded through ``ctx`` on demand."""
+        body, offset = self.body, self.offset
+        decode = ctx.decode
+        decode_many = ctx.decode_many
+
+        def load(i: int) -> Entry:
+            return decode(body[i], i + offset, i + offset)
+
+        def load_many(indices: Sequence[int]) -> list[Entry]:
+            return decode_many(body, indices, offset)
+
+        items = items if items is not None else [None] * len(body)
+        return LazyBlock(
+            self.types, self.ids, self.parent_ids(), items, load, load_many, checked=(self.index, self.ppos)
+        )
+
+
+def bulk_envelopes(lines: Sequence[bytes], ctx: ScanContext, first: int) -> BulkScan | None:
+    """Every line's envelope and place in the tree checked with bulk operations, or None
+    when anything is unusual (then a line-by-line scan finds and names it). Entry types are
+    not checked beyond being strings: a dialect checks the types it treats specially."""
+    envelope = envelope_decoder(ctx.codec.dialect.parent_key).decode
+    body = list(lines[first:])
+    try:
+        heads = [envelope(line) for line in body]
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if not all(map(bytes.isascii, body)):  # msgspec does not check UTF-8 inside strings it skips
+        try:
+            for line in body:
+                if not line.isascii():
+                    line.decode()
+        except UnicodeDecodeError:
+            return None
+    count = len(heads)
+    ids = [h.id for h in heads]
+    parents = [h.parent for h in heads]
+    kinds: dict[str, str] = {}
+    types = [kinds.setdefault(h.type, h.type) for h in heads]  # one string per entry type
+    del heads
+    if "session" in kinds or not all(ids):
+        return None
+    index = dict(zip(ids, range(count)))
+    if len(index) != count:
+        return None
+    get = index.get
+    ppos = [get(p, -1) for p in parents]  # None is never an id
+    if ppos.count(-1) != parents.count(None) or any(map(ge, ppos, range(count))):
+        return None  # a parent that is unknown, or not on an earlier line
+    return BulkScan(body, first + 1, types, ids, ppos, index)
+
+
+def _scan_bulk(lines: Sequence[bytes], ctx: ScanContext, first: int) -> LazyBlock | None:
+    """The native dialect's bulk scan (see :func:`bulk_envelopes`), or None."""
+    scan = bulk_envelopes(lines, ctx, first)
+    if scan is None:
+        return None
+    if "leaf" in scan.types:
+        get, body = scan.index.get, scan.body
+        for pos, kind in enumerate(scan.types):
+            if kind == "leaf":
+                try:
+                    target = orjson.loads(body[pos]).get("target_id")
+                except (orjson.JSONDecodeError, AttributeError):
+                    return None
+                if target is not None and (type(target) is not str or get(target, pos) >= pos):
+                    return None
+    return scan.block(ctx)
 
 
 _ENVELOPES: dict[str, msgspec.json.Decoder[Any]] = {}

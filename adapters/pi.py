@@ -117,6 +117,10 @@ def rename_parent_key(data: Mapping[str, Any], old: str, new: str) -> dict[str, 
 class PiCodec(Codec):
     """The codec of pi's dialect: pi's names, key order and omitted fields."""
 
+    # Entry types read with pi's extra rules below (fields pi leaves out or writes as null,
+    # leaf markers): the typed wire decoder leaves them to the dict path.
+    wire_skip_entry_types = frozenset({*ENTRY_OMIT_NONE, *_MAY_BE_ABSENT, "leaf", "custom"})
+
     def __init__(self) -> None:
         super().__init__(PI)
 

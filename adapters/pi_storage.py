@@ -32,6 +32,7 @@ from sessiontree.adapters.jsonl import JsonlSessionStorage
 from sessiontree.adapters.jsonl_recorder import line_type, topic_of
 from sessiontree.adapters.jsonl_scan import (
     JsonlEntry,
+    bulk_envelopes,
     ScanContext,
     corrupt,
     envelope_decoder,
@@ -43,6 +44,7 @@ from sessiontree.adapters.pi_migrate import CURRENT, migrate
 from sessiontree.adapters.storage import SessionMapper
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.gcpause import building_many
+from sessiontree.domain.log import LazyBlock
 from sessiontree.domain.events import ContextCompacted, SessionStarted
 from sessiontree.projections.context import SessionContextBuildOptions
 from sessiontree.projections.pi_context import pi_entry_transform
@@ -109,7 +111,7 @@ def _envelope(obj: Any) -> tuple[str, str, str | None]:
     return obj.type, obj.id, obj.parent
 
 
-def read_pi_entries(lines: Sequence[bytes], ctx: ScanContext, version: int) -> list[Any]:
+def read_pi_entries(lines: Sequence[bytes], ctx: ScanContext, version: int) -> Sequence[Any]:
     """The entries of a pi file's ``lines`` (line 1 is the header), checked line by line.
 
     Version 3 lines are held lazily (decoded on first use); older versions are migrated
@@ -118,6 +120,9 @@ def read_pi_entries(lines: Sequence[bytes], ctx: ScanContext, version: int) -> l
     lazy = version >= CURRENT
     with building_many():
         if lazy:
+            block = _pi_block(lines, ctx)
+            if block is not None:
+                return block
             objs = _scan_objects(lines, ctx)
         else:
             objs = []
@@ -153,6 +158,32 @@ def read_pi_entries(lines: Sequence[bytes], ctx: ScanContext, version: int) -> l
             else:
                 out.append(_decode(ctx, obj, lineno, marker))
         return out
+
+
+def _pi_block(lines: Sequence[bytes], ctx: ScanContext) -> LazyBlock | None:
+    """A version 3 file's entries checked in bulk (see ``bulk_envelopes``), or None: scan
+    line by line. ``custom`` lines are parsed now, since one may be a leaf marker."""
+    scan = bulk_envelopes(lines, ctx, 1)
+    if scan is None or "leaf" in scan.types:  # not pi's own type: the line-by-line checks apply
+        return None
+    items: list[Any] = [None] * len(scan.body)
+    if "custom" in scan.types:
+        types, body = scan.types, scan.body
+        has_children = set(scan.ppos)
+        for pos, kind in enumerate(types):
+            if kind != "custom":
+                continue
+            try:
+                obj = orjson.loads(body[pos])
+            except orjson.JSONDecodeError:
+                return None
+            if envelope_problem(obj, PI_PARENT_KEY) is not None:
+                return None
+            if PiCodec.is_leaf_marker(obj) and pos not in has_children:
+                entry = _decode(ctx, obj, pos + scan.offset, True)
+                items[pos] = entry
+                types[pos] = entry.type
+    return scan.block(ctx, items)
 
 
 class PiSessionStorage(JsonlSessionStorage):

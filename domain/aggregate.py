@@ -35,7 +35,7 @@ from sessiontree.domain.events import (
     parse_timestamp,
 )
 from sessiontree.domain.jsonvalue import check_message_values, json_value
-from sessiontree.domain.log import EntryLog
+from sessiontree.domain.log import EntryLog, LazyBlock
 from sessiontree.domain.messages import (
     CONTENT_TYPES,
     MESSAGE_TYPES,
@@ -155,6 +155,11 @@ class SessionAggregate(BaseAggregate[str]):
         """
         agg = cls.started(header)
         log = agg.log
+        if isinstance(entries, LazyBlock):
+            log.extend_block(entries, f" in session {header.originator_id}")
+            agg.leaf_id = leaf_after(log.head(len(log) - 1)) if len(log) else None
+            agg._version = header.originator_version + len(log)
+            return agg
         leaf = None
         for entry in entries:
             if entry.id in log._index:
@@ -197,12 +202,12 @@ class SessionAggregate(BaseAggregate[str]):
         if target is None:
             return False
         pos = log.position(leaf_id) if leaf_id is not None else None
-        while pos is not None and pos >= target:
-            if pos == target:
-                return True
-            parent = log.parent_of(pos)
-            pos = log.position(parent) if parent is not None else None
-        return False
+        if pos is None:
+            return False
+        _, ppos = log.links()
+        while pos > target:
+            pos = ppos[pos]
+        return pos == target
 
     def new_entry_id(self, generate: Callable[[], str]) -> str:
         """A fresh id from ``generate``, regenerated on collision (SPEC 2.2)."""

@@ -8,7 +8,8 @@ compaction's boundary, the second walks back only until every setting is known.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSequence, Sequence
+from itertools import islice
 from typing import Any
 
 import attrs
@@ -92,11 +93,125 @@ class ContextState:
     active_tool_names: tuple[str, ...] | None = None
 
 
+class ContextMessages(MutableSequence[Any]):
+    """The messages of a built context: a list-like snapshot, taken in O(1).
+
+    A session keeps the messages of its current context and appends to them as entries
+    are appended. Building the context hands out that list and a length instead of a copy
+    (a 40k-message context would otherwise be copied on every call): later appends extend
+    the session's list past the snapshot's end, and a rebuild makes a new list, so the
+    snapshot never changes under its holder. It behaves as a list: index, slice, iterate,
+    ``==`` with a list, ``+``, and every list mutator (``append``, ``extend``, ``insert``,
+    ``pop``, item assignment, ``sort``...), the first of which copies the messages into a
+    list of its own (copy on write); the session's list is never changed through it.
+    """
+
+    __slots__ = ("_items", "_len", "_own")
+
+    def __init__(self, items: Iterable[Any] = (), length: int | None = None) -> None:
+        if isinstance(items, list) and length is not None:
+            if not 0 <= length <= len(items):
+                raise ValueError(f"length {length} is outside the {len(items)} messages")
+            self._own = False  # shared with the session: copy before the first change
+        else:
+            items = list(items)
+            length = len(items)
+            self._own = True
+        self._items: list[Any] = items
+        self._len: int = length
+
+    def _mine(self) -> list[Any]:
+        if not self._own:
+            self._items = self._items[: self._len]
+            self._own = True
+        return self._items
+
+    # -- reading ----------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._items) if self._own else self._len
+
+    def _view(self) -> list[Any]:
+        return self._items if self._own or self._len == len(self._items) else self._items[: self._len]
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return self._view()[index]
+        if not self._own:
+            if index < 0:
+                index += self._len
+            if not 0 <= index < self._len:
+                raise IndexError("list index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items) if self._own else islice(self._items, self._len)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (ContextMessages, list, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __add__(self, other: Iterable[Any]) -> list[Any]:
+        return [*self, *other]
+
+    def __radd__(self, other: Iterable[Any]) -> list[Any]:
+        return [*other, *self]
+
+    def __mul__(self, count: int) -> list[Any]:
+        return list(self) * count
+
+    def copy(self) -> list[Any]:
+        """The messages as a new list."""
+        return list(self)
+
+    def __reduce__(self) -> Any:
+        return (ContextMessages, (list(self),))
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+    # -- changing (copy on write) -----------------------------------------------------
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._mine()[index] = value
+
+    def __delitem__(self, index: Any) -> None:
+        del self._mine()[index]
+
+    def insert(self, index: int, value: Any) -> None:
+        self._mine().insert(index, value)
+
+    def append(self, value: Any) -> None:
+        self._mine().append(value)
+
+    def extend(self, values: Iterable[Any]) -> None:
+        self._mine().extend(values)
+
+    def __iadd__(self, values: Iterable[Any]) -> ContextMessages:  # type: ignore[override,misc]
+        self._mine().extend(values)
+        return self
+
+    def pop(self, index: int = -1) -> Any:
+        return self._mine().pop(index)
+
+    def clear(self) -> None:
+        self._items, self._len, self._own = [], 0, True
+
+    def reverse(self) -> None:
+        self._mine().reverse()
+
+    def sort(self, *, key: Any = None, reverse: bool = False) -> None:
+        self._mine().sort(key=key, reverse=reverse)
+
+
 @attrs.frozen(kw_only=True)
 class SessionContext:
     """What the model sees: the messages, and the settings in force."""
 
-    messages: list[Any]
+    messages: MutableSequence[Any] = attrs.field(converter=lambda v: v if isinstance(v, ContextMessages) else ContextMessages(v))
     thinking_level: str = "off"
     model: Mapping[str, str] | None = None
     active_tool_names: list[str] | None = None
@@ -154,9 +269,11 @@ def context_state(log: EntryLog, leaf_id: str | None, limit: int | None = None) 
         if not found
     ]
     floor = min((firsts[k][0] for kinds in wanted for k in kinds if firsts[k]), default=0)
-    pos = log.position(leaf_id, limit) if leaf_id is not None else None
-    while pos is not None and pos >= floor and not (found_thinking and found_model and found_tools):
-        kind = log.type_of(pos)
+    start = log.position(leaf_id, limit) if leaf_id is not None else None
+    pos = -1 if start is None else start
+    types, ppos = log.links()
+    while pos >= floor and not (found_thinking and found_model and found_tools):
+        kind = types[pos]
         if kind == "thinking_level_change" and not found_thinking:
             thinking, found_thinking = log.get(pos).thinking_level, True  # type: ignore[attr-defined]
         elif kind == "model_change" and not found_model:
@@ -168,9 +285,7 @@ def context_state(log: EntryLog, leaf_id: str | None, limit: int | None = None) 
                 model, found_model = {"provider": message.provider, "model_id": message.model}, True
         elif kind == "active_tools_change" and not found_tools:
             tools, found_tools = tuple(log.get(pos).active_tool_names), True  # type: ignore[attr-defined]
-        parent = log.parent_of(pos)
-        nxt = log.position(parent, limit) if parent is not None else None
-        pos = nxt if nxt is not None and nxt < pos else None
+        pos = ppos[pos]
     return ContextState(thinking_level=thinking or "off", model=model, active_tool_names=tools)
 
 
@@ -190,24 +305,37 @@ def path_to_root_or_compaction(
     out: list[int] = []
     if leaf_id is None:
         return out
-    pos = log.position(leaf_id, limit)
-    stop_at: str | None = None
-    seen_compaction = False
-    while pos is not None:
-        head = log.head(pos)
-        if head.type != "leaf":
-            out.append(pos)
-        if stop_at is not None and head.id == stop_at:
+    start = log.position(leaf_id, limit)
+    if start is None:
+        return out
+    types, ppos = log.links()
+    pos = start
+    append = out.append
+    # First the walk down to the latest compaction (the common case: no compaction at all,
+    # or one near the leaf), with only type tests per step.
+    while pos >= 0:
+        kind = types[pos]
+        if kind == "compaction":
             break
-        if head.type == "compaction" and not seen_compaction:
-            seen_compaction = True
-            compaction = log.get(pos)
-            if compaction.retained_tail is not None or compaction.first_kept_entry_id is None:  # type: ignore[attr-defined]
-                break
-            stop_at = compaction.first_kept_entry_id  # type: ignore[attr-defined]
-        parent = head.parent_id
-        nxt = log.position(parent, limit) if parent is not None else None
-        pos = nxt if nxt is not None and nxt < pos else None
+        if kind != "leaf":
+            append(pos)
+        pos = ppos[pos]
+    if pos < 0:
+        out.reverse()
+        return out
+    append(pos)
+    compaction = log.get(pos)
+    if compaction.retained_tail is not None or compaction.first_kept_entry_id is None:  # type: ignore[attr-defined]
+        out.reverse()
+        return out
+    stop_at = log.position(compaction.first_kept_entry_id)  # type: ignore[attr-defined]
+    pos = ppos[pos]
+    while pos >= 0:
+        if types[pos] != "leaf":
+            append(pos)
+        if pos == stop_at:
+            break
+        pos = ppos[pos]
     out.reverse()
     return out
 
