@@ -25,7 +25,7 @@ from sessiontree.domain.messages import (
     UserMessage,
 )
 from sessiontree.projections.base import FunctionProjection, Projection
-from sessiontree.projections.context import SessionContext, SessionContextBuildOptions
+from sessiontree.projections.context import ContextMessages, SessionContext, SessionContextBuildOptions
 from sessiontree.projections.stats import SessionStats
 from sessiontree.projections.compaction import CompactionPlan
 from sessiontree.projections.tokens import CharEstimator, ContextTokens, TextCounterEstimator
@@ -102,6 +102,7 @@ __all__ = [
     "Projection",
     "ReplayStep",
     "Session",
+    "ContextMessages",
     "SessionContext",
     "SessionContextBuildOptions",
     "SessionError",

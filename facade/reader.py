@@ -24,6 +24,7 @@ from sessiontree.domain.events import Entry, SessionStarted, parse_timestamp
 from sessiontree.projections.base import Projection, fold, subscribed_types
 from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionPlan
 from sessiontree.projections.context import (
+    ContextMessages,
     ContextState,
     SessionContext,
     SessionContextBuildOptions,
@@ -280,7 +281,7 @@ class SessionReader:
             parts = self._cached_context(merged, options is None)
         state = parts.state
         return SessionContext(
-            messages=list(parts.messages),
+            messages=ContextMessages(parts.messages, len(parts.messages)),  # a snapshot, not a copy
             thinking_level=state.thinking_level,
             model=dict(state.model) if state.model is not None else None,
             active_tool_names=list(state.active_tool_names) if state.active_tool_names is not None else None,
