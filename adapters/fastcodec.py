@@ -76,6 +76,8 @@ class FastCodec:
             "_new": object.__new__,
             "_M": _NOTHING,
             "Extra": m.Extra,
+            "_shared": m.shared_extra,
+            "_E": m.shared_extra(),
             "_absent": m.absent_fields,
             "_block": self._block,
             "_message": self._message,
@@ -192,9 +194,12 @@ class FastCodec:
         count = len(known) - (0 if entry or tag else 0)
         lines.append(f"    if missing or len(data) != {count} - len(missing):")
         lines.append("        unknown = data.keys() - _known")
-        lines.append("        extra = Extra({k: data[k] for k in data if k in unknown}, frozenset(missing)) if (unknown or missing) else {}")
+        lines.append("        if unknown:")
+        lines.append("            extra = Extra({k: data[k] for k in data if k in unknown}, frozenset(missing))")
+        lines.append("        else:")
+        lines.append("            extra = _shared(frozenset(missing))")
         lines.append("    else:")
-        lines.append("        extra = {}")
+        lines.append("        extra = _E")
         if entry:
             lines.append("    st['extra'] = extra")
             lines.append("    o = _new(_cls)")

@@ -102,9 +102,13 @@ class ScanContext:
         except SessionError as exc:
             raise corrupt(self.path, lineno, f"session {self.session_id}: {exc.message}", exc.code) from None
 
-    def decode_many(self, lines: Sequence[bytes], indices: Sequence[int], offset: int) -> list[Entry]:
+    def decode_many(self, lines: list[Any], indices: Sequence[int], offset: int) -> list[Entry]:
         """``decode(lines[i], i + offset, i + offset)`` for each ``i`` (line ``i + offset`` is
-        version ``i + offset``), in one loop: the hot path of building a context."""
+        version ``i + offset``), in one loop: the hot path of building a context.
+
+        Each decoded line is dropped from ``lines`` (set to None): the caller keeps the
+        entry, and a context's lines would otherwise stay in memory beside their entries.
+        """
         wire = self._wire_decode()
         sid = self.session_id
         out: list[Entry] = []
@@ -113,6 +117,7 @@ class ScanContext:
             entry = wire(lines[i], sid, i + offset)
             if entry is None:
                 entry = self._decode_dict(lines[i], i + offset, i + offset)
+            lines[i] = None
             append(entry)
         return out
 
@@ -245,7 +250,9 @@ class BulkScan:
         decode_many = ctx.decode_many
 
         def load(i: int) -> Entry:
-            return decode(body[i], i + offset, i + offset)
+            entry = decode(body[i], i + offset, i + offset)
+            body[i] = None  # the block keeps the entry (see ScanContext.decode_many)
+            return entry
 
         def load_many(indices: Sequence[int]) -> list[Entry]:
             return decode_many(body, indices, offset)

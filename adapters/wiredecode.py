@@ -51,12 +51,15 @@ class WireDecoder:
         self._converters: dict[type, Any] = {}  # wire struct -> converter (made on first use)
         self._domain: dict[type, type] = {}  # wire struct -> domain class
         self._entry_structs: set[type] = set()
+        self._strings: dict[str, str] = {}  # one string object per value of a _REPEATED field
         self._ns: dict[str, Any] = {
             "_U": UNSET,
             "_Fallback": _Fallback,
             "_new": object.__new__,
-            "Extra": m.Extra,
+            "_shared": m.shared_extra,
+            "_E": m.shared_extra(),
             "_loads": orjson.loads,
+            "_same": self._strings.setdefault,
             "_view": memoryview,
         }
         self._ns["_conv"] = self._converters
@@ -165,6 +168,8 @@ class WireDecoder:
             convert = _CONVERT.get(annotation)
             if convert is None:
                 raise TypeError(f"wiredecode has no conversion for {cls.__name__}.{name}: {annotation}")
+            if name in _REPEATED and annotation in ("str", "str | None"):
+                convert = "if v is not None: v = _same(v, v)"
             if convert:
                 lines.append("    else:")
                 lines.extend("        " + part for part in convert.split("\n"))
@@ -173,7 +178,7 @@ class WireDecoder:
             else:
                 ns[f"_s{index}"] = cls.__dict__[name].__set__
                 lines.append(f"    _s{index}(o, v)")
-        lines.append("    extra = Extra((), frozenset(missing)) if missing else {}")
+        lines.append("    extra = _shared(frozenset(missing)) if missing else _E")
         if entry:
             lines.append("    st['extra'] = extra")
             lines.append("    o = _new(_cls)")
@@ -204,6 +209,12 @@ class WireDecoder:
         except _Fallback:
             return None
 
+
+# Fields whose few values recur on most lines (the provider and model of every reply, tool
+# names, ...): each value is kept as one shared string rather than one per line.
+_REPEATED = frozenset(
+    {"provider", "model", "api", "stop_reason", "name", "tool_name", "mime_type", "custom_type", "model_id", "thinking_level"}
+)
 
 # How a struct field's value becomes the domain value, by its annotation in the domain
 # classes (the struct already checked its type); "" leaves it as it is.

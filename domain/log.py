@@ -189,8 +189,11 @@ class EntryLog:
             return
         ids = block.ids
         if start == 0 and block.checked is not None:
-            self._index = dict(block.checked[0])
-            self._add_block(block, block.checked[1])
+            # The log takes over the producer's index rather than building or copying one
+            # (a 100k-entry dict); the block then no longer carries it.
+            self._index, ppos = block.checked
+            block.checked = None
+            self._add_block(block, ppos)
             return
         index = self._index
         index.update(zip(ids, range(start, start + count)))

@@ -143,3 +143,29 @@ def test_pi_entries_with_pi_rules_are_left_to_the_dict_path():
     entry = codec_wire_decoder(codec).decode(line, "s", 2)
     assert entry is not None
     _same(entry, _dict_path(codec, line)[1])
+
+
+def test_decoded_values_share_one_read_only_extra_per_set_of_absent_fields():
+    """Values with no unknown fields share their (empty) extra; it cannot be changed, and a copy can."""
+    import copy
+
+    from sessiontree.domain.messages import Extra, SharedExtra
+
+    codec = CODECS["native"]
+    line = b'{"type":"message","id":"%s","parent_id":null,"timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"x"}],"timestamp":1}}'
+    a = codec_wire_decoder(codec).decode(line % b"a", "s", 2)
+    b = codec_wire_decoder(codec).decode(line % b"b", "s", 3)
+    assert a.message.content[0].extra is b.message.content[0].extra
+    assert a.message.extra is b.message.extra == {}
+    extra = a.message.content[0].extra
+    assert isinstance(extra, SharedExtra) and extra == {}
+    with pytest.raises(TypeError):
+        extra["x"] = 1
+    with pytest.raises(TypeError):
+        extra.update(x=1)
+    mine = copy.copy(extra)
+    mine["x"] = 1
+    assert type(mine) is Extra and extra == {}
+    assert codec.encode_event(a) == line % b"a"
+    dict_path = _dict_path(codec, line % b"a")[1]
+    assert dict_path.message.content[0].extra is extra  # the dict path shares them too
