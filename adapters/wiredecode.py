@@ -147,16 +147,16 @@ class WireDecoder:
             lines = [
                 f"def {fn}(w, sid, version):",
                 "    if not w.id: raise _Fallback",
-                "    missing = []",
+                "    missing = 0",
                 "    st = {'originator_id': sid, 'originator_version': version, 'timestamp': w.timestamp, "
                 "'id': w.id, 'parent_id': w.parent}",
             ]
         else:
-            lines = [f"def {fn}(w):", "    missing = []", "    o = _new(_cls)"]
+            lines = [f"def {fn}(w):", "    missing = 0", "    o = _new(_cls)"]
         for index, (wire, name, annotation, default) in enumerate(self._fields(cls)):
             lines.append(f"    v = w.f_{name}")
             lines.append("    if v is _U:")
-            lines.append(f"        missing.append({wire!r})")
+            lines.append(f"        missing |= {1 << index}  # {wire}")
             if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
                 ns[f"_f{index}"] = default.factory  # type: ignore[union-attr]
                 lines.append(f"        v = _f{index}()")
@@ -178,7 +178,22 @@ class WireDecoder:
             else:
                 ns[f"_s{index}"] = cls.__dict__[name].__set__
                 lines.append(f"    _s{index}(o, v)")
-        lines.append("    extra = _shared(frozenset(missing)) if missing else _E")
+        lines.append("    if missing:")
+        lines.append("        extra = _extras.get(missing)")
+        lines.append("        if extra is None:  # (an empty extra is falsy)")
+        lines.append("            extra = _extra_for(missing)")
+        lines.append("    else:")
+        lines.append("        extra = _E")
+        wires = [wire for wire, _, _, _ in self._fields(cls)]
+        extras: dict[int, Any] = {}
+
+        def extra_for(mask: int) -> Any:
+            absent = frozenset(wire for index, wire in enumerate(wires) if mask >> index & 1)
+            extra = extras[mask] = m.shared_extra(absent)
+            return extra
+
+        ns["_extras"] = extras
+        ns["_extra_for"] = extra_for
         if entry:
             lines.append("    st['extra'] = extra")
             lines.append("    o = _new(_cls)")

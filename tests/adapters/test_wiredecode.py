@@ -169,3 +169,23 @@ def test_decoded_values_share_one_read_only_extra_per_set_of_absent_fields():
     assert codec.encode_event(a) == line % b"a"
     dict_path = _dict_path(codec, line % b"a")[1]
     assert dict_path.message.content[0].extra is extra  # the dict path shares them too
+
+
+def test_decoding_a_block_drops_its_lines_and_releases_memory_as_it_goes(tmp_path, monkeypatch):
+    """Decoded lines are dropped, and free memory is handed back every RELEASE_EVERY lines."""
+    from sessiontree import JsonlSessionStorage, Session, TextContent, UserMessage
+    from sessiontree.adapters import jsonl_scan
+
+    session = Session(JsonlSessionStorage.create(tmp_path / "s.jsonl", cwd="/p"))
+    for index in range(10):
+        session.append_message(UserMessage(content=[TextContent(text=f"m{index}")], timestamp=index))
+    calls = []
+    monkeypatch.setattr(jsonl_scan, "RELEASE_EVERY", 4)
+    monkeypatch.setattr(jsonl_scan, "release_free_memory", lambda: calls.append(1))
+    storage = JsonlSessionStorage.open(tmp_path / "s.jsonl")
+    _, block = storage.load()
+    entries = block.load_many(list(range(10)))
+    assert [e.message.content[0].text for e in entries] == [f"m{i}" for i in range(10)]
+    assert len(calls) == 3  # after 4 and 8 lines, and for the last 2 (at least half of 4)
+    reopened = Session(JsonlSessionStorage.open(tmp_path / "s.jsonl"))
+    assert reopened.build_context().messages == session.build_context().messages
