@@ -59,6 +59,20 @@ _CHECKS = {
         "if type(v) is not list or not all(type(x) is str for x in v): raise _Invalid\n{i}v = tuple(v)"
     ),
 }
+# How an encoder writes a value of these annotations: through the value's own generated
+# encoder, looked up by class (``_u``, the generic path, makes missing ones and handles
+# Unknown* values); one call per value instead of two.
+_ONE = "(_enc.get({x}.__class__) or _u)({x})"
+_ENCODE = {
+    "Usage": _ONE.format(x="v"),
+    "Cost": _ONE.format(x="v"),
+    "Message": _ONE.format(x="v"),
+    "Usage | None": "None if v is None else " + _ONE.format(x="v"),
+    "tuple[Content, ...]": f"[{_ONE.format(x='b')} for b in v]",
+    "str | tuple[Content, ...]": f"v if v.__class__ is str else [{_ONE.format(x='b')} for b in v]",
+    "tuple[Message, ...] | None": f"None if v is None else [{_ONE.format(x='x')} for x in v]",
+    "tuple[str, ...]": "list(v)",
+}
 # Annotations whose values are written as they are (everything else goes through _u).
 _PLAIN = {"str", "int", "float", "bool", "str | None", "Any", "Mapping[str, Any]"}
 
@@ -82,6 +96,7 @@ class FastCodec:
             "_block": self._block,
             "_message": self._message,
             "_u": self.unstructure,
+            "_enc": self._encoders,
             "Unknown": UnknownEntryAppended,
         }
         # Cost before Usage: each generated function binds the ones it calls. Everything else
@@ -228,10 +243,10 @@ class FastCodec:
             lines.append(f"    out = {{{value_tag[0]!r}: {value_tag[1]!r}}}" if value_tag else "    out = {}")
             get = "o.{name}"
         lines.append("    extra = " + ("d['extra']" if entry else "o.extra"))
-        lines.append("    absent = _absent(extra) if extra.__class__ is not dict else ()")
+        lines.append("    absent = () if extra.__class__ is dict else getattr(extra, 'absent', ())  # absent_fields(extra)")
         for wire, name, annotation, _ in fields:
             value = get.format(name=name)
-            convert = "v" if annotation in _PLAIN else "_u(v)"
+            convert = "v" if annotation in _PLAIN else _ENCODE.get(annotation, "_u(v)")
             lines.append(f"    v = {value}")
             condition = f"{wire!r} not in absent"
             if wire in omit:

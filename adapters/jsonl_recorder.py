@@ -67,6 +67,19 @@ def topic_of(entry_type: str) -> str:
     return TOPIC_PREFIX + entry_type
 
 
+_LINE_HEADS: dict[str, bytes] = {}
+
+
+def _line_head(topic: str) -> bytes:
+    """How the session line of ``topic`` begins (b"" if the topic has no session line)."""
+    head = b""
+    if topic.startswith(TOPIC_PREFIX) and "\\" not in topic:
+        head = b'{"type":"%s"' % topic[_PREFIX_LEN:].encode("utf-8")
+    if len(_LINE_HEADS) < 1024:  # topics are a few entry types; never grow without bound
+        _LINE_HEADS[topic] = head
+    return head
+
+
 def encode_stored(stored: StoredEvent, *, verbatim: bool = True) -> bytes:
     """The line for a stored event: its state itself if it is the session line of its topic.
 
@@ -75,15 +88,12 @@ def encode_stored(stored: StoredEvent, *, verbatim: bool = True) -> bytes:
     """
     state = stored.state
     topic = stored.topic
-    if (
-        verbatim
-        and topic.startswith(TOPIC_PREFIX)
-        and state.startswith(b'{"type":"%s"' % topic[_PREFIX_LEN:].encode("utf-8"))
-        and state.endswith(b"}")
-        and b"\n" not in state
-        and b"\\" not in topic.encode("utf-8")
-    ):
-        return state
+    if verbatim:
+        head = _LINE_HEADS.get(topic)
+        if head is None:
+            head = _line_head(topic)
+        if head and state.startswith(head) and state.endswith(b"}") and b"\n" not in state:
+            return state
     out: dict[str, Any] = {
         "type": GENERIC_TYPE,
         "originator_version": stored.originator_version,
@@ -195,11 +205,10 @@ class JsonlAggregateRecorder(AggregateRecorder):
             return []
         key = str(stored_events[0].originator_id)
         if len(stored_events) == 1 or all(str(s.originator_id) == key for s in stored_events):
-            groups = {key: stored_events}
-        else:
-            groups = {}
-            for stored in stored_events:
-                groups.setdefault(str(stored.originator_id), []).append(stored)  # type: ignore[attr-defined]
+            return [self._insert_one(key, stored_events)]  # every session append
+        groups: dict[str, list[StoredEvent]] = {}
+        for stored in stored_events:
+            groups.setdefault(str(stored.originator_id), []).append(stored)
         work = [(key, self.file(key, create=True), events) for key, events in groups.items()]
         if len(work) > 1:
             work.sort(key=lambda item: str(item[1].path))  # type: ignore[union-attr]
@@ -215,21 +224,36 @@ class JsonlAggregateRecorder(AggregateRecorder):
                     raise OperationalError(str(exc)) from exc
                 locked.append(f)
             plan = [(key, f, events, self._check(key, f, events)) for key, f, events in work]
-            done = []
-            for key, f, events, lines in plan:
-                assert f is not None
-                try:
-                    f.append(lines)
-                except OSError as exc:
-                    raise OperationalError(f"could not append to {f.path}: {exc.strerror or exc}") from exc
-                first = events[0].originator_version
-                if f.count == len(lines):
-                    self._bases[key] = first
-                done.append((f, first, len(lines)))
-            return done
+            return [self._write(key, f, events, lines) for key, f, events, lines in plan]  # type: ignore[arg-type]
         finally:
             for f in reversed(locked):
                 f.unlock()
+
+    def _insert_one(self, key: str, events: Sequence[StoredEvent]) -> tuple[LineFile, int, int]:
+        """:meth:`_insert` for the events of one originator (the common case, kept lean)."""
+        f = self.file(key, create=True)
+        assert f is not None
+        if not f.writable:
+            raise OperationalError(f"{f.path} is not writable")
+        try:
+            f.lock(self.lock_timeout)
+        except (TimeoutError, OSError) as exc:
+            raise OperationalError(str(exc)) from exc
+        try:
+            return self._write(key, f, events, self._check(key, f, events))
+        finally:
+            f.unlock()
+
+    def _write(self, key: str, f: LineFile, events: Sequence[StoredEvent], lines: list[bytes]) -> tuple[LineFile, int, int]:
+        """Append checked ``lines`` (lock held); (file, first version, count)."""
+        try:
+            f.append(lines)
+        except OSError as exc:
+            raise OperationalError(f"could not append to {f.path}: {exc.strerror or exc}") from exc
+        first = events[0].originator_version
+        if f.count == len(lines):
+            self._bases[key] = first
+        return f, first, len(lines)
 
     def _check(self, key: str, f: LineFile | None, events: Sequence[StoredEvent]) -> list[bytes]:
         """Under the lock: catch up, repair a torn tail, check versions; the lines to write."""

@@ -179,13 +179,24 @@ class PiCodec(Codec):
     # -- entries ------------------------------------------------------------------------
 
     def unstructure_event(self, event: Any) -> dict[str, Any]:
+        """The reference wire dict of an event (cattrs underneath)."""
+        return self._pi_dict(event, super().unstructure_event)
+
+    def _fast_dict(self, event: Any) -> dict[str, Any]:
+        fast = self.__dict__.get("_fast") or self.fast
+        encoder = fast._encoders.get(type(event)) or fast._new_encoder(type(event))
+        if encoder is None:
+            return super().unstructure_event(event)
+        return encoder(event)  # type: ignore[no-any-return]
+
+    def _pi_dict(self, event: Any, base: Any) -> dict[str, Any]:
         if isinstance(event, SessionStarted):
             return self.unstructure_header(event)
         if isinstance(event, UnknownEntryAppended):
             return rename_parent_key(event.data, NATIVE_PARENT_KEY, PI_PARENT_KEY)
         if isinstance(event, LeafMoved):
             return self._leaf_marker(event)
-        out = super().unstructure_event(event)
+        out = base(event)
         kind = event.type
         omit = ENTRY_OMIT_NONE.get(kind)
         if omit:
@@ -239,7 +250,7 @@ class PiCodec(Codec):
         """One pi line (no newline): the reference encoder, which knows pi's rules, with
         numbers laid out as pi's JavaScript writer lays them out."""
         try:
-            return pi_dumps(self.unstructure_event(event))
+            return pi_dumps(self._pi_dict(event, self._fast_dict))  # the generated encoders
         except TypeError as exc:
             raise SessionError(
                 "invalid_entry", f"entry {getattr(event, 'id', '?')!r} is not JSON-serialisable: {exc}"

@@ -96,6 +96,8 @@ def js_number(value: float) -> str:
     if value == 0 or value != value or value in (float("inf"), float("-inf")):
         return "0" if value == 0 else "null"
     text = repr(value)
+    if "e" not in text:  # Python writes plain decimals for 1e-4 <= |x| < 1e16: JavaScript's digits too
+        return text[:-2] if text.endswith(".0") else text
     sign = "-" if text.startswith("-") else ""
     mantissa, _, exponent = text.lstrip("-").partition("e")
     whole, _, fraction = mantissa.partition(".")
@@ -116,15 +118,27 @@ def js_number(value: float) -> str:
     return sign + out
 
 
+def _js_float(value: float) -> Any:
+    text = js_number(value)
+    # An integral float JavaScript writes as bare digits would read back as an int:
+    # leave it to orjson ("1.0"), which both languages read as the same number.
+    return orjson.Fragment(text.encode("ascii")) if "." in text or "e" in text else value
+
+
 def _js_numbers(value: Any) -> Any:
     kind = type(value)
     if kind is float:
-        text = js_number(value)
-        # An integral float JavaScript writes as bare digits would read back as an int:
-        # leave it to orjson ("1.0"), which both languages read as the same number.
-        return orjson.Fragment(text.encode("ascii")) if "." in text or "e" in text else value
+        return _js_float(value)
     if kind is dict:
-        return {key: _js_numbers(item) for key, item in value.items()}
+        out = {}
+        for key, item in value.items():
+            kind = type(item)
+            if kind is float:
+                item = _js_float(item)
+            elif kind is dict or kind is list:
+                item = _js_numbers(item)
+            out[key] = item
+        return out
     if kind is list:
         return [_js_numbers(item) for item in value]
     return value

@@ -39,7 +39,7 @@ def parse_timestamp(value: str) -> datetime:
 
 def format_timestamp(moment: datetime) -> str:
     """Format an aware datetime the way JavaScript's ``toISOString`` does (ms and ``Z``)."""
-    utc = moment.astimezone(timezone.utc)
+    utc = moment if moment.tzinfo is timezone.utc else moment.astimezone(timezone.utc)
     # Not strftime: its %Y does not zero-pad years before 1000 on every platform.
     return (
         f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"

@@ -66,3 +66,16 @@ def test_format_then_parse_keeps_the_millisecond(moment):
     """Parsing a formatted timestamp gives the time truncated to the millisecond."""
     back = parse_timestamp(format_timestamp(moment))
     assert back == moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def test_the_default_clock_gives_the_same_text_as_formatting_the_current_time():
+    """The default clock's fast path (a second's text kept) agrees with formatting utc_now()."""
+    from sessiontree.domain.events import format_timestamp
+    from sessiontree.domain.ids import utc_now
+
+    for _ in range(2000):
+        before = format_timestamp(utc_now())
+        stamp = now_iso()
+        after = format_timestamp(utc_now())
+        assert before <= stamp <= after
+        assert len(stamp) == 24 and stamp.endswith("Z") and stamp[10] == "T"
