@@ -88,6 +88,7 @@ class FastCodec:
         self._ns: dict[str, Any] = {
             "_Invalid": _Invalid,
             "_new": object.__new__,
+            "_sa": object.__setattr__,
             "_M": _NOTHING,
             "Extra": m.Extra,
             "_shared": m.shared_extra,
@@ -172,10 +173,6 @@ class FastCodec:
         if entry:
             known |= {"type", "id", self.parent_key, "timestamp"}
             lines = [f"def {fn}(data, sid, version, eid, parent, ts):", "    missing = []"]
-            lines.append(
-                "    st = {'originator_id': sid, 'originator_version': version, 'timestamp': ts, "
-                "'id': eid, 'parent_id': parent}"
-            )
         else:
             if tag:
                 known.add(tag[0])
@@ -186,7 +183,7 @@ class FastCodec:
             check = _CHECKS.get(annotation)
             if check is None:
                 raise TypeError(f"fastcodec has no rule for {cls.__name__}.{name}: {annotation}")
-            setter = f"st[{name!r}] = v" if entry else f"_s{index}(o, v)"
+            setter = f"v_{name} = v" if entry else f"_s{index}(o, v)"
             if not entry:
                 ns[f"_s{index}"] = cls.__dict__[name].__set__
             lines.append(f"    v = data.get({wire!r}, _M)")
@@ -216,9 +213,19 @@ class FastCodec:
         lines.append("    else:")
         lines.append("        extra = _E")
         if entry:
-            lines.append("    st['extra'] = extra")
+            # In the class's field order, as its __init__ and the wire decoder set them (the
+            # instance keeps CPython's compact shared-key layout; see wiredecode.py).
+            values = {
+                "originator_id": "sid",
+                "originator_version": "version",
+                "timestamp": "ts",
+                "id": "eid",
+                "parent_id": "parent",
+                "extra": "extra",
+            }
             lines.append("    o = _new(_cls)")
-            lines.append("    o.__dict__.update(st)")
+            for a in attrs.fields(cls):
+                lines.append(f"    _sa(o, {a.name!r}, {values.get(a.name, 'v_' + a.name)})")
         else:
             ns["_sx"] = cls.__dict__["extra"].__set__
             lines.append("    _sx(o, extra)")
@@ -232,17 +239,17 @@ class FastCodec:
         lines = [f"def {fn}(o):"]
         if entry:
             tag = self.codec.dialect.entry_type(cls.type)  # type: ignore[attr-defined]
-            lines.append("    d = o.__dict__")
+            # Attributes, not o.__dict__: reading __dict__ would give the entry a dict of its
+            # own instead of its compact shared-key layout (see wiredecode.py).
             lines.append(
-                f"    out = {{'type': {tag!r}, 'id': d['id'], {self.parent_key!r}: d['parent_id'], "
-                "'timestamp': d['timestamp']}"
+                f"    out = {{'type': {tag!r}, 'id': o.id, {self.parent_key!r}: o.parent_id, "
+                "'timestamp': o.timestamp}"
             )
-            get = "d[{name!r}]"
         else:
             value_tag = self._tag(cls)
             lines.append(f"    out = {{{value_tag[0]!r}: {value_tag[1]!r}}}" if value_tag else "    out = {}")
-            get = "o.{name}"
-        lines.append("    extra = " + ("d['extra']" if entry else "o.extra"))
+        get = "o.{name}"
+        lines.append("    extra = o.extra")
         lines.append("    absent = () if extra.__class__ is dict else getattr(extra, 'absent', ())  # absent_fields(extra)")
         for wire, name, annotation, _ in fields:
             value = get.format(name=name)

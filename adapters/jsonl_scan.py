@@ -134,9 +134,9 @@ class ScanContext:
 # Lines are larger than Python's small-object allocator serves, so they come from the C
 # allocator, which keeps the memory of dropped lines for its own later use: new Python
 # objects do not reuse it, and the process would hold both. Every RELEASE_EVERY dropped
-# lines (~6 MB) the free memory is handed back to the system (glibc's malloc_trim, ~2 ms at
+# lines (~1.5 MB) the free memory is handed back to the system (glibc's malloc_trim, ~2 ms at
 # 100k entries; a no-op where there is none). Measured in docs/performance.md.
-RELEASE_EVERY = 8192
+RELEASE_EVERY = 2048
 
 
 def _find_malloc_trim() -> Callable[[], Any]:
