@@ -269,12 +269,6 @@ class BulkScan:
         self.ppos = ppos
         self.index = index
 
-    def parent_ids(self) -> list[str | None]:
-        # A child's parent id is its parent's own id string (100k lines would otherwise hold
-        # 100k duplicate strings).
-        ids = self.ids
-        return [ids[q] if q >= 0 else None for q in self.ppos]
-
     def block(self, ctx: ScanContext, items: list[Any] | None = None) -> LazyBlock:
         """The lazy block of these lines, decoded through ``ctx`` on demand."""
         body, offset = self.body, self.offset
@@ -290,9 +284,7 @@ class BulkScan:
             return decode_many(body, indices, offset)
 
         items = items if items is not None else [None] * len(body)
-        return LazyBlock(
-            self.types, self.ids, self.parent_ids(), items, load, load_many, checked=(self.index, self.ppos)
-        )
+        return LazyBlock(self.types, self.ids, None, items, load, load_many, checked=(self.index, self.ppos))
 
 
 def bulk_envelopes(lines: Sequence[bytes], ctx: ScanContext, first: int) -> BulkScan | None:

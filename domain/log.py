@@ -47,20 +47,23 @@ class LazyBlock(Sequence[Any]):
     a block too.
     """
 
-    __slots__ = ("types", "ids", "parent_ids", "items", "load", "_load_many", "checked")
+    __slots__ = ("types", "ids", "parent_ids", "items", "load", "_load_many", "checked", "_ppos", "_count")
 
     def __init__(
         self,
         types: list[str],
         ids: list[str],
-        parent_ids: list[str | None],
+        parent_ids: list[str | None] | None,
         items: list[Entry | None],
         load: Callable[[int], Entry],
         load_many: Callable[[Sequence[int]], list[Entry]] | None = None,
         *,
         checked: tuple[dict[str, int], list[int]] | None = None,
     ) -> None:
-        if not (len(types) == len(ids) == len(parent_ids) == len(items)):
+        count = len(ids)
+        if parent_ids is None and checked is None:
+            raise ValueError("a LazyBlock needs parent_ids, or parent positions in checked")
+        if not (len(types) == count == len(items) == len(parent_ids if parent_ids is not None else checked[1])):  # type: ignore[index]
             raise ValueError("a LazyBlock's lists must have one slot per entry")
         self.types = types
         self.ids = ids
@@ -70,7 +73,21 @@ class LazyBlock(Sequence[Any]):
         self._load_many = load_many
         # What a producer that has checked the tree already knows: each id's index in the
         # block (ids unique) and each entry's parent index (-1: a root; parents earlier).
+        # An EntryLog takes these (and the lists above) over instead of copying them.
         self.checked = checked
+        self._ppos = checked[1] if checked is not None else None
+        self._count = count
+
+    def parent_id(self, index: int) -> str | None:
+        if self.parent_ids is not None:
+            return self.parent_ids[index]
+        q = self._ppos[index]  # type: ignore[index]
+        return self.ids[q] if q >= 0 else None
+
+    def parent_id_list(self) -> list[str | None]:
+        if self.parent_ids is not None:
+            return self.parent_ids
+        return [self.parent_id(i) for i in range(self._count)]
 
     def load_many(self, indices: Sequence[int]) -> list[Entry]:
         if self._load_many is not None:
@@ -79,7 +96,7 @@ class LazyBlock(Sequence[Any]):
         return [load(i) for i in indices]
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return self._count
 
     @overload
     def __getitem__(self, index: int) -> Any: ...
@@ -89,13 +106,15 @@ class LazyBlock(Sequence[Any]):
 
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+            return [self[i] for i in range(*index.indices(self._count))]
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError("LazyBlock index out of range")
         item = self.items[index]
         if item is not None:
             return item
-        if index < 0:
-            index += len(self.ids)
-        return LazyHead(self.types[index], self.ids[index], self.parent_ids[index], _BlockLoader(self, index))
+        return LazyHead(self.types[index], self.ids[index], self.parent_id(index), _BlockLoader(self, index))
 
     def __repr__(self) -> str:
         return f"<LazyBlock of {len(self)} entries>"
@@ -189,11 +208,7 @@ class EntryLog:
             return
         ids = block.ids
         if start == 0 and block.checked is not None:
-            # The log takes over the producer's index rather than building or copying one
-            # (a 100k-entry dict); the block then no longer carries it.
-            self._index, ppos = block.checked
-            block.checked = None
-            self._add_block(block, ppos)
+            self._adopt(block)
             return
         index = self._index
         index.update(zip(ids, range(start, start + count)))
@@ -204,7 +219,7 @@ class EntryLog:
                 if entry_id in seen:
                     raise SessionError("corrupt", f"duplicate entry id {entry_id!r}{context}")
                 seen.add(entry_id)
-        parents = block.parent_ids
+        parents = block.parent_id_list()
         get = index.get
         ppos = [get(p, -1) for p in parents]  # a None parent is never an id: -1
         if ppos.count(-1) != parents.count(None) or any(map(ge, ppos, range(start, start + count))):  # a parent not earlier: an orphan
@@ -213,6 +228,25 @@ class EntryLog:
                     ppos[offset] = -1
                     self._orphans[start + offset] = parent
         self._add_block(block, ppos)
+
+    def _adopt(self, block: LazyBlock) -> None:
+        """An empty log takes over a checked block's lists and index instead of copying them
+        (at 100k entries each copy is ~1 MB, the index ~5 MB). The block keeps its length;
+        the log appends to the lists it now owns."""
+        assert block.checked is not None
+        self._index, self._ppos = block.checked
+        block.checked = None
+        self._items, self._types, self._ids = block.items, block.types, block.ids
+        by_type = self._by_type
+        for kind in set(block.types):
+            by_type[kind] = []
+        lists = {kind: positions.append for kind, positions in by_type.items()}
+        # The index's values are the positions 0..n-1 in order: the same int objects serve
+        # here (a separate int per entry and type list would be 32 bytes each).
+        for pos, kind in zip(self._index.values(), block.types):
+            lists[kind](pos)
+        self._blocks.append(block)
+        self._starts.append(0)
 
     def _add_block(self, block: LazyBlock, ppos: list[int]) -> None:
         start = len(self._items)

@@ -79,3 +79,63 @@ def test_truncate_forgets_entries_and_their_index():
     log = log_of(msg("a", None), msg("b", "a"))
     log.truncate(1)
     assert len(log) == 1 and log.position("b") is None and log.positions_of("message") == [0]
+
+
+def _block(entries, *, checked):
+    """A LazyBlock over ``entries`` that counts its loads (checked: with the producer's index)."""
+    from sessiontree.domain.log import LazyBlock
+
+    loads = []
+
+    def load(i):
+        loads.append(i)
+        return entries[i]
+
+    ids = [e.id for e in entries]
+    index = {entry_id: i for i, entry_id in enumerate(ids)}
+    ppos = [index.get(e.parent_id, -1) if e.parent_id is not None else -1 for e in entries]
+    block = LazyBlock(
+        [e.type for e in entries],
+        ids,
+        None if checked else [e.parent_id for e in entries],
+        [None] * len(entries),
+        load,
+        checked=(index, ppos) if checked else None,
+    )
+    return block, loads
+
+
+def test_a_block_is_indexed_in_bulk_and_decoded_on_demand():
+    """Given a block of three entries, the log knows their ids, types, parents and paths
+    without decoding, decodes one only when asked, and a checked block's lists are taken
+    over without changing what the block itself shows."""
+    entries = [msg("a", None, 2), msg("b", "a", 3), msg("c", "b", 4)]
+    for checked in (True, False):
+        block, loads = _block(entries, checked=checked)
+        log = EntryLog()
+        log.extend_block(block)
+        assert log.path_positions("c") == [0, 1, 2] and log.parent_of(2) == "b"
+        assert log.positions_of("message") == [0, 1, 2] and loads == []
+        assert log.get(1) == entries[1] and loads == [1]
+        assert log.get_many([0, 1, 2]) == entries and sorted(loads) == [0, 1, 2]
+        log.add(msg("d", "c", 5))
+        assert len(block) == 3 and block[-1] == entries[2] and len(log) == 4
+        assert [block.parent_id(i) for i in range(3)] == [None, "a", "b"]
+        assert log.path_positions("d") == [0, 1, 2, 3]
+        log.truncate(3)
+        assert len(log) == 3 and log.position("d") is None and len(block) == 3
+
+
+def test_a_block_with_a_repeated_id_is_refused():
+    """An id already in the log (or twice in a block) is `corrupt`."""
+    import pytest
+
+    from sessiontree.domain.errors import SessionError
+
+    log = EntryLog()
+    log.add(msg("a", None, 2))
+    block, _ = _block([msg("b", "a", 3), msg("a", "b", 4)], checked=False)
+    with pytest.raises(SessionError) as err:
+        log.extend_block(block, " in session s")
+    assert err.value.code == "corrupt" and "'a'" in err.value.message
+    assert log.position("a") == 0 and len(log) == 1
