@@ -69,7 +69,7 @@ _ENCODE = {
     "Message": _ONE.format(x="v"),
     "Usage | None": "None if v is None else " + _ONE.format(x="v"),
     "tuple[Content, ...]": f"[{_ONE.format(x='b')} for b in v]",
-    "str | tuple[Content, ...]": f"v if v.__class__ is str else [{_ONE.format(x='b')} for b in v]",
+    "str | tuple[Content, ...]": f"v if isinstance(v, str) else [{_ONE.format(x='b')} for b in v]",
     "tuple[Message, ...] | None": f"None if v is None else [{_ONE.format(x='x')} for x in v]",
     "tuple[str, ...]": "list(v)",
 }

@@ -104,12 +104,15 @@ class ScanContext:
         except SessionError as exc:
             raise corrupt(self.path, lineno, f"session {self.session_id}: {exc.message}", exc.code) from None
 
-    def decode_many(self, lines: list[Any], indices: Sequence[int], offset: int) -> list[Entry]:
-        """``decode(lines[i], i + offset, i + offset)`` for each ``i`` (line ``i + offset`` is
-        version ``i + offset``), in one loop: the hot path of building a context.
+    def decode_many(self, lines: list[Any], items: list[Any], indices: Sequence[int], offset: int) -> list[Entry]:
+        """The entries ``i`` of ``indices``, from ``lines[i]`` (line and version ``i + offset``),
+        in one loop: the hot path of building a context.
 
-        Each decoded line is dropped from ``lines`` (set to None): the caller keeps the
-        entry, and a context's lines would otherwise stay in memory beside their entries.
+        Each entry is stored in ``items[i]`` and only then its line dropped from ``lines``
+        (set to None): a context's lines would otherwise stay in memory beside their entries.
+        An entry already in ``items`` is not decoded again; a dropped line means its entry is
+        there (also when another thread decoded it meanwhile), so an error on a later line
+        loses nothing decoded before it.
         """
         wire = self._wire_decode()
         sid = self.session_id
@@ -117,15 +120,22 @@ class ScanContext:
         append = out.append
         dropped = 0
         for i in indices:
-            entry = wire(lines[i], sid, i + offset)
+            entry = items[i]
             if entry is None:
-                entry = self._decode_dict(lines[i], i + offset, i + offset)
-            lines[i] = None
+                line = lines[i]
+                if line is None:  # decoded by another thread since items[i] was read
+                    entry = items[i]
+                else:
+                    entry = wire(line, sid, i + offset)
+                    if entry is None:
+                        entry = self._decode_dict(line, i + offset, i + offset)
+                    items[i] = entry
+                    lines[i] = None
+                    dropped += 1
+                    if dropped == RELEASE_EVERY:
+                        release_free_memory()
+                        dropped = 0
             append(entry)
-            dropped += 1
-            if dropped == RELEASE_EVERY:
-                release_free_memory()
-                dropped = 0
         if dropped >= RELEASE_EVERY // 2:
             release_free_memory()
         return out
@@ -272,18 +282,16 @@ class BulkScan:
     def block(self, ctx: ScanContext, items: list[Any] | None = None) -> LazyBlock:
         """The lazy block of these lines, decoded through ``ctx`` on demand."""
         body, offset = self.body, self.offset
-        decode = ctx.decode
         decode_many = ctx.decode_many
 
+        items = items if items is not None else [None] * len(body)
+
         def load(i: int) -> Entry:
-            entry = decode(body[i], i + offset, i + offset)
-            body[i] = None  # the block keeps the entry (see ScanContext.decode_many)
-            return entry
+            return decode_many(body, items, (i,), offset)[0]
 
         def load_many(indices: Sequence[int]) -> list[Entry]:
-            return decode_many(body, indices, offset)
+            return decode_many(body, items, indices, offset)
 
-        items = items if items is not None else [None] * len(body)
         return LazyBlock(self.types, self.ids, None, items, load, load_many, checked=(self.index, self.ppos))
 
 

@@ -183,6 +183,13 @@ def _pi_block(lines: Sequence[bytes], ctx: ScanContext) -> LazyBlock | None:
                 entry = _decode(ctx, obj, pos + scan.offset, True)
                 items[pos] = entry
                 types[pos] = entry.type
+                # A leaf record's parent is the leaf it moved from (data.fromId), not the
+                # line's parentId (its target): as the line-by-line path has it.
+                came_from = entry.parent_id
+                parent = -1 if came_from is None else scan.index.get(came_from, pos)
+                if parent >= pos:
+                    return None  # not an earlier entry: the line-by-line path keeps it as an orphan
+                scan.ppos[pos] = parent
     return scan.block(ctx, items)
 
 

@@ -167,7 +167,7 @@ class WireDecoder:
             convert = _CONVERT.get(annotation)
             if convert is None:
                 raise TypeError(f"wiredecode has no conversion for {cls.__name__}.{name}: {annotation}")
-            if name in _REPEATED and annotation in ("str", "str | None"):
+            if (cls.__name__, name) in _REPEATED and annotation in ("str", "str | None"):
                 convert = "if v is not None: v = _same(v, v)"
             if convert:
                 lines.append("    else:")
@@ -229,17 +229,36 @@ class WireDecoder:
         if wire.chain is not UNSET and not is_sealed(line):
             return None  # a "chain" key that is not a seal is an unknown field: kept by the dict path
         convert = self._converters.get(wire.__class__) or self._make_converter(wire.__class__)
+        if len(self._strings) > STRINGS_KEPT:  # an app with ever-new model or tool names
+            self._strings.clear()
         try:
             return convert(wire, session_id, version)
-        except _Fallback:
+        except (_Fallback, ValueError):  # ValueError: orjson refused a free-form value (1e400)
             return None
 
 
 # Fields whose few values recur on most lines (the provider and model of every reply, tool
-# names, ...): each value is kept as one shared string rather than one per line.
+# names, ...): each value is kept as one shared string rather than one per line. Named by
+# class, so that free text of the same field name (a session's name) is not kept; the
+# strings kept are bounded by STRINGS_KEPT.
 _REPEATED = frozenset(
-    {"provider", "model", "api", "stop_reason", "name", "tool_name", "mime_type", "custom_type", "model_id", "thinking_level"}
+    {
+        ("AssistantMessage", "provider"),
+        ("AssistantMessage", "model"),
+        ("AssistantMessage", "api"),
+        ("AssistantMessage", "stop_reason"),
+        ("ToolCall", "name"),
+        ("ToolResultMessage", "tool_name"),
+        ("ImageContent", "mime_type"),
+        ("ModelChanged", "provider"),
+        ("ModelChanged", "model_id"),
+        ("ThinkingLevelChanged", "thinking_level"),
+        ("CustomEntryAppended", "custom_type"),
+        ("CustomMessageAppended", "custom_type"),
+        ("CustomMessage", "custom_type"),
+    }
 )
+STRINGS_KEPT = 4096
 
 # How a struct field's value becomes the domain value, by its annotation in the domain
 # classes (the struct already checked its type); "" leaves it as it is.

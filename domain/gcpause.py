@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 FREEZE = True
-FREEZE_AFTER = 10_000  # tracked objects made while paused
+FREEZE_AFTER = 100_000  # tracked objects made while paused
 
 
 @contextmanager

@@ -147,21 +147,49 @@ class ContextMessages(MutableSequence[Any]):
     def __iter__(self) -> Iterator[Any]:
         return iter(self._items) if self._own else islice(self._items, self._len)
 
+    def _as_list(self, other: object) -> list[Any] | None:
+        if isinstance(other, ContextMessages):
+            return other._view()
+        if isinstance(other, list):
+            return other
+        return None  # like a list: a tuple or another sequence is never equal, nor ordered
+
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, (ContextMessages, list, tuple)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
-        return NotImplemented
+        theirs = self._as_list(other)
+        return NotImplemented if theirs is None else self._view() == theirs  # type: ignore[return-value]
+
+    def __lt__(self, other: object) -> bool:
+        theirs = self._as_list(other)
+        return NotImplemented if theirs is None else self._view() < theirs  # type: ignore[return-value]
+
+    def __le__(self, other: object) -> bool:
+        theirs = self._as_list(other)
+        return NotImplemented if theirs is None else self._view() <= theirs  # type: ignore[return-value]
+
+    def __gt__(self, other: object) -> bool:
+        theirs = self._as_list(other)
+        return NotImplemented if theirs is None else self._view() > theirs  # type: ignore[return-value]
+
+    def __ge__(self, other: object) -> bool:
+        theirs = self._as_list(other)
+        return NotImplemented if theirs is None else self._view() >= theirs  # type: ignore[return-value]
 
     __hash__ = None  # type: ignore[assignment]
 
     def __add__(self, other: Iterable[Any]) -> list[Any]:
+        if not isinstance(other, (list, ContextMessages)):
+            return NotImplemented  # type: ignore[return-value]  # as list + tuple: TypeError
         return [*self, *other]
 
     def __radd__(self, other: Iterable[Any]) -> list[Any]:
+        if not isinstance(other, list):
+            return NotImplemented  # type: ignore[return-value]
         return [*other, *self]
 
     def __mul__(self, count: int) -> list[Any]:
-        return list(self) * count
+        return self._view() * count
+
+    __rmul__ = __mul__
 
     def copy(self) -> list[Any]:
         """The messages as a new list."""
@@ -188,10 +216,17 @@ class ContextMessages(MutableSequence[Any]):
         self._mine().append(value)
 
     def extend(self, values: Iterable[Any]) -> None:
+        if values is self:
+            values = list(self)  # (iterating itself while it grows would never end)
         self._mine().extend(values)
 
     def __iadd__(self, values: Iterable[Any]) -> ContextMessages:  # type: ignore[override,misc]
-        self._mine().extend(values)
+        self.extend(values)
+        return self
+
+    def __imul__(self, count: int) -> ContextMessages:
+        mine = self._mine()
+        mine[:] = mine * count
         return self
 
     def pop(self, index: int = -1) -> Any:

@@ -150,6 +150,8 @@ def test_move_to_is_a_marker_that_reads_back_as_a_leaf_entry(tmp_path):
     assert reopened.leaf_id == session.leaf_id == target
     assert reopened.get_entries()[-1] == session.get_entries()[-1]
     assert reopened.build_context() == session.build_context()
+    log = reopened._agg.log  # the log's parent link is the leaf record's own (the leaf it left)
+    assert log.parent_of(len(log) - 1) == reopened.get_entries()[-1].parent_id == session.get_entries()[-2].id
 
 
 def test_a_marker_pi_appended_under_becomes_the_node_pi_sees(tmp_path):

@@ -189,3 +189,84 @@ def test_decoding_a_block_drops_its_lines_and_releases_memory_as_it_goes(tmp_pat
     assert len(calls) == 3  # after 4 and 8 lines, and for the last 2 (at least half of 4)
     reopened = Session(JsonlSessionStorage.open(tmp_path / "s.jsonl"))
     assert reopened.build_context().messages == session.build_context().messages
+
+
+def _session_file(tmp_path, count):
+    from sessiontree import JsonlSessionStorage, Session, TextContent, UserMessage
+
+    path = tmp_path / "s.jsonl"
+    session = Session(JsonlSessionStorage.create(path, cwd="/p"))
+    for index in range(count):
+        session.append_message(UserMessage(content=[TextContent(text=f"m{index}")], timestamp=index))
+    return path, session
+
+
+def test_a_bad_line_leaves_the_entries_decoded_before_it_readable(tmp_path):
+    """Given a context whose last line has a bad body, building it fails naming that line,
+    again on a retry, and every other entry stays readable (none is lost with the error)."""
+    from sessiontree import JsonlSessionStorage, Session
+
+    path, written = _session_file(tmp_path, 5)
+    lines = path.read_bytes().splitlines()
+    lines[-1] = lines[-1].replace(b'"content":[{"type":"text"', b'"content":[{"type":7')
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    session = Session(JsonlSessionStorage.open(path))
+    for _ in range(2):
+        with pytest.raises(SessionError) as err:
+            session.build_context()
+        assert err.value.code == "corrupt" and err.value.line == 6
+    for entry in written.get_entries()[:-1]:
+        assert session.get_entry(entry.id) == entry
+    assert session._agg.log.get_many([0, 0, 1])[0] is session._agg.log.get(0)
+
+
+def test_threads_building_one_context_at_once_agree(tmp_path):
+    """Four threads building the context of a freshly opened session all get the same one."""
+    import threading
+
+    from sessiontree import JsonlSessionStorage, Session
+
+    path, written = _session_file(tmp_path, 3000)
+    expected = written.build_context().messages
+    for _ in range(5):
+        session = Session(JsonlSessionStorage.open(path))
+        results, errors = [], []
+
+        def build():
+            try:
+                results.append(session.build_context().messages)
+            except Exception as exc:  # noqa: BLE001 - collected and asserted below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=build) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == [] and all(result == expected for result in results)
+
+
+def test_a_free_form_number_orjson_refuses_is_the_dict_paths_corrupt_error(tmp_path):
+    """A value orjson cannot read (1e400) inside free-form data is `corrupt`, naming the line."""
+    from sessiontree import JsonlSessionStorage, Session
+
+    path, _ = _session_file(tmp_path, 1)
+    with path.open("ab") as f:
+        f.write(b'{"type":"custom","id":"c1","parent_id":null,"timestamp":"2026-01-01T00:00:00.000Z","custom_type":"x","data":{"x":1e400}}\n')
+    session = Session(JsonlSessionStorage.open(path))
+    with pytest.raises(SessionError) as err:
+        session.get_entry("c1")
+    assert err.value.code == "corrupt" and err.value.line == 3 and "JSON" in err.value.message
+
+
+def test_a_str_subclass_is_written_as_a_string(tmp_path):
+    """Content given as a str subclass (a StrEnum, say) is written and read back as text."""
+    from sessiontree import JsonlSessionStorage, Session, UserMessage
+
+    class Text(str):
+        pass
+
+    path, session = _session_file(tmp_path, 0)
+    session.append_message(UserMessage(content=Text("hello"), timestamp=1))
+    assert b'"content":"hello"' in path.read_bytes()
+    assert Session(JsonlSessionStorage.open(path)).build_context().messages[0].content == "hello"

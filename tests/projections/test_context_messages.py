@@ -60,6 +60,11 @@ def test_it_reads_like_a_list():
     assert list(reversed(snapshot)) == items[::-1]
     assert snapshot.index(user("b")) == 1 and user("c") in snapshot and user("later") not in snapshot
     assert SessionContext(messages=items).messages == items
+    assert snapshot != tuple(items) and not snapshot == tuple(items)  # as a list: a tuple is never equal
+    with pytest.raises(TypeError):
+        snapshot + (1,)
+    snapshot.extend(snapshot)
+    assert snapshot == items + items and shared[:3] == items
     with pytest.raises(TypeError):
         hash(snapshot)
     with pytest.raises(ValueError):
@@ -80,6 +85,9 @@ _ops = st.lists(
         st.tuples(st.just("clear")),
         st.tuples(st.just("iadd"), st.lists(st.integers(0, 99), max_size=2)),
         st.tuples(st.just("shared_grows"), st.integers(0, 99)),
+        st.tuples(st.just("extend_self")),
+        st.tuples(st.just("iadd_self")),
+        st.tuples(st.just("imul"), st.integers(0, 3)),
     ),
     max_size=12,
 )
@@ -109,6 +117,12 @@ def _apply(target, op):
         target.clear()
     elif kind == "iadd":
         target += op[1]
+    elif kind == "extend_self":
+        target.extend(target)
+    elif kind == "iadd_self":
+        target += target
+    elif kind == "imul":
+        target *= op[1]
     return target
 
 
@@ -136,4 +150,6 @@ def test_any_sequence_of_list_operations_matches_a_list(items, cut, ops):
         assert list(snapshot) == model and len(snapshot) == len(model)
         assert snapshot == model and [snapshot[i] for i in range(len(model))] == model
         assert snapshot[1:-1] == model[1:-1]
+        assert (snapshot < model[:1], snapshot >= model, 2 * snapshot) == (model < model[:1], True, 2 * model)
+        assert isinstance(snapshot, ContextMessages)
     assert shared[: len(items)] == items
