@@ -337,26 +337,33 @@ class Codec:
     def decode_header(self, data: Any) -> SessionStarted:
         if not isinstance(data, dict) or data.get("type") != "session":
             raise _corrupt("the first line is not a session header")
-        f = self.dialect.field_name
-        sid = data.get("id")
-        if not isinstance(sid, str) or not sid:
-            raise _corrupt("session header has no string 'id'")
         version = data.get("version", 1)
         if not isinstance(version, int) or isinstance(version, bool):
             raise _corrupt(f"session header version {version!r} is not a number")
         if version != 3:
             raise SessionError("unsupported_version", f"session format version {version} is not supported")
-        known = {"type", *(f(SessionStarted, n) for n in self.dialect.header_fields())}
+        return self.header_from(data, version, lambda extra: extra)
+
+    def header_from(self, data: dict[str, Any], version: int, extra: Callable[[dict[str, Any]], Any]) -> SessionStarted:
+        """The header event of a header line whose type and version were checked: its id,
+        timestamp, cwd, parent session and metadata checked, the fields this dialect does not
+        know passed to ``extra`` (which makes the event's ``extra``)."""
+        f = self.dialect.field_name
+        sid = data.get("id")
+        if not isinstance(sid, str) or not sid:
+            raise _corrupt("session header has no string 'id'")
+        parent_key = f(SessionStarted, "parent_session")
         timestamp = data.get("timestamp")
         cwd = data.get(f(SessionStarted, "cwd"), "")
-        parent = data.get(f(SessionStarted, "parent_session"))
+        parent = data.get(parent_key)
         metadata = data.get(f(SessionStarted, "metadata"), {})
         if not isinstance(timestamp, str):
             raise _corrupt("session header has no string 'timestamp'")
         if not isinstance(cwd, str) or (parent is not None and not isinstance(parent, str)):
-            raise _corrupt("session header 'cwd' / parent session must be strings")
+            raise _corrupt(f"session header 'cwd' / '{parent_key}' must be strings")
         if not isinstance(metadata, dict):
             raise _corrupt("session header 'metadata' must be an object")
+        known = {"type", "version", *(f(SessionStarted, n) for n in self.dialect.header_fields())}
         return SessionStarted(
             originator_id=sid,
             originator_version=1,
@@ -365,7 +372,7 @@ class Codec:
             version=version,
             parent_session=parent,
             metadata=metadata,
-            extra={k: v for k, v in data.items() if k not in known},
+            extra=extra({k: v for k, v in data.items() if k not in known}),
         )
 
     def decode_entry(self, data: Any, session_id: str, version: int) -> Entry:

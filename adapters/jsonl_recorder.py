@@ -216,12 +216,7 @@ class JsonlAggregateRecorder(AggregateRecorder):
         try:
             for _, f, _ in work:
                 assert f is not None
-                if not f.writable:
-                    raise OperationalError(f"{f.path} is not writable")
-                try:
-                    f.lock(self.lock_timeout)
-                except (TimeoutError, OSError) as exc:
-                    raise OperationalError(str(exc)) from exc
+                self._lock(f)
                 locked.append(f)
             plan = [(key, f, events, self._check(key, f, events)) for key, f, events in work]
             return [self._write(key, f, events, lines) for key, f, events, lines in plan]  # type: ignore[arg-type]
@@ -233,16 +228,20 @@ class JsonlAggregateRecorder(AggregateRecorder):
         """:meth:`_insert` for the events of one originator (the common case, kept lean)."""
         f = self.file(key, create=True)
         assert f is not None
+        self._lock(f)
+        try:
+            return self._write(key, f, events, self._check(key, f, events))
+        finally:
+            f.unlock()
+
+    def _lock(self, f: LineFile) -> None:
+        """Take ``f``'s write lock (OperationalError if it is read-only or the lock times out)."""
         if not f.writable:
             raise OperationalError(f"{f.path} is not writable")
         try:
             f.lock(self.lock_timeout)
         except (TimeoutError, OSError) as exc:
             raise OperationalError(str(exc)) from exc
-        try:
-            return self._write(key, f, events, self._check(key, f, events))
-        finally:
-            f.unlock()
 
     def _write(self, key: str, f: LineFile, events: Sequence[StoredEvent], lines: list[bytes]) -> tuple[LineFile, int, int]:
         """Append checked ``lines`` (lock held); (file, first version, count)."""

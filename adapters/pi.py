@@ -153,28 +153,9 @@ class PiCodec(Codec):
                 "unsupported_version",
                 f"pi session format version {version!r} is not supported (known: 1, 2, 3)",
             )
-        sid, timestamp = data.get("id"), data.get("timestamp")
-        cwd, parent, metadata = data.get("cwd", ""), data.get("parentSession"), data.get("metadata", {})
-        if not isinstance(sid, str) or not sid:
-            raise SessionError("corrupt", "session header has no string 'id'")
-        if not isinstance(timestamp, str):
-            raise SessionError("corrupt", "session header has no string 'timestamp'")
-        if not isinstance(cwd, str) or (parent is not None and not isinstance(parent, str)):
-            raise SessionError("corrupt", "session header 'cwd' / 'parentSession' must be strings")
-        if not isinstance(metadata, dict):
-            raise SessionError("corrupt", "session header 'metadata' must be an object")
         known = {"type", "version", "id", "timestamp", "cwd", "parentSession", "metadata"}
-        extra = PiExtra({k: v for k, v in data.items() if k not in known}, frozenset(known - data.keys()))
-        return SessionStarted(
-            originator_id=sid,
-            originator_version=1,
-            timestamp=timestamp,
-            cwd=cwd,
-            version=version,
-            parent_session=parent,
-            metadata=metadata,
-            extra=extra,
-        )
+        absent = frozenset(known - data.keys())
+        return self.header_from(data, version, lambda extra: PiExtra(extra, absent))
 
     # -- entries ------------------------------------------------------------------------
 

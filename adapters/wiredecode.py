@@ -27,12 +27,12 @@ from msgspec import UNSET, UnsetType
 
 from sessiontree.adapters.chain import CHAIN_KEY, is_sealed
 from sessiontree.adapters.codec import field_annotation
+from sessiontree.adapters.fastcodec import absent_value, make_entry
 from sessiontree.domain import messages as m
 
 if TYPE_CHECKING:
     from sessiontree.adapters.codec import Codec
 
-_NOTHING = attrs.NOTHING
 # orjson reads an integer outside this range as a float (which the dict path then refuses
 # where an int is wanted), so outside it the dict path decides; msgspec's bounds are int64.
 _INT = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
@@ -156,14 +156,7 @@ class WireDecoder:
             lines.append(f"    v = w.f_{name}")
             lines.append("    if v is _U:")
             lines.append(f"        missing |= {1 << index}  # {wire}")
-            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-                ns[f"_f{index}"] = default.factory  # type: ignore[union-attr]
-                lines.append(f"        v = _f{index}()")
-            elif default is _NOTHING:
-                lines.append("        raise _Fallback")
-            else:
-                ns[f"_d{index}"] = default
-                lines.append(f"        v = _d{index}")
+            lines.append(absent_value(index, default, ns, "_Fallback"))
             convert = _CONVERT.get(annotation)
             if convert is None:
                 raise TypeError(f"wiredecode has no conversion for {cls.__name__}.{name}: {annotation}")
@@ -194,20 +187,7 @@ class WireDecoder:
         ns["_extras"] = extras
         ns["_extra_for"] = extra_for
         if entry:
-            # Attributes set one by one in the class's field order, as its __init__ sets
-            # them: the instance then keeps them in CPython's compact shared-key layout
-            # (~180 bytes an entry) rather than a dict of its own (~370).
-            values = {
-                "originator_id": "sid",
-                "originator_version": "version",
-                "timestamp": "w.timestamp",
-                "id": "w.id",
-                "parent_id": "w.parent",
-                "extra": "extra",
-            }
-            lines.append("    o = _new(_cls)")
-            for a in attrs.fields(cls):
-                lines.append(f"    _sa(o, {a.name!r}, {values.get(a.name, 'v_' + a.name)})")
+            lines.extend(make_entry(cls, sid="sid", version="version", timestamp="w.timestamp", id="w.id", parent="w.parent"))
         else:
             ns["_sx"] = cls.__dict__["extra"].__set__
             lines.append("    _sx(o, extra)")
