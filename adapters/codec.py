@@ -202,8 +202,10 @@ class Codec:
         self._structure[cls] = structure
         # By predicate: registering by class makes cattrs resolve the class's annotations
         # (typing.get_type_hints) now, ~1 ms of a first open for hooks it rarely calls.
-        conv.register_unstructure_hook_func(lambda t, c=cls: t is c, unstructure)
-        conv.register_structure_hook_func(lambda t, c=cls: t is c, structure)
+        # (Subclasses too, as class registration would: an app's subclass of a block or a
+        # message is written as its class.)
+        conv.register_unstructure_hook_func(lambda t, c=cls: isinstance(t, type) and issubclass(t, c), unstructure)
+        conv.register_structure_hook_func(lambda t, c=cls: isinstance(t, type) and issubclass(t, c), structure)
 
     def _unstructure_unknown(self, obj: Any) -> dict[str, Any]:
         return dict(obj.data)  # it holds every wire field, its tag included (domain/messages.py)
@@ -339,6 +341,9 @@ class Codec:
     def decode_header(self, data: Any) -> SessionStarted:
         if not isinstance(data, dict) or data.get("type") != "session":
             raise _corrupt("the first line is not a session header")
+        sid = data.get("id")
+        if not isinstance(sid, str) or not sid:  # a damaged header is corrupt before it is unsupported
+            raise _corrupt("session header has no string 'id'")
         version = data.get("version", 1)
         if not isinstance(version, int) or isinstance(version, bool):
             raise _corrupt(f"session header version {version!r} is not a number")

@@ -108,3 +108,54 @@ def test_pi_lines_written_through_the_generated_encoders_are_the_reference_lines
     except (TypeError, SessionError):
         return
     assert codec.encode_event(event) == reference
+
+
+@pytest.mark.parametrize("dialect", ["native", "pi"])
+def test_subclasses_of_value_classes_are_written_as_their_class(tmp_path, dialect):
+    """An app's subclass of a block, a message or a usage is written as the class it extends
+    and reads back as that class (the reference path dispatches on subclasses too)."""
+    import attrs as _attrs
+
+    from sessiontree import Cost, JsonlSessionStorage, Session, TextContent, Usage, UserMessage
+    from sessiontree.adapters.pi_storage import PiSessionStorage
+    from sessiontree.domain.messages import AssistantMessage
+
+    @_attrs.frozen
+    class MyText(TextContent):
+        pass
+
+    @_attrs.frozen
+    class MyUsage(Usage):
+        pass
+
+    @_attrs.frozen
+    class MyUser(UserMessage):
+        pass
+
+    path = tmp_path / "s.jsonl"
+    storage = (PiSessionStorage if dialect == "pi" else JsonlSessionStorage).create(path, cwd="/p")
+    session = Session(storage)
+    session.append_message(MyUser(content=[MyText(text="hi")], timestamp=1))
+    session.append_message(
+        AssistantMessage(content=[MyText(text="yo")], provider="p", model="m", usage=MyUsage(input=1, cost=Cost(total=0.5)), stop_reason="stop", timestamp=2)
+    )
+    messages = Session(JsonlSessionStorage.open(path)).build_context().messages
+    assert [type(m).__name__ for m in messages] == ["UserMessage", "AssistantMessage"]
+    assert messages[0].content == (TextContent(text="hi"),) and messages[1].usage == Usage(input=1, cost=Cost(total=0.5))
+
+
+@pytest.mark.parametrize(
+    ("header", "code", "words"),
+    [
+        ({"type": "session"}, "corrupt", "no string 'id'"),
+        ({"type": "session", "version": 9}, "corrupt", "no string 'id'"),
+        ({"type": "session", "id": "s", "version": 9, "timestamp": "t"}, "unsupported_version", "9"),
+        ({"type": "session", "id": "s", "version": 3, "timestamp": "t", "cwd": 1}, "corrupt", "'parent_session'"),
+    ],
+)
+def test_a_damaged_native_header_is_corrupt_before_it_is_unsupported(header, code, words):
+    """A header without an id is damaged, whatever its version says; a whole one of an unknown
+    version is unsupported."""
+    with pytest.raises(SessionError) as err:
+        CODEC.decode_header(header)
+    assert err.value.code == code and words in err.value.message
