@@ -35,6 +35,10 @@ def _get(data: dict[str, Any], *keys: str) -> Any:
     return data
 
 
+ISSUE_SIZE = 100_000  # the session size issue 7's open+context and memory targets name
+OTHER_SIZE = "(target at 100k)"
+
+
 def size_rows(n: int, r: dict[str, Any]) -> list[Row]:
     rows: list[Row] = []
 
@@ -46,13 +50,20 @@ def size_rows(n: int, r: dict[str, Any]) -> list[Row]:
             "verdict": verdict,
         })
 
+    # Issue 7 sets the open+context and memory targets for a 100k-entry session; at other
+    # sizes those rows are shown against pi without a verdict (growth rows cover the sizes).
+    at_issue_size = n == ISSUE_SIZE
     for dialect, label in (("native", "native file"), ("pi", "pi file")):
         ours = _get(r, f"open_{dialect}", "total_ms")
         pi = _get(r, "pi_open", "total_ms")
         ratio = _ratio(ours, pi)
+        if at_issue_size:
+            target = "<= 1x pi (aim 0.5x)"
+            verdict = _verdict(None if ratio is None else ratio <= 1.0, None if ratio is None else ratio <= 0.5, f"{ratio or 0:.2f}x pi")
+        else:
+            target, verdict = OTHER_SIZE, "-"
         row(f"open+context, {label}", "ms", ours, _get(r, f"floor_parse_{dialect}", "total_ms"), "parse floor", pi,
-            "<= 1x pi (aim 0.5x)",
-            _verdict(None if ratio is None else ratio <= 1.0, None if ratio is None else ratio <= 0.5, f"{ratio or 0:.2f}x pi"))
+            target, verdict)
     for dialect, label in (("native", "native file"), ("pi", "pi file")):
         row(f"open+context CPU time, {label}", "ms", _get(r, f"open_{dialect}", "cpu_ms"), None, "",
             _get(r, "pi_open", "cpu_ms"))
@@ -87,8 +98,9 @@ def size_rows(n: int, r: dict[str, Any]) -> list[Row]:
         ours = _bytes_per_entry(r.get(f"open_{dialect}"), n)
         ratio = _ratio(ours, pi_bpe)
         row(f"peak RSS of open+context, {label}", "B/entry", ours,
-            _bytes_per_entry(r.get(f"floor_parse_{dialect}"), n), "parse floor", pi_bpe, "<= 1x pi",
-            _verdict(None if ratio is None else ratio <= 1.0, detail=f"{ratio or 0:.2f}x pi"))
+            _bytes_per_entry(r.get(f"floor_parse_{dialect}"), n), "parse floor", pi_bpe,
+            "<= 1x pi" if at_issue_size else OTHER_SIZE,
+            _verdict(None if ratio is None else ratio <= 1.0, detail=f"{ratio or 0:.2f}x pi") if at_issue_size else "-")
     return rows
 
 
