@@ -238,7 +238,7 @@ class EntryLog:
         block.checked = None
         self._items, self._types, self._ids = block.items, block.types, block.ids
         by_type = self._by_type
-        for kind in set(block.types):
+        for kind in dict.fromkeys(block.types):  # in order of first appearance, as add() has it
             by_type[kind] = []
         lists = {kind: positions.append for kind, positions in by_type.items()}
         # The index's values are the positions 0..n-1 in order: the same int objects serve
@@ -257,7 +257,7 @@ class EntryLog:
         self._ids.extend(ids)
         self._ppos.extend(ppos)
         by_type = self._by_type
-        for kind in set(block.types):
+        for kind in dict.fromkeys(block.types):
             by_type.setdefault(kind, [])
         if len(by_type) == 1:
             by_type[block.types[0]].extend(range(start, start + count))

@@ -7,7 +7,7 @@ from sessiontree.domain.gcpause import building_many
 
 
 def _make(count):
-    return [{} for _ in range(count)]  # dicts: objects the cyclic collector tracks
+    return [[] for _ in range(count)]  # lists: always tracked by the cyclic collector (empty dicts are not)
 
 
 def test_the_collector_is_paused_inside_and_restored_after():
