@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eventsourcing.persistence import IntegrityError, PersistenceError
+from eventsourcing.persistence import IntegrityError, StoredEvent
 
 from sessiontree.adapters import codec as codec_module
 from sessiontree.adapters.codec import Codec, native_codec
@@ -270,26 +270,22 @@ class JsonlSessionStorage(RecorderSessionStorage):
 
     # -- writing --------------------------------------------------------------------------
 
-    def save(self, events: Sequence[Any]) -> None:
-        """Append the events' lines with one write under the file lock (``conflict`` if stale)."""
-        self.check_writable()
-        if not events:
-            return
-        stored, digest = self.to_stored_events(events)
-        try:
-            self.recorder.insert_events(stored)
-        except IntegrityError as exc:
-            raise SessionError(
-                "conflict",
-                f"session {self.session_id} changed since it was read: "
-                f"{str(exc).removeprefix(f'{self.path}: ')}; reopen it and retry",
-                path=str(self.path),
-            ) from None
-        except PersistenceError as exc:
-            raise SessionError(
-                "storage", f"could not save to session {self.session_id}: {exc}", path=str(self.path)
-            ) from exc
-        self.saved(events, digest)
+    # ``save`` is RecorderSessionStorage's: the lines are appended with one write under the
+    # file lock; what differs is how a failure is told.
+
+    def _landed(self, stored: Sequence[StoredEvent]) -> bool:
+        return False  # an append is one write under the lock: a refused one wrote nothing
+
+    def _conflict(self, exc: IntegrityError, events: Sequence[Any]) -> SessionError:
+        return SessionError(
+            "conflict",
+            f"session {self.session_id} changed since it was read: "
+            f"{str(exc).removeprefix(f'{self.path}: ')}; reopen it and retry",
+            path=str(self.path),
+        )
+
+    def _save_failed(self, exc: Exception) -> SessionError:
+        return SessionError("storage", f"could not save to session {self.session_id}: {exc}", path=str(self.path))
 
 
 __all__ = ["JsonlEntry", "JsonlSessionStorage", "TornLineWarning"]

@@ -182,24 +182,30 @@ class RecorderSessionStorage(SessionStorage):
     # -- reading and writing ------------------------------------------------------------
 
     def save(self, events: Sequence[Any]) -> None:
+        """Record the events (sealed into the chain if it is chained) in one insert:
+        ``conflict`` if another writer took their versions, ``storage`` if the medium fails."""
         self.check_writable()
         if not events:
             return
         stored, digest = self.to_stored_events(events)
         try:
             self.recorder.insert_events(stored)
-        except IntegrityError:
-            if self._landed(stored):
-                self.saved(events, digest)
-                return
-            raise SessionError(
-                "conflict",
-                f"session {self._session_id} changed since it was read (version "
-                f"{events[0].originator_version} is taken); reopen it and retry",
-            ) from None
+        except IntegrityError as exc:
+            if not self._landed(stored):
+                raise self._conflict(exc, events) from None
         except (PersistenceError, ConnectionPoolClosedError) as exc:
-            raise SessionError("storage", f"could not save to session {self._session_id}: {_why(exc)}") from exc
+            raise self._save_failed(exc) from exc
         self.saved(events, digest)
+
+    def _conflict(self, exc: IntegrityError, events: Sequence[Any]) -> SessionError:
+        return SessionError(
+            "conflict",
+            f"session {self._session_id} changed since it was read (version "
+            f"{events[0].originator_version} is taken); reopen it and retry",
+        )
+
+    def _save_failed(self, exc: Exception) -> SessionError:
+        return SessionError("storage", f"could not save to session {self._session_id}: {_why(exc)}")
 
     def _select(self, lte: int | None = None) -> tuple[SessionStarted, list[Any]]:
         try:
