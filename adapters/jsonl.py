@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
 from sessiontree.adapters import codec as codec_module
@@ -29,7 +30,7 @@ from sessiontree.adapters.jsonl_scan import JsonlEntry, ScanContext, corrupt, re
 from sessiontree.adapters.storage import RecorderSessionStorage, SessionMapper
 from sessiontree.domain.aggregate import SessionAggregate
 from sessiontree.domain.errors import SessionError
-from sessiontree.domain.events import SessionStarted
+from sessiontree.domain.events import FORMAT_VERSION, SessionStarted
 from sessiontree.domain.ids import new_session_id, now_iso
 
 
@@ -97,8 +98,27 @@ class JsonlSessionStorage(RecorderSessionStorage):
             parent_session=parent_session,
             metadata=metadata,
         )
-        events = agg.collect_events()
-        codec.encode_event(events[0])  # refuse what cannot be written before making a file
+        return cls._create_file(path, agg.collect_events()[0], durability, codec)
+
+    @classmethod
+    def create_with_header(
+        cls, path: str | Path, header: SessionStarted, *, durability: str = "flush", codec: Codec | None = None
+    ) -> JsonlSessionStorage:
+        """A new file whose first line is ``header`` as it is, unknown fields included (a
+        session copied from another storage keeps every field of its header). A header read
+        from another dialect or an older version is written in this file's format version."""
+        if not isinstance(header, SessionStarted):
+            raise TypeError(f"header must be a SessionStarted event, not {header!r}")
+        path = Path(path)
+        _check_durability(durability)
+        codec = codec or cls.default_codec()
+        header = attrs.evolve(header, version=FORMAT_VERSION, extra=dict(header.extra))
+        return cls._create_file(path, header, durability, codec)
+
+    @classmethod
+    def _create_file(cls, path: Path, header: SessionStarted, durability: str, codec: Codec) -> JsonlSessionStorage:
+        events = [header]
+        codec.encode_event(header)  # refuse what cannot be written before making a file
         try:
             file = LineFile.create(path, durability=durability)
         except FileExistsError:

@@ -61,15 +61,7 @@ class JsonlSessionRepo(SessionRepo):
             make_private_dirs(self.root)
         except OSError as exc:
             raise SessionError("storage", f"cannot create the directory: {exc.strerror or exc}", path=str(self.root)) from exc
-        return JsonlSessionStorage.create(
-            path,
-            cwd=header.cwd,
-            metadata=header.metadata,
-            session_id=header.originator_id,
-            parent_session=header.parent_session,
-            timestamp=header.timestamp,
-            durability=self.durability,
-        )
+        return JsonlSessionStorage.create_with_header(path, header, durability=self.durability)
 
     def _attach(self, session_id: str) -> SessionStorage:
         path = self._find(session_id)

@@ -352,3 +352,29 @@ def test_copy_from_another_backend_keeps_every_line(repo: SessionRepo, tmp_path:
     back_repo.copy_from(repo, source.id)
     original = (tmp_path / "source" / f"{source.id}.jsonl").read_bytes()
     assert (tmp_path / "back" / f"{source.id}.jsonl").read_bytes() == original
+
+
+def test_copy_keeps_the_unknown_fields_of_a_header(repo: SessionRepo, tmp_path: Path) -> None:
+    """A header field this library does not know survives a copy into any backend and back
+    into a JSONL directory (nothing written by another producer is lost)."""
+    import orjson
+
+    from sessiontree.adapters.chain import seal_lines
+    from sessiontree.adapters.chain import strip as strip_chain
+
+    source_repo = open_repo(tmp_path / "source", clock=fixed_clock(kit.T0))
+    source = source_repo.create(cwd="/p")
+    conversation(source)
+    source.close()
+    path = tmp_path / "source" / f"{source.id}.jsonl"
+    raw = [strip_chain(line) for line in path.read_bytes().splitlines()]
+    header = orjson.loads(raw[0])
+    header["x_origin"] = {"tool": "lab", "n": 2}
+    raw[0] = orjson.dumps(header)
+    path.write_bytes(b"\n".join(seal_lines(raw)) + b"\n")
+    copied = repo.copy_from(source_repo, source.id)
+    assert copied.header.extra == {"x_origin": {"tool": "lab", "n": 2}}
+    back_repo = open_repo(tmp_path / "back")
+    back = back_repo.copy_from(repo, source.id)
+    assert back.header.extra == {"x_origin": {"tool": "lab", "n": 2}}
+    assert (tmp_path / "back" / f"{source.id}.jsonl").read_bytes() == path.read_bytes()
