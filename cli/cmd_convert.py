@@ -42,10 +42,12 @@ class _OneFile(SessionRepo):
         raise SessionError("storage", f"{self._storage.location} is an import source, not a repository")
 
     def _attach(self, session_id: str) -> SessionStorage:
+        if session_id != self._storage.session_id:
+            raise SessionError("not_found", f"{self._storage.location} holds session {self._storage.session_id}, not {session_id}")
         return self._storage
 
     def _remove(self, session_id: str) -> None:
-        return None
+        raise SessionError("storage", f"{self._storage.location} is an import source: nothing is deleted from it")
 
     def _infos(self, cwd: str | None) -> Iterable[SessionInfo]:
         return ()
