@@ -121,7 +121,6 @@ class FastCodec:
             "Extra": m.Extra,
             "_shared": m.shared_extra,
             "_E": m.shared_extra(),
-            "_absent": m.absent_fields,
             "_block": self._block,
             "_message": self._message,
             "_u": self.unstructure,
@@ -206,7 +205,6 @@ class FastCodec:
                 known.add(tag[0])
             lines = [f"def {fn}(data):", "    if type(data) is not dict: raise _Invalid", "    missing = []", "    o = _new(_cls)"]
         ns["_known"] = frozenset(known)
-        ns["_nknown"] = len(known)
         for index, (wire, name, annotation, default) in enumerate(fields):
             check = _CHECKS.get(annotation)
             if check is None:
