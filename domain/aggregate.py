@@ -178,6 +178,21 @@ class SessionAggregate(BaseAggregate[str]):
 
     # -- event handling -------------------------------------------------------------
 
+    def trigger_event(self, event_class: type[Any], **kwargs: Any) -> None:
+        """eventsourcing's ``trigger_event``, lean (it runs on every append): the event is
+        made as the next in this aggregate's sequence, mutates the aggregate and waits in
+        the pending list. The base class also checks explicit topics (this aggregate has
+        none) and stamps a missing timestamp (every command here passes one)."""
+        event = event_class(originator_id=self._id, originator_version=self._version + 1, **kwargs)
+        event.mutate(self)
+        self._pending_events.append(event)
+
+    def collect_events(self) -> list[Any]:  # type: ignore[override]
+        """The pending events, oldest first; the pending list starts empty again."""
+        events = self._pending_events
+        self._pending_events = []
+        return events
+
     def _record(self, entry: Entry) -> None:
         self.log.add(entry)
         self.leaf_id = leaf_after(entry)
@@ -211,6 +226,9 @@ class SessionAggregate(BaseAggregate[str]):
 
     def new_entry_id(self, generate: Callable[[], str]) -> str:
         """A fresh id from ``generate``, regenerated on collision (SPEC 2.2)."""
+        candidate = generate()  # the first try almost always does
+        if type(candidate) is str and candidate and candidate not in self.log._index:
+            return candidate
         for _ in range(100):
             candidate = generate()
             if not isinstance(candidate, str) or not candidate:

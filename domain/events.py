@@ -17,7 +17,12 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from attrs import field, frozen
-from eventsourcing.domain import CanInitAggregate, CanMutateAggregate
+from eventsourcing.domain import (
+    CanInitAggregate,
+    CanMutateAggregate,
+    OriginatorIDError,
+    OriginatorVersionError,
+)
 
 from sessiontree.domain.messages import Content, Message, Usage
 
@@ -84,6 +89,20 @@ class Entry(CanMutateAggregate[str]):
     id: str
     parent_id: str | None
     extra: Mapping[str, Any] = field(factory=dict)
+
+    def mutate(self, aggregate: Any) -> Any:
+        """eventsourcing's ``CanMutateAggregate.mutate`` in one call (it runs on every append):
+        the event must be the aggregate's next one; it is applied, then the aggregate's
+        version and modification time are the event's."""
+        expected = aggregate._version + 1
+        if self.originator_id != aggregate._id:
+            raise OriginatorIDError(self.originator_id, aggregate._id)
+        if self.originator_version != expected:
+            raise OriginatorVersionError(self.originator_version, expected)
+        self.apply(aggregate)
+        aggregate._version = expected
+        aggregate._modified_on = self.timestamp
+        return aggregate
 
     def apply(self, aggregate: SessionAggregate) -> None:
         aggregate._record(self)

@@ -151,7 +151,9 @@ class Session(SessionReader):
     def _run(self, command: Any, *args: Any, **kwargs: Any) -> str:
         self._storage.check_writable()
         try:
-            entry_id: str = command(*args, **self._stamp(), **kwargs)
+            entry_id: str = command(
+                *args, id=self._agg.new_entry_id(self._new_id), timestamp=now_iso(self._clock), **kwargs
+            )
         except BaseException:
             self._agg.rollback(self.version)
             raise

@@ -414,3 +414,37 @@ def test_data_and_details_are_recorded_as_the_wire_gives_them_back():
     events = then(agg)
     assert events[0].data == {"xs": [1, [2, 3]]}
     assert events[1].details == ["k"]
+
+
+# -- eventsourcing's protocol ------------------------------------------------------------------
+
+
+def test_an_event_mutates_only_its_own_aggregate_at_its_next_version():
+    """``mutate`` keeps eventsourcing's checks: another aggregate's event, or one that is not
+    the next version, is refused and leaves the aggregate as it was."""
+    from eventsourcing.domain import OriginatorIDError, OriginatorVersionError
+
+    agg = given(msg("a", None))
+    other = attrs.evolve(msg("b", "a"), originator_id="another-session", originator_version=agg.version + 1)
+    with pytest.raises(OriginatorIDError):
+        other.mutate(agg)
+    for version in (agg.version, agg.version + 2):
+        with pytest.raises(OriginatorVersionError):
+            attrs.evolve(msg("b", "a"), originator_version=version).mutate(agg)
+    assert (agg.version, len(agg.log), agg.leaf_id) == (2, 1, "a")
+    nxt = attrs.evolve(msg("b", "a"), originator_version=agg.version + 1)
+    assert nxt.mutate(agg) is agg
+    assert (agg.version, agg.leaf_id, agg.modified_on) == (3, "b", T)
+
+
+def test_triggered_events_wait_until_collected_once():
+    """A command's event is the next in the sequence, already applied, and pending until
+    ``collect_events`` hands it over (a second collect gets nothing)."""
+    agg = given(msg("a", None))
+    agg.append_message(HI, id="b", timestamp=T)
+    agg.append_message(HI, id="c", timestamp=T)
+    assert [e.id for e in agg.pending_events] == ["b", "c"]
+    events = agg.collect_events()
+    assert [(e.id, e.originator_version, e.originator_id) for e in events] == [("b", 3, SID), ("c", 4, SID)]
+    assert agg.collect_events() == [] and agg.pending_events == []
+    assert agg.log.head(len(agg.log) - 1).id == "c"
