@@ -4,10 +4,11 @@
 opens one; ``__init__`` touches no file. Opening reads and checks the header only;
 ``load`` (what ``Session(storage)`` calls) reads the file in one go and checks every line
 (see :mod:`sessiontree.adapters.jsonl_scan`); ``load_prefix`` reads only the lines a
-time-travel view needs. Writes go through eventsourcing's persistence layer: the storage's
-``SessionMapper`` makes stored events whose state is the line, and the
-:class:`~sessiontree.adapters.jsonl_recorder.JsonlAggregateRecorder` appends them, so a
-stale writer gets eventsourcing's ``IntegrityError``, raised here as ``conflict``.
+time-travel view needs. Writes go through the storage's eventsourcing recorder, the
+:class:`~sessiontree.adapters.jsonl_recorder.JsonlAggregateRecorder`: the storage hands it
+the lines (``append_lines``, the lean form of ``insert_events`` for lines that are already
+session lines), so a stale writer gets eventsourcing's ``IntegrityError``, raised here as
+``conflict``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from eventsourcing.persistence import IntegrityError, StoredEvent
+from eventsourcing.persistence import IntegrityError, PersistenceError
 
 from sessiontree.adapters import codec as codec_module
 from sessiontree.adapters.codec import Codec, native_codec
@@ -290,11 +291,26 @@ class JsonlSessionStorage(RecorderSessionStorage):
 
     # -- writing --------------------------------------------------------------------------
 
-    # ``save`` is RecorderSessionStorage's: the lines are appended with one write under the
-    # file lock; what differs is how a failure is told.
+    def save(self, events: Sequence[Any]) -> None:
+        """Append the events' lines (sealed into the chain if the file is chained) with one
+        write under the file lock: ``conflict`` if another writer took their versions,
+        ``storage`` if the file cannot be written.
 
-    def _landed(self, stored: Sequence[StoredEvent]) -> bool:
-        return False  # an append is one write under the lock: a refused one wrote nothing
+        The recorder's :meth:`~JsonlAggregateRecorder.append_lines` takes the lines as they
+        are: a ``StoredEvent`` per line (what ``insert_events`` takes) would be unwrapped
+        again at once, and this runs on every append.
+        """
+        self.check_writable()
+        if not events:
+            return
+        lines, digest = self.to_lines(events)
+        try:
+            self.recorder.append_lines(self._session_id, events[0].originator_version, lines)  # type: ignore[attr-defined]
+        except IntegrityError as exc:
+            raise self._conflict(exc, events) from None
+        except PersistenceError as exc:
+            raise self._save_failed(exc) from exc
+        self.saved(events, digest)
 
     def _conflict(self, exc: IntegrityError, events: Sequence[Any]) -> SessionError:
         return SessionError(

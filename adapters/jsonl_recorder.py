@@ -219,18 +219,21 @@ class JsonlAggregateRecorder(AggregateRecorder):
                 self._lock(f)
                 locked.append(f)
             plan = [(key, f, events, self._check(key, f, events)) for key, f, events in work]
-            return [self._write(key, f, events, lines) for key, f, events, lines in plan]  # type: ignore[arg-type]
+            return [
+                self._write(key, f, events[0].originator_version, lines)  # type: ignore[arg-type]
+                for key, f, events, lines in plan
+            ]
         finally:
             for f in reversed(locked):
                 f.unlock()
 
     def _insert_one(self, key: str, events: Sequence[StoredEvent]) -> tuple[LineFile, int, int]:
         """:meth:`_insert` for the events of one originator (the common case, kept lean)."""
-        f = self.file(key, create=True)
+        f = self._files.get(key) or self.file(key, create=True)
         assert f is not None
         self._lock(f)
         try:
-            return self._write(key, f, events, self._check(key, f, events))
+            return self._write(key, f, events[0].originator_version, self._check(key, f, events))
         finally:
             f.unlock()
 
@@ -243,20 +246,40 @@ class JsonlAggregateRecorder(AggregateRecorder):
         except (TimeoutError, OSError) as exc:
             raise OperationalError(str(exc)) from exc
 
-    def _write(self, key: str, f: LineFile, events: Sequence[StoredEvent], lines: list[bytes]) -> tuple[LineFile, int, int]:
-        """Append checked ``lines`` (lock held); (file, first version, count)."""
+    def _write(self, key: str, f: LineFile, first: int, lines: Sequence[bytes]) -> tuple[LineFile, int, int]:
+        """Append checked ``lines``, versions from ``first`` (lock held); (file, first version, count)."""
         try:
             f.append(lines)
         except OSError as exc:
             raise OperationalError(f"could not append to {f.path}: {exc.strerror or exc}") from exc
-        first = events[0].originator_version
         if f.count == len(lines):
             self._bases[key] = first
         return f, first, len(lines)
 
-    def _check(self, key: str, f: LineFile | None, events: Sequence[StoredEvent]) -> list[bytes]:
-        """Under the lock: catch up, repair a torn tail, check versions; the lines to write."""
+    def append_lines(self, originator_id: UUID | str, first_version: int, lines: Sequence[bytes]) -> None:
+        """Append session lines as versions ``first_version``, ``first_version + 1``, ...
+
+        What :meth:`insert_events` does for stored events whose states are session lines
+        (``encode_stored`` would write each verbatim), for a storage that holds the lines
+        already: the same lock, catch-up and version check, without a ``StoredEvent`` per
+        line. Every line must be a session line (``{"type":"..."`` first, one JSON object,
+        no newline); the first line of a file must be version 1.
+        """
+        key = str(originator_id)
+        f = self._files.get(key) or self.file(key, create=True)
         assert f is not None
+        self._lock(f)
+        try:
+            self._catch_up(f)
+            expected = self._next_version(key, f, first_version)
+            if first_version != expected:
+                raise self._version_error(f, first_version, expected, 0)
+            self._write(key, f, first_version, lines)
+        finally:
+            f.unlock()
+
+    def _catch_up(self, f: LineFile) -> None:
+        """Under the lock: take in lines other writers appended, cut a torn tail."""
         try:
             f.sync()
             if f.torn:
@@ -265,22 +288,38 @@ class JsonlAggregateRecorder(AggregateRecorder):
             raise IntegrityError(str(exc)) from None
         except OSError as exc:
             raise OperationalError(f"could not read {f.path}: {exc.strerror or exc}") from exc
+
+    def _next_version(self, key: str, f: LineFile, first: int) -> int:
+        """The version the next line of ``f`` gets (``first`` for an empty file: the first
+        insert decides, for a file of stored events; a session file starts at 1)."""
+        if not f.count:
+            return first
         base = self._bases.get(key)
         if base is None:
             base = self._base(key, f)
-        expected = base + f.count if f.count else events[0].originator_version
+        return base + f.count
+
+    @staticmethod
+    def _version_error(f: LineFile, version: int, expected: int, offset: int) -> IntegrityError:
+        taken = version < expected
+        return IntegrityError(
+            f"{f.path}: version {version} "
+            + (
+                f"is taken (the file holds {f.count} events; another writer appended "
+                "since this one last read it)"
+                if taken and offset == 0
+                else f"is not the next one ({expected} is)"
+            )
+        )
+
+    def _check(self, key: str, f: LineFile | None, events: Sequence[StoredEvent]) -> list[bytes]:
+        """Under the lock: catch up, repair a torn tail, check versions; the lines to write."""
+        assert f is not None
+        self._catch_up(f)
+        expected = self._next_version(key, f, events[0].originator_version)
         for offset, stored in enumerate(events):
             if stored.originator_version != expected + offset:
-                taken = stored.originator_version < expected
-                raise IntegrityError(
-                    f"{f.path}: version {stored.originator_version} "
-                    + (
-                        f"is taken (the file holds {f.count} events; another writer appended "
-                        "since this one last read it)"
-                        if taken and offset == 0
-                        else f"is not the next one ({expected + offset} is)"
-                    )
-                )
+                raise self._version_error(f, stored.originator_version, expected + offset, offset)
         lines = [encode_stored(s) for s in events]
         if not f.count and events[0].originator_version != 1:
             lines[0] = encode_stored(events[0], verbatim=False)

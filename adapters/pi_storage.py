@@ -54,14 +54,8 @@ class PiSessionMapper(SessionMapper):
     """The session mapper for pi lines: a stored event's topic comes from its line's type
     (a ``leaf`` event is a ``custom`` line in pi's dialect)."""
 
-    def to_stored_event(self, domain_event: Any) -> StoredEvent:
-        state = self.codec.encode_event(domain_event)
-        return StoredEvent(
-            originator_id=domain_event.originator_id,
-            originator_version=domain_event.originator_version,
-            topic=topic_of(line_type(state)),
-            state=state,
-        )
+    def stored_event(self, domain_event: Any, state: bytes) -> StoredEvent:
+        return StoredEvent(domain_event.originator_id, domain_event.originator_version, topic_of(line_type(state)), state)
 
 
 def pi_context_options(codec: PiCodec | None = None) -> SessionContextBuildOptions:

@@ -78,23 +78,19 @@ class SessionMapper(Mapper[str]):
         self.cipher = None
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
-        return StoredEvent(
-            originator_id=domain_event.originator_id,
-            originator_version=domain_event.originator_version,
-            topic=TOPIC_PREFIX + domain_event.type,
-            state=self.codec.encode_event(domain_event),
-        )
+        return self.stored_event(domain_event, self.codec.encode_event(domain_event))
 
     def to_sealed_stored_event(self, domain_event: Any, previous: bytes) -> tuple[StoredEvent, bytes]:
         """The stored event with its line sealed into the hash chain after ``previous``."""
         state, digest = chain.seal(self.codec.encode_event(domain_event), previous)
-        stored = StoredEvent(
-            originator_id=domain_event.originator_id,
-            originator_version=domain_event.originator_version,
-            topic=TOPIC_PREFIX + domain_event.type,
-            state=state,
+        return self.stored_event(domain_event, state), digest
+
+    def stored_event(self, domain_event: Any, state: bytes) -> StoredEvent:
+        """The stored event of ``domain_event`` whose state is ``state`` (its line)."""
+        # positional: StoredEvent's fields are (originator_id, originator_version, topic, state)
+        return StoredEvent(
+            domain_event.originator_id, domain_event.originator_version, TOPIC_PREFIX + domain_event.type, state
         )
-        return stored, digest
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         return self.codec.decode_line(
@@ -145,13 +141,17 @@ class RecorderSessionStorage(SessionStorage):
             head.observe(version - 1, before[-1].state)
         return head.digest
 
-    def to_stored_events(self, events: Sequence[Any]) -> tuple[list[StoredEvent], bytes | None]:
-        """The stored events for ``events`` (sealed into the chain if the log is chained),
-        and the digest of the last one; call :meth:`saved` once they are recorded."""
-        digest = self._previous_digest(events[0].originator_version)
+    def to_lines(self, events: Sequence[Any]) -> tuple[list[bytes], bytes | None]:
+        """The lines of ``events`` (sealed into the chain if the log is chained), and the
+        digest of the last one; call :meth:`saved` once they are recorded."""
+        first = events[0].originator_version
+        head = self.chain_head
+        # the head is current on every append but a session's first one
+        digest = head.digest if first > 1 and head.version == first - 1 else self._previous_digest(first)
+        encode = self.mapper.codec.encode_event
         if digest is None:
-            return [self.mapper.to_stored_event(e) for e in events], None
-        out = []
+            return [encode(e) for e in events], None
+        lines = []
         for event in events:
             if chain.reserved_by(event):
                 raise SessionError(
@@ -159,9 +159,16 @@ class RecorderSessionStorage(SessionStorage):
                     f"entry {getattr(event, 'id', event.originator_id)!r} of session {self._session_id} has a "
                     f"field named {chain.CHAIN_KEY!r}, which the tamper-evidence chain reserves",
                 )
-            item, digest = self.mapper.to_sealed_stored_event(event, digest)
-            out.append(item)
-        return out, digest
+            line, digest = chain.seal(encode(event), digest)
+            lines.append(line)
+        return lines, digest
+
+    def to_stored_events(self, events: Sequence[Any]) -> tuple[list[StoredEvent], bytes | None]:
+        """The stored events for ``events`` (their states are :meth:`to_lines`), and the
+        digest of the last one; call :meth:`saved` once they are recorded."""
+        lines, digest = self.to_lines(events)
+        stored_event = self.mapper.stored_event
+        return [stored_event(event, line) for event, line in zip(events, lines)], digest
 
     def saved(self, events: Sequence[Any], digest: bytes | None) -> None:
         """Record that ``events`` are stored: the chain continues from the last one."""
