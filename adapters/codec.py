@@ -51,6 +51,14 @@ _VALUE_CLASSES = (m.Cost, m.Usage)
 _ENTRY_BASE_FIELDS = ("originator_id", "originator_version", "timestamp", "id", "parent_id", "extra")
 
 
+def ordered_keys(data: Mapping[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    """``data`` with the keys of ``order`` first, in that order, then the others as they were."""
+    out = {key: data[key] for key in order if key in data}
+    if len(out) != len(data):
+        out.update((key, value) for key, value in data.items() if key not in out)
+    return out
+
+
 class Dialect:
     """Names on the wire. The native dialect is the identity (SPEC 2.2, snake_case)."""
 
@@ -74,6 +82,19 @@ class Dialect:
 
     def omit_none(self, cls: type) -> set[str]:
         return _OMIT_NONE.get(cls, set())
+
+    def key_order(self, cls: type) -> tuple[str, ...] | None:
+        """The order of the wire keys of a ``cls`` object, when the dialect fixes one (keys
+        it does not name follow, as they come); None: the class's field order."""
+        return None
+
+    def order_value(self, value: Any, data: Any) -> Any:
+        """``data``, the reference wire form of ``value`` (a message, block, usage or cost),
+        in the dialect's key order (see :meth:`key_order`)."""
+        return data
+
+    # How a value of a ``float`` field is written (None: as orjson writes it).
+    float_writer: Callable[[float], Any] | None = None
 
 
 NATIVE = Dialect()

@@ -21,7 +21,7 @@ import orjson
 from sessiontree.domain import messages as m
 from sessiontree.domain.events import Entry, UnknownEntryAppended
 
-from sessiontree.adapters.codec import field_annotation
+from sessiontree.adapters.codec import field_annotation, ordered_keys
 
 if TYPE_CHECKING:
     from sessiontree.adapters.codec import Codec
@@ -124,6 +124,7 @@ class FastCodec:
             "_block": self._block,
             "_message": self._message,
             "_u": self.unstructure,
+            "_ordered": ordered_keys,
             "_enc": self._encoders,
             "Unknown": UnknownEntryAppended,
         }
@@ -240,37 +241,76 @@ class FastCodec:
         return self._compile(fn, lines, ns)
 
     def _generate_encoder(self, cls: type, *, entry: bool) -> Any:
+        """One function that writes a ``cls`` value as the dict of its wire object.
+
+        Keys come in the dialect's order for the class (``Dialect.key_order``), else: the
+        tag (or an entry's envelope), the fields in class order; then the unknown fields of
+        ``extra``. Two paths: the common one, where no known field is marked absent, builds
+        the dict as one literal (a field omitted when None is deleted afterwards, which
+        keeps the order of the other keys); the other stores the fields one by one,
+        skipping absent ones, and puts the keys in order at the end.
+        """
+        dialect = self.codec.dialect
         fields = self._fields(cls)
         fn = f"encode_{cls.__name__}"
-        omit = {self.codec._wire[cls][n] for n in self.codec.dialect.omit_none(cls)}
-        lines = [f"def {fn}(o):"]
+        omit = {self.codec._wire[cls][n] for n in dialect.omit_none(cls)}
+        ns: dict[str, Any] = {"_order": dialect.key_order(cls), "_fw": dialect.float_writer}
+        order = ns["_order"]
         if entry:
-            tag = self.codec.dialect.entry_type(cls.type)  # type: ignore[attr-defined]
+            tag = dialect.entry_type(cls.type)  # type: ignore[attr-defined]
             # Attributes, not o.__dict__: reading __dict__ would give the entry a dict of its
             # own instead of its compact shared-key layout (see wiredecode.py).
-            lines.append(
-                f"    out = {{'type': {tag!r}, 'id': o.id, {self.parent_key!r}: o.parent_id, "
-                "'timestamp': o.timestamp}"
-            )
+            head = [("type", repr(tag)), ("id", "o.id"), (self.parent_key, "o.parent_id"), ("timestamp", "o.timestamp")]
         else:
             value_tag = self._tag(cls)
-            lines.append(f"    out = {{{value_tag[0]!r}: {value_tag[1]!r}}}" if value_tag else "    out = {}")
-        get = "o.{name}"
-        lines.append("    extra = o.extra")
-        lines.append("    absent = () if extra.__class__ is dict else getattr(extra, 'absent', ())  # absent_fields(extra)")
+            head = [(value_tag[0], repr(value_tag[1]))] if value_tag else []
+
+        def convert(annotation: str, value: str) -> str:
+            """How the value ``value`` names (``v`` if it is not plain) is written."""
+            if annotation == "float" and ns["_fw"] is not None:
+                return f"_fw({value})"
+            return value if annotation in _PLAIN else _ENCODE.get(annotation, "_u(v)")
+
+        lines = [f"def {fn}(o):", "    extra = o.extra"]
+        # the common path: one dict literal
+        lines.append("    if extra.__class__ is dict or not getattr(extra, 'absent', ()):  # no absent_fields(extra)")
+        items = list(head)
+        for index, (wire, name, annotation, _) in enumerate(fields):
+            if annotation in _PLAIN:
+                items.append((wire, convert(annotation, f"o.{name}")))
+            else:
+                lines.append(f"        v = o.{name}")
+                lines.append(f"        c{index} = {convert(annotation, 'v')}")
+                items.append((wire, f"c{index}"))
+        if order:
+            rank = {key: i for i, key in enumerate(order)}
+            items.sort(key=lambda item: rank.get(item[0], len(order)))  # stable: unnamed keys keep their order
+        lines.append("        out = {" + ", ".join(f"{k!r}: {v}" for k, v in items) + "}")
+        for wire, _, _, _ in fields:
+            if wire in omit:
+                lines.append(f"        if out[{wire!r}] is None:")
+                lines.append(f"            del out[{wire!r}]")
+        lines.append("        if extra:")
+        lines.append("            out.update(extra)")
+        if order:
+            ns["_named"] = frozenset(order)
+            lines.append("            if not _named.isdisjoint(extra):  # an unknown field the order names")
+            lines.append("                out = _ordered(out, _order)")
+        lines.append("        return out")
+        # some known fields are absent: field by field
+        lines.append("    absent = extra.absent")
+        lines.append("    out = {" + ", ".join(f"{k!r}: {v}" for k, v in head) + "}")
         for wire, name, annotation, _ in fields:
-            value = get.format(name=name)
-            convert = "v" if annotation in _PLAIN else _ENCODE.get(annotation, "_u(v)")
-            lines.append(f"    v = {value}")
+            lines.append(f"    v = o.{name}")
             condition = f"{wire!r} not in absent"
             if wire in omit:
                 condition = f"v is not None and {condition}"
             lines.append(f"    if {condition}:")
-            lines.append(f"        out[{wire!r}] = {convert}")
+            lines.append(f"        out[{wire!r}] = {convert(annotation, 'v')}")
         lines.append("    if extra:")
         lines.append("        out.update(extra)")
-        lines.append("    return out")
-        return self._compile(fn, lines, {})
+        lines.append("    return _ordered(out, _order)" if order else "    return out")
+        return self._compile(fn, lines, ns)
 
     # -- decoding ---------------------------------------------------------------------
 
@@ -335,7 +375,8 @@ class FastCodec:
         encoder = self._encoders.get(t) or self._new_encoder(t)
         if encoder is not None:
             return encoder(value)
-        return self.codec.unstructure_value(value)
+        # no generated encoder (an Unknown* value, a subclass): the reference, in key order
+        return self.codec.dialect.order_value(value, self.codec.unstructure_value(value))
 
     def encode_entry(self, event: Any) -> bytes:
         encoder = self._encoders.get(type(event)) or self._new_encoder(type(event))

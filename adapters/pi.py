@@ -24,8 +24,21 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sessiontree.adapters.codec import Codec, Dialect
-from sessiontree.adapters.pi_wire import PI_PARENT_KEY, dumps as pi_dumps, order_message, ordered_entry
+from sessiontree.adapters.codec import Codec, Dialect, ordered_keys
+from sessiontree.adapters.pi_wire import (
+    BLOCK_KEY_ORDER,
+    COST_KEY_ORDER,
+    ENTRY_KEY_ORDER,
+    MESSAGE_KEY_ORDER,
+    PI_PARENT_KEY,
+    USAGE_KEY_ORDER,
+    dumps as pi_dumps,
+    js_float_value,
+    order_blocks,
+    order_message,
+    order_usage,
+    ordered_entry,
+)
 from sessiontree.domain import messages as m
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import (
@@ -66,6 +79,32 @@ class PiDialect(Dialect):
 
     def role(self, tag: str) -> str:
         return _ROLES.get(tag, tag)
+
+    def key_order(self, cls: type) -> tuple[str, ...] | None:
+        """pi's writer's key order (``pi_wire``) for entries, messages, blocks and usage."""
+        if cls is m.Usage:
+            return USAGE_KEY_ORDER
+        if cls is m.Cost:
+            return COST_KEY_ORDER
+        if issubclass(cls, Entry):
+            return ENTRY_KEY_ORDER.get(self.entry_type(cls.type))
+        role = getattr(cls, "role", None)
+        if isinstance(role, str):
+            return MESSAGE_KEY_ORDER.get(self.role(role))
+        kind = getattr(cls, "type", None)
+        return BLOCK_KEY_ORDER.get(self.block_type(kind)) if isinstance(kind, str) else None
+
+    def order_value(self, value: Any, data: Any) -> Any:
+        if isinstance(value, m.Usage):
+            return order_usage(data)
+        if isinstance(value, m.Cost):
+            return ordered_keys(data, COST_KEY_ORDER) if isinstance(data, dict) else data
+        if isinstance(getattr(value, "role", None), str):
+            return order_message(data)
+        return order_blocks([data])[0]
+
+    # JavaScript's number layout for cost amounts (the rest of a line: pi_wire.dumps)
+    float_writer = staticmethod(js_float_value)
 
 
 PI = PiDialect()
@@ -164,13 +203,16 @@ class PiCodec(Codec):
         return self._pi_dict(event, super().unstructure_event)
 
     def _fast_dict(self, event: Any) -> dict[str, Any]:
+        """The wire dict from the generated encoders, which write pi's key order already."""
         fast = self.__dict__.get("_fast") or self.fast
         encoder = fast._encoders.get(type(event)) or fast._new_encoder(type(event))
         if encoder is None:
-            return super().unstructure_event(event)
+            return ordered_entry(event.type, super().unstructure_event(event))
         return encoder(event)  # type: ignore[no-any-return]
 
-    def _pi_dict(self, event: Any, base: Any) -> dict[str, Any]:
+    def _pi_dict(self, event: Any, base: Any, *, ordered: bool = False) -> dict[str, Any]:
+        """The pi wire dict of ``event`` from ``base`` (an encoder of entries), in pi's key
+        order: ``ordered`` says ``base`` gives it already."""
         if isinstance(event, SessionStarted):
             return self.unstructure_header(event)
         if isinstance(event, UnknownEntryAppended):
@@ -184,8 +226,8 @@ class PiCodec(Codec):
             nulls = getattr(event.extra, "nulls", frozenset())
             for wire in omit:
                 if wire in out and out[wire] is None and wire not in nulls:
-                    del out[wire]
-        return ordered_entry(kind, out)
+                    del out[wire]  # deleting a key keeps the order of the others
+        return out if ordered else ordered_entry(kind, out)
 
     def _leaf_marker(self, event: LeafMoved) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -231,7 +273,7 @@ class PiCodec(Codec):
         """One pi line (no newline): the reference encoder, which knows pi's rules, with
         numbers laid out as pi's JavaScript writer lays them out."""
         try:
-            return pi_dumps(self._pi_dict(event, self._fast_dict))  # the generated encoders
+            return pi_dumps(self._pi_dict(event, self._fast_dict, ordered=True))  # the generated encoders
         except TypeError as exc:
             raise SessionError(
                 "invalid_entry", f"entry {getattr(event, 'id', '?')!r} is not JSON-serialisable: {exc}"

@@ -8,10 +8,12 @@ care; matching both is what makes a line pi wrote come back byte for byte
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
 from typing import Any
 
 import orjson
+
+from sessiontree.adapters.codec import ordered_keys
 
 PI_PARENT_KEY = "parentId"
 
@@ -47,27 +49,24 @@ BLOCK_KEY_ORDER: dict[str, tuple[str, ...]] = {
 USAGE_KEY_ORDER = ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost")
 COST_KEY_ORDER = ("input", "output", "cacheRead", "cacheWrite", "total")
 
-def _ordered(data: Mapping[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
-    out = {key: data[key] for key in order if key in data}
-    if len(out) != len(data):
-        out.update((key, value) for key, value in data.items() if key not in out)
-    return out
 
 
-def _order_usage(usage: Any) -> Any:
+def order_usage(usage: Any) -> Any:
+    """A usage dict (and its cost) in pi's key order."""
     if not isinstance(usage, dict):
         return usage
-    out = _ordered(usage, USAGE_KEY_ORDER)
+    out = ordered_keys(usage, USAGE_KEY_ORDER)
     if isinstance(out.get("cost"), dict):
-        out["cost"] = _ordered(out["cost"], COST_KEY_ORDER)
+        out["cost"] = ordered_keys(out["cost"], COST_KEY_ORDER)
     return out
 
 
-def _order_blocks(content: Any) -> Any:
+def order_blocks(content: Any) -> Any:
+    """A content list with each known block in pi's key order."""
     if not isinstance(content, list):
         return content
     return [
-        _ordered(block, BLOCK_KEY_ORDER[block["type"]])
+        ordered_keys(block, BLOCK_KEY_ORDER[block["type"]])
         if isinstance(block, dict) and block.get("type") in BLOCK_KEY_ORDER
         else block
         for block in content
@@ -78,11 +77,11 @@ def order_message(message: Any) -> Any:
     """A pi message dict in pi's key order (unknown roles are left exactly as they are)."""
     if not isinstance(message, dict) or message.get("role") not in MESSAGE_KEY_ORDER:
         return message
-    out = _ordered(message, MESSAGE_KEY_ORDER[message["role"]])
+    out = ordered_keys(message, MESSAGE_KEY_ORDER[message["role"]])
     if "content" in out:
-        out["content"] = _order_blocks(out["content"])
+        out["content"] = order_blocks(out["content"])
     if "usage" in out:
-        out["usage"] = _order_usage(out["usage"])
+        out["usage"] = order_usage(out["usage"])
     return out
 
 
@@ -125,6 +124,14 @@ def _js_float(value: float) -> Any:
     return orjson.Fragment(text.encode("ascii")) if "." in text or "e" in text else value
 
 
+def js_float_value(value: float) -> Any:
+    """A float field's value for orjson to write as JavaScript would: itself, unless orjson
+    would write it with an exponent (Python's ``repr`` does below 1e-4 and from 1e16)."""
+    if value.__class__ is float and value and not 1e-4 <= abs(value) < 1e16:
+        return _js_float(value)
+    return value
+
+
 def _js_numbers(value: Any) -> Any:
     kind = type(value)
     if kind is float:
@@ -146,23 +153,38 @@ def _js_numbers(value: Any) -> Any:
 
 def ordered_entry(kind: str, out: dict[str, Any]) -> dict[str, Any]:
     """An entry's wire dict in pi's key order, its nested messages, blocks and usage too."""
-    out = _ordered(out, ENTRY_KEY_ORDER[kind]) if kind in ENTRY_KEY_ORDER else out
+    out = ordered_keys(out, ENTRY_KEY_ORDER[kind]) if kind in ENTRY_KEY_ORDER else out
     if "message" in out:
         out["message"] = order_message(out["message"])
     if isinstance(out.get("retainedTail"), list):
         out["retainedTail"] = [order_message(msg) for msg in out["retainedTail"]]
     if "usage" in out and kind in ("compaction", "branch_summary"):
-        out["usage"] = _order_usage(out["usage"])
+        out["usage"] = order_usage(out["usage"])
     if kind == "custom_message" and "content" in out:
-        out["content"] = _order_blocks(out["content"])
+        out["content"] = order_blocks(out["content"])
     return out
+
+
+# What orjson writes for a number with an exponent (always signed: ``3.75e-6``, ``1e+16``).
+# Text may match too ("1e-5" in a string): then the walk below finds no float to change.
+_EXPONENT = re.compile(rb"[0-9]e[-+][0-9]")
 
 
 def dumps(data: Any) -> bytes:
     """One line as pi's writer would lay it out (orjson, with JavaScript's number layout)."""
     line = orjson.dumps(data)
     # orjson and JavaScript differ only where orjson writes an exponent.
-    return orjson.dumps(_js_numbers(data)) if b"e-" in line or b"e+" in line else line
+    return orjson.dumps(_js_numbers(data)) if _EXPONENT.search(line) else line
 
 
-__all__ = ["ENTRY_KEY_ORDER", "MESSAGE_KEY_ORDER", "dumps", "js_number", "order_message", "ordered_entry"]
+__all__ = [
+    "ENTRY_KEY_ORDER",
+    "MESSAGE_KEY_ORDER",
+    "dumps",
+    "js_float_value",
+    "js_number",
+    "order_blocks",
+    "order_message",
+    "order_usage",
+    "ordered_entry",
+]

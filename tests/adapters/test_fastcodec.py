@@ -159,3 +159,62 @@ def test_a_damaged_native_header_is_corrupt_before_it_is_unsupported(header, cod
     with pytest.raises(SessionError) as err:
         CODEC.decode_header(header)
     assert err.value.code == code and words in err.value.message
+
+
+def _pi_edge_messages():
+    import attrs as _attrs
+
+    from sessiontree.domain import messages as m
+
+    @_attrs.frozen
+    class MyText(m.TextContent):
+        pass
+
+    @_attrs.frozen
+    class MyUsage(m.Usage):
+        pass
+
+    @_attrs.frozen
+    class MyAssistant(m.AssistantMessage):  # its fields' order is not pi's
+        pass
+
+    usage = m.Usage(input=1, cost=m.Cost(input=3.75e-6, output=0.25, total=1e16))
+    return [
+        # text that looks like an exponent; tiny and huge cost amounts
+        m.AssistantMessage(
+            content=(m.TextContent(text="see 1e-5 and re-do"),), provider="p", model="x", usage=usage, stop_reason="stop", timestamp=1
+        ),
+        # an unknown field named like a known one pi's order places (api is None)
+        m.AssistantMessage(
+            content=(), provider="p", model="x", api=None, stop_reason="stop", timestamp=1, extra={"api": "late", "xZ": 1}
+        ),
+        # free-form floats with exponents, a field marked absent
+        m.AssistantMessage(
+            content=(m.ToolCall(id="t", name="n", arguments={"f": 1.5e-9, "g": [1e22, 2.5e-7]}),),
+            provider="p", model="x", stop_reason="stop", timestamp=1, extra=m.Extra({"xA": 2.5e-8}, frozenset({"usage"})),
+        ),
+        m.UserMessage(content="hi", timestamp=3, extra=m.Extra({}, frozenset({"timestamp"}))),
+        # subclasses go through the reference encoder: still in pi's key order
+        MyAssistant(
+            content=(MyText(text="a", extra={"xQ": 1}),), provider="p", model="x", api="a",
+            usage=MyUsage(input=2, cost=m.Cost(total=1e-7)), stop_reason="stop", timestamp=4,
+        ),
+    ]
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_pi_key_order_and_number_layout_match_the_reference_on_edge_values(index):
+    """The generated pi encoders write pi's key order and JavaScript's number layout
+    themselves; on values that take their less common paths they still give the reference's
+    bytes (the reference orders the finished dict and lays out every number afterwards)."""
+    from sessiontree.adapters.pi import pi_codec
+    from sessiontree.adapters.pi_wire import dumps as pi_dumps
+    from sessiontree.domain.events import MessageAppended
+
+    codec = pi_codec()
+    event = MessageAppended(
+        originator_id="s", originator_version=2, timestamp="2026-01-01T00:00:00.000Z", id="a", parent_id=None,
+        message=_pi_edge_messages()[index],
+    )
+    assert codec.encode_event(event) == pi_dumps(codec.unstructure_event(event))
+    assert CODEC.encode_event(event) == CODEC.reference_encode(event)
