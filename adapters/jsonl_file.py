@@ -187,7 +187,10 @@ class LineFile:
         if self.size is None:
             self.observe(0, self.read(0))
             return
-        end = os.fstat(self.fd).st_size
+        # The file's size: lseek to the end tells it without building a stat result (a
+        # quarter of fstat's cost, on every append). Moving the offset is harmless: reads
+        # give their offsets (pread) and writes go to the end (O_APPEND).
+        end = os.lseek(self.fd, 0, os.SEEK_END)
         known = self.size + len(self.torn)
         if end == known:
             return
@@ -206,7 +209,8 @@ class LineFile:
 
     def lock(self, timeout: float = 30.0) -> None:
         """Take the exclusive OS lock (and this object's thread lock), waiting up to ``timeout``."""
-        if not self._mutex.acquire(timeout=timeout):
+        # acquire(timeout=...) costs ~0.3 µs more than a try that does not wait
+        if not (self._mutex.acquire(False) or self._mutex.acquire(timeout=timeout)):
             raise TimeoutError(f"timed out waiting for the write lock on {self.path}")
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -15,8 +15,29 @@ from sessiontree.domain.ids import counter_ids, fixed_clock, new_entry_id, new_s
 
 
 def test_entry_ids_are_eight_lowercase_hex_characters():
-    """New entry ids match SPEC 2.2's format."""
-    assert all(re.fullmatch(r"[0-9a-f]{8}", new_entry_id()) for _ in range(50))
+    """New entry ids match SPEC 2.2's format, across the batches they are drawn in."""
+    ids = [new_entry_id() for _ in range(1000)]
+    assert all(re.fullmatch(r"[0-9a-f]{8}", i) for i in ids)
+    assert len(set(ids)) > 990  # random: 32 bits each (a repeat is possible, the session regenerates)
+
+
+def test_a_forked_child_does_not_repeat_its_parents_entry_ids():
+    """Ids drawn ahead in the parent are dropped in a forked child: the two draw apart."""
+    import os
+
+    new_entry_id()  # the parent holds ids drawn ahead now
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: send ten ids and leave at once
+        os.close(read)
+        os.write(write, "".join(new_entry_id() for _ in range(10)).encode())
+        os._exit(0)
+    os.close(write)
+    child = os.read(read, 200).decode()
+    os.close(read)
+    os.waitpid(pid, 0)
+    parent = "".join(new_entry_id() for _ in range(10))
+    assert len(child) == 80 and child != parent
 
 
 def test_session_ids_are_time_ordered_uuid7():
