@@ -90,11 +90,14 @@ class Dialect:
 
     def order_value(self, value: Any, data: Any) -> Any:
         """``data``, the reference wire form of ``value`` (a message, block, usage or cost),
-        in the dialect's key order (see :meth:`key_order`)."""
+        in the dialect's key order (see :meth:`key_order`) and number layout (below)."""
         return data
 
-    # How a value of a ``float`` field is written (None: as orjson writes it).
+    # How the generated encoders hand values to orjson (None: as they are): a ``float``
+    # field's value, a free-form value (``Any``, ``Mapping[str, Any]``), unknown fields.
     float_writer: Callable[[float], Any] | None = None
+    value_writer: Callable[[Any], Any] | None = None
+    items_writer: Callable[[Any], Any] | None = None
 
 
 NATIVE = Dialect()

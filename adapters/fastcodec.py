@@ -73,6 +73,8 @@ _ENCODE = {
     "tuple[Message, ...] | None": f"None if v is None else [{_ONE.format(x='x')} for x in v]",
     "tuple[str, ...]": "list(v)",
 }
+# Annotations of free-form values (a dialect may lay out their numbers: Dialect.value_writer).
+_FREE = {"Any", "Mapping[str, Any]"}
 # Annotations whose values are written as they are (everything else goes through _u).
 _PLAIN = {"str", "int", "float", "bool", "str | None", "Any", "Mapping[str, Any]"}
 
@@ -245,16 +247,19 @@ class FastCodec:
 
         Keys come in the dialect's order for the class (``Dialect.key_order``), else: the
         tag (or an entry's envelope), the fields in class order; then the unknown fields of
-        ``extra``. Two paths: the common one, where no known field is marked absent, builds
-        the dict as one literal (a field omitted when None is deleted afterwards, which
-        keeps the order of the other keys); the other stores the fields one by one,
-        skipping absent ones, and puts the keys in order at the end.
+        ``extra``. The dict is built as one literal; a field omitted when None, or marked
+        absent in ``extra``, is deleted afterwards, which keeps the order of the others.
         """
         dialect = self.codec.dialect
         fields = self._fields(cls)
         fn = f"encode_{cls.__name__}"
         omit = {self.codec._wire[cls][n] for n in dialect.omit_none(cls)}
-        ns: dict[str, Any] = {"_order": dialect.key_order(cls), "_fw": dialect.float_writer}
+        ns: dict[str, Any] = {
+            "_order": dialect.key_order(cls),
+            "_fw": dialect.float_writer,
+            "_vw": dialect.value_writer,
+            "_iw": dialect.items_writer,
+        }
         order = ns["_order"]
         if entry:
             tag = dialect.entry_type(cls.type)  # type: ignore[attr-defined]
@@ -269,47 +274,42 @@ class FastCodec:
             """How the value ``value`` names (``v`` if it is not plain) is written."""
             if annotation == "float" and ns["_fw"] is not None:
                 return f"_fw({value})"
+            if annotation in _FREE and ns["_vw"] is not None:
+                return f"_vw({value})"
             return value if annotation in _PLAIN else _ENCODE.get(annotation, "_u(v)")
 
-        lines = [f"def {fn}(o):", "    extra = o.extra"]
-        # the common path: one dict literal
-        lines.append("    if extra.__class__ is dict or not getattr(extra, 'absent', ()):  # no absent_fields(extra)")
+        lines = [f"def {fn}(o):"]
         items = list(head)
         for index, (wire, name, annotation, _) in enumerate(fields):
             if annotation in _PLAIN:
                 items.append((wire, convert(annotation, f"o.{name}")))
             else:
-                lines.append(f"        v = o.{name}")
-                lines.append(f"        c{index} = {convert(annotation, 'v')}")
+                lines.append(f"    v = o.{name}")
+                lines.append(f"    c{index} = {convert(annotation, 'v')}")
                 items.append((wire, f"c{index}"))
         if order:
             rank = {key: i for i, key in enumerate(order)}
             items.sort(key=lambda item: rank.get(item[0], len(order)))  # stable: unnamed keys keep their order
-        lines.append("        out = {" + ", ".join(f"{k!r}: {v}" for k, v in items) + "}")
+        lines.append("    out = {" + ", ".join(f"{k!r}: {v}" for k, v in items) + "}")
         for wire, _, _, _ in fields:
             if wire in omit:
-                lines.append(f"        if out[{wire!r}] is None:")
-                lines.append(f"            del out[{wire!r}]")
-        lines.append("        if extra:")
-        lines.append("            out.update(extra)")
+                lines.append(f"    if out[{wire!r}] is None:")
+                lines.append(f"        del out[{wire!r}]")
+        ns["_fields"] = frozenset(wire for wire, _, _, _ in fields)
+        lines.append("    extra = o.extra")
+        lines.append("    if extra.__class__ is not dict:")
+        lines.append("        absent = getattr(extra, 'absent', None)  # absent_fields(extra)")
+        lines.append("        if absent:  # fields the producer left out: not written back")
+        lines.append("            for key in absent:")
+        lines.append("                if key in _fields and key in out:")
+        lines.append("                    del out[key]")
+        lines.append("    if extra:")
+        lines.append("        out.update(extra)" if ns["_iw"] is None else "        out.update(_iw(extra))")
         if order:
             ns["_named"] = frozenset(order)
-            lines.append("            if not _named.isdisjoint(extra):  # an unknown field the order names")
-            lines.append("                out = _ordered(out, _order)")
-        lines.append("        return out")
-        # some known fields are absent: field by field
-        lines.append("    absent = extra.absent")
-        lines.append("    out = {" + ", ".join(f"{k!r}: {v}" for k, v in head) + "}")
-        for wire, name, annotation, _ in fields:
-            lines.append(f"    v = o.{name}")
-            condition = f"{wire!r} not in absent"
-            if wire in omit:
-                condition = f"v is not None and {condition}"
-            lines.append(f"    if {condition}:")
-            lines.append(f"        out[{wire!r}] = {convert(annotation, 'v')}")
-        lines.append("    if extra:")
-        lines.append("        out.update(extra)")
-        lines.append("    return _ordered(out, _order)" if order else "    return out")
+            lines.append("        if not _named.isdisjoint(extra):  # an unknown field the order names")
+            lines.append("            out = _ordered(out, _order)")
+        lines.append("    return out")
         return self._compile(fn, lines, ns)
 
     # -- decoding ---------------------------------------------------------------------

@@ -24,6 +24,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from sessiontree.adapters.codec import Codec, Dialect, ordered_keys
 from sessiontree.adapters.pi_wire import (
     BLOCK_KEY_ORDER,
@@ -34,6 +36,9 @@ from sessiontree.adapters.pi_wire import (
     USAGE_KEY_ORDER,
     dumps as pi_dumps,
     js_float_value,
+    js_items,
+    js_values,
+    laid_out,
     order_blocks,
     order_message,
     order_usage,
@@ -96,15 +101,20 @@ class PiDialect(Dialect):
 
     def order_value(self, value: Any, data: Any) -> Any:
         if isinstance(value, m.Usage):
-            return order_usage(data)
-        if isinstance(value, m.Cost):
-            return ordered_keys(data, COST_KEY_ORDER) if isinstance(data, dict) else data
-        if isinstance(getattr(value, "role", None), str):
-            return order_message(data)
-        return order_blocks([data])[0]
+            data = order_usage(data)
+        elif isinstance(value, m.Cost):
+            data = ordered_keys(data, COST_KEY_ORDER) if isinstance(data, dict) else data
+        elif isinstance(getattr(value, "role", None), str):
+            data = order_message(data)
+        else:
+            data = order_blocks([data])[0]
+        return laid_out(data)
 
-    # JavaScript's number layout for cost amounts (the rest of a line: pi_wire.dumps)
+    # JavaScript's number layout (pi_wire): an entry the generated encoders write needs no
+    # look at its line afterwards.
     float_writer = staticmethod(js_float_value)
+    value_writer = staticmethod(js_values)
+    items_writer = staticmethod(js_items)
 
 
 PI = PiDialect()
@@ -200,25 +210,32 @@ class PiCodec(Codec):
 
     def unstructure_event(self, event: Any) -> dict[str, Any]:
         """The reference wire dict of an event (cattrs underneath)."""
-        return self._pi_dict(event, super().unstructure_event)
+        special = self._special_dict(event)
+        return special if special is not None else self._entry_dict(event, super().unstructure_event)
 
     def _fast_dict(self, event: Any) -> dict[str, Any]:
-        """The wire dict from the generated encoders, which write pi's key order already."""
+        """The wire dict from the generated encoders, which give pi's key order and number
+        layout themselves (the reference encoder's dict is put in order and laid out)."""
         fast = self.__dict__.get("_fast") or self.fast
         encoder = fast._encoders.get(type(event)) or fast._new_encoder(type(event))
         if encoder is None:
-            return ordered_entry(event.type, super().unstructure_event(event))
+            return laid_out(ordered_entry(event.type, super().unstructure_event(event)))  # type: ignore[no-any-return]
         return encoder(event)  # type: ignore[no-any-return]
 
-    def _pi_dict(self, event: Any, base: Any, *, ordered: bool = False) -> dict[str, Any]:
-        """The pi wire dict of ``event`` from ``base`` (an encoder of entries), in pi's key
-        order: ``ordered`` says ``base`` gives it already."""
+    def _special_dict(self, event: Any) -> dict[str, Any] | None:
+        """The wire dict of an event that is not a plain entry (a header, an unknown entry,
+        a leaf move, which pi records as a custom entry); None for the others."""
         if isinstance(event, SessionStarted):
             return self.unstructure_header(event)
         if isinstance(event, UnknownEntryAppended):
             return rename_parent_key(event.data, NATIVE_PARENT_KEY, PI_PARENT_KEY)
         if isinstance(event, LeafMoved):
             return self._leaf_marker(event)
+        return None
+
+    def _entry_dict(self, event: Any, base: Any, *, ordered: bool = False) -> dict[str, Any]:
+        """An entry's pi wire dict from ``base``, in pi's key order (``ordered``: ``base``
+        gives that order already) with the fields pi leaves out when None left out."""
         out = base(event)
         kind = event.type
         omit = ENTRY_OMIT_NONE.get(kind)
@@ -273,7 +290,10 @@ class PiCodec(Codec):
         """One pi line (no newline): the reference encoder, which knows pi's rules, with
         numbers laid out as pi's JavaScript writer lays them out."""
         try:
-            return pi_dumps(self._pi_dict(event, self._fast_dict, ordered=True))  # the generated encoders
+            special = self._special_dict(event)
+            if special is not None:
+                return pi_dumps(special)  # lays out numbers after a look at the line
+            return orjson.dumps(self._entry_dict(event, self._fast_dict, ordered=True))
         except TypeError as exc:
             raise SessionError(
                 "invalid_entry", f"entry {getattr(event, 'id', '?')!r} is not JSON-serialisable: {exc}"

@@ -132,6 +132,42 @@ def js_float_value(value: float) -> Any:
     return value
 
 
+def _needs_layout(value: Any) -> bool:
+    """Does ``value`` hold a float that orjson would write with an exponent?"""
+    kind = value.__class__
+    if kind is float:
+        return not 1e-4 <= abs(value) < 1e16 and value != 0  # NaN too: JavaScript writes null
+    if kind is dict:
+        value = value.values()
+    elif kind is not list:
+        return False
+    for item in value:
+        kind = item.__class__
+        if (kind is float or kind is dict or kind is list) and _needs_layout(item):
+            return True
+    return False
+
+
+def js_values(value: Any) -> Any:
+    """A free-form value for orjson to write as JavaScript would: itself, or a copy whose
+    floats are laid out when orjson would write one of them with an exponent."""
+    return _js_numbers(value) if _needs_layout(value) else value
+
+
+def js_items(fields: Any) -> Any:
+    """Unknown fields (a mapping) with their values as :func:`js_values` gives them."""
+    for item in fields.values():
+        kind = item.__class__
+        if (kind is float or kind is dict or kind is list) and _needs_layout(item):
+            return {key: _js_numbers(value) for key, value in fields.items()}
+    return fields
+
+
+def laid_out(data: Any) -> Any:
+    """A wire dict (from the reference encoder) with every float laid out as JavaScript would."""
+    return _js_numbers(data)
+
+
 def _js_numbers(value: Any) -> Any:
     kind = type(value)
     if kind is float:
@@ -174,7 +210,9 @@ def dumps(data: Any) -> bytes:
     """One line as pi's writer would lay it out (orjson, with JavaScript's number layout)."""
     line = orjson.dumps(data)
     # orjson and JavaScript differ only where orjson writes an exponent.
-    return orjson.dumps(_js_numbers(data)) if _EXPONENT.search(line) else line
+    if (b"e-" in line or b"e+" in line) and _EXPONENT.search(line):  # memchr first: the regex is slower
+        return orjson.dumps(_js_numbers(data))
+    return line
 
 
 __all__ = [
@@ -182,7 +220,10 @@ __all__ = [
     "MESSAGE_KEY_ORDER",
     "dumps",
     "js_float_value",
+    "js_items",
     "js_number",
+    "js_values",
+    "laid_out",
     "order_blocks",
     "order_message",
     "order_usage",

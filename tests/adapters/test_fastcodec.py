@@ -12,10 +12,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 import sessiontree_strategies as ss  # noqa: E402
 
 from sessiontree.adapters.codec import native_codec  # noqa: E402
+from sessiontree.domain import events as ev  # noqa: E402
 from sessiontree.domain.errors import SessionError  # noqa: E402
 
 CODEC = native_codec()
 FAST = CODEC.fast
+_ENVELOPE = {"originator_id": "s", "originator_version": 2, "timestamp": "2026-01-01T00:00:00.000Z", "id": "a", "parent_id": None}
 
 
 def _outcome(fn, *args):
@@ -200,6 +202,29 @@ def _pi_edge_messages():
             usage=MyUsage(input=2, cost=m.Cost(total=1e-7)), stop_reason="stop", timestamp=4,
         ),
     ]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        ev.CustomEntryAppended(custom_type="c", data={"x": [2.5e-6, {"y": 2.5e21}], "z": 0.5}, extra={"xQ": 5e-6}, **_ENVELOPE),
+        ev.CustomEntryAppended(custom_type="c", data=3e-6, **_ENVELOPE),
+        ev.ContextCompacted(summary="s", first_kept_entry_id=None, tokens_before=1, details={"d": 7.5e-6, "tiny": 1e-300}, **_ENVELOPE),
+        ev.ModelChanged(provider="p", model_id="claude-sonnet-4-5", extra={"xN": 1e-5}, **_ENVELOPE),
+    ],
+    ids=["custom-data", "custom-scalar", "compaction-details", "entry-extra"],
+)
+def test_pi_free_form_numbers_are_laid_out_by_the_generated_encoders(entry):
+    """Free-form values and unknown fields of entries are laid out as JavaScript would by the
+    generated encoders themselves (no look at the finished line): the reference's bytes."""
+    from sessiontree.adapters.pi import pi_codec
+    from sessiontree.adapters.pi_wire import dumps as pi_dumps
+
+    codec = pi_codec()
+    line = codec.encode_event(entry)
+    assert line == pi_dumps(codec.unstructure_event(entry))
+    # JavaScript writes plain decimals down to 1e-6 (orjson: exponents below 1e-5)
+    assert b"e-6" not in line and (b"1e-300" in line) == (b"tiny" in line)
 
 
 @pytest.mark.parametrize("index", range(5))
