@@ -178,15 +178,6 @@ class SessionAggregate(BaseAggregate[str]):
 
     # -- event handling -------------------------------------------------------------
 
-    def trigger_event(self, event_class: type[Any], **kwargs: Any) -> None:
-        """eventsourcing's ``trigger_event``, lean (it runs on every append): the event is
-        made as the next in this aggregate's sequence, mutates the aggregate and waits in
-        the pending list. The base class also checks explicit topics (this aggregate has
-        none) and stamps a missing timestamp (every command here passes one)."""
-        event = event_class(originator_id=self._id, originator_version=self._version + 1, **kwargs)
-        event.mutate(self)
-        self._pending_events.append(event)
-
     def collect_events(self) -> list[Any]:  # type: ignore[override]
         """The pending events, oldest first; the pending list starts empty again."""
         events = self._pending_events
@@ -195,7 +186,7 @@ class SessionAggregate(BaseAggregate[str]):
 
     def _record(self, entry: Entry) -> None:
         self.log.add(entry)
-        self.leaf_id = leaf_after(entry)
+        self.leaf_id = entry.target_id if entry.type == "leaf" else entry.id  # type: ignore[attr-defined]  # leaf_after
 
     def rollback(self, version: int) -> None:
         """Forget events after ``version`` (an append whose save failed is undone)."""
@@ -242,7 +233,20 @@ class SessionAggregate(BaseAggregate[str]):
     def _append(self, event_class: type[Entry], *, id: str, timestamp: str, **fields: Any) -> str:
         if id in self.log._index:
             raise SessionError("already_exists", f"entry {id!r} already exists in session {self.id}")
-        self.trigger_event(event_class, id=id, parent_id=self.leaf_id, timestamp=timestamp, **fields)
+        # eventsourcing's trigger_event, lean (it runs on every append): the event is made as
+        # the next in this aggregate's sequence, mutates it and waits in the pending list.
+        # (trigger_event also checks explicit topics, which this aggregate has none of, and
+        # passes its arguments on through two more copies: ~0.7 µs of an append.)
+        event = event_class(
+            originator_id=self._id,
+            originator_version=self._version + 1,
+            id=id,
+            parent_id=self.leaf_id,
+            timestamp=timestamp,
+            **fields,
+        )
+        event.mutate(self)
+        self._pending_events.append(event)
         return id
 
     def append_message(self, message: Any, *, id: str, timestamp: str) -> str:

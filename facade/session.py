@@ -121,7 +121,7 @@ class Session(SessionReader):
         except BaseException:
             agg.rollback(before)
             raise
-        self._limit = len(agg.log)
+        self._limit = agg._version - agg.INITIAL_VERSION  # every entry, the new ones included
         for entry in events:
             self._advance(entry)
 
@@ -132,6 +132,9 @@ class Session(SessionReader):
         make the append look failed (a retry would duplicate it): its state is dropped and
         the next ``projection(name)`` replays the log, raising the app's error there.
         """
+        if not self._states:  # no projection computed yet: only the context follows
+            self._advance_context(entry)
+            return
         broken = []
         for name, state in self._states.items():
             projection = self._projections.get(name) or _BUILTINS[name]
@@ -150,12 +153,11 @@ class Session(SessionReader):
 
     def _run(self, command: Any, *args: Any, **kwargs: Any) -> str:
         self._storage.check_writable()
+        agg = self._agg
         try:
-            entry_id: str = command(
-                *args, id=self._agg.new_entry_id(self._new_id), timestamp=now_iso(self._clock), **kwargs
-            )
+            entry_id: str = command(*args, id=agg.new_entry_id(self._new_id), timestamp=now_iso(self._clock), **kwargs)
         except BaseException:
-            self._agg.rollback(self.version)
+            agg.rollback(self.version)
             raise
         self._commit()
         return entry_id
