@@ -47,17 +47,24 @@ def new_session_id() -> str:
 
 
 _second: tuple[int, str] = (-1, "")  # the last whole second now_iso formatted, and its text
+_milli: tuple[int, str] = (-1, "")  # the last millisecond it gave, and its timestamp
 
 
 def now_iso(clock: Clock = utc_now) -> str:
     """The clock's time as an entry timestamp (``...123Z``)."""
-    global _second
-    if clock is utc_now:  # the default clock: every append asks, so the text of a second is kept
-        seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
-        last = _second  # one tuple, replaced whole: threads never see half of an update
-        if last[0] != seconds:
-            last = _second = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
-        return f"{last[1]}.{nanos // 1_000_000:03d}Z"
+    global _second, _milli
+    if clock is utc_now:  # the default clock: every append asks, so recent texts are kept
+        millis = time.time_ns() // 1_000_000
+        last = _milli  # one tuple, replaced whole: threads never see half of an update
+        if last[0] == millis:  # appends take microseconds: many share a millisecond
+            return last[1]
+        seconds, ms = divmod(millis, 1000)
+        second = _second
+        if second[0] != seconds:
+            second = _second = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
+        text = f"{second[1]}.{ms:03d}Z"
+        _milli = (millis, text)
+        return text
     moment = clock()
     if not isinstance(moment, datetime) or moment.tzinfo is None:
         raise TypeError(f"the clock must return a timezone-aware datetime, not {moment!r}")
