@@ -80,16 +80,26 @@ def _check_content(name: str, content: Any) -> tuple[Any, ...] | str:
 
 def _check_unknowns(where: str, message: Any) -> None:
     """An Unknown* stand-in may not use a known role or block type: it would be written
-    without the fields that role or type needs, and the log could not be read back."""
+    without the fields that role or type needs, and the log could not be read back. Nor
+    may unknown fields (``extra``) hold a ``role`` or a ``type``: written over the tag,
+    they would make the line unreadable too."""
     if isinstance(message, UnknownMessage) and message.role in _KNOWN_ROLES:
         raise SessionError(
             "invalid_entry", f"{where}: role {message.role!r} is known; build its message class instead"
         )
+    extra = getattr(message, "extra", None)
+    if extra and "role" in extra:
+        raise SessionError("invalid_entry", f"{where}: an unknown field may not be named 'role' (it is the tag)")
     content = getattr(message, "content", None)
     for block in content if isinstance(content, tuple) else ():
         if isinstance(block, UnknownContent) and block.type in _KNOWN_BLOCKS:
             raise SessionError(
                 "invalid_entry", f"{where}: block type {block.type!r} is known; build its block class instead"
+            )
+        extra = getattr(block, "extra", None)
+        if extra and "type" in extra:
+            raise SessionError(
+                "invalid_entry", f"{where}: an unknown field of a block may not be named 'type' (it is the tag)"
             )
 
 
@@ -217,9 +227,6 @@ class SessionAggregate(BaseAggregate[str]):
 
     def new_entry_id(self, generate: Callable[[], str]) -> str:
         """A fresh id from ``generate``, regenerated on collision (SPEC 2.2)."""
-        candidate = generate()  # the first try almost always does
-        if type(candidate) is str and candidate and candidate not in self.log._index:
-            return candidate
         for _ in range(100):
             candidate = generate()
             if not isinstance(candidate, str) or not candidate:

@@ -448,3 +448,28 @@ def test_triggered_events_wait_until_collected_once():
     assert [(e.id, e.originator_version, e.originator_id) for e in events] == [("b", 3, SID), ("c", 4, SID)]
     assert agg.collect_events() == [] and agg.pending_events == []
     assert agg.log.head(len(agg.log) - 1).id == "c"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        UserMessage(content="hi", extra={"role": {"x": 1}}),
+        UserMessage(content=(TextContent(text="t", extra={"type": ["x"]}),)),
+        AssistantMessage(content=(TextContent(text="t", extra={"type": "image"}),), provider="p", model="m", stop_reason="stop"),
+    ],
+    ids=["message-role", "block-type", "block-known-type"],
+)
+def test_unknown_fields_may_not_stand_for_the_tag(message):
+    """An unknown field named like the tag (a message's role, a block's type) would be
+    written over it and make the line unreadable: the append is refused instead."""
+    agg = given(msg("a", None))
+    error = refused(agg, "invalid_entry", lambda: agg.append_message(message, id="b", timestamp=T))
+    assert "tag" in error.message
+
+
+def test_an_invalid_first_id_is_an_error_even_if_a_valid_one_follows():
+    """The id generator's every answer is checked, the first one too."""
+    agg = given()
+    answers = iter(["", "abc12345"])
+    with pytest.raises(TypeError, match="non-empty str"):
+        agg.new_entry_id(lambda: next(answers))
