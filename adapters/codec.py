@@ -93,6 +93,13 @@ class Dialect:
         in the dialect's key order (see :meth:`key_order`) and number layout (below)."""
         return data
 
+    def order_entry(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        """An entry's wire dict in the dialect's key order, nested values included."""
+        return data
+
+    # Does the dialect put keys in an order of its own (key_order, order_value, order_entry)?
+    orders_keys = False
+
     # How the generated encoders hand values to orjson (None: as they are): a ``float``
     # field's value, a free-form value (``Any``, ``Mapping[str, Any]``), unknown fields.
     float_writer: Callable[[float], Any] | None = None

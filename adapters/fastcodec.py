@@ -21,7 +21,7 @@ import orjson
 from sessiontree.domain import messages as m
 from sessiontree.domain.events import Entry, UnknownEntryAppended
 
-from sessiontree.adapters.codec import field_annotation, ordered_keys
+from sessiontree.adapters.codec import field_annotation
 
 if TYPE_CHECKING:
     from sessiontree.adapters.codec import Codec
@@ -126,7 +126,6 @@ class FastCodec:
             "_block": self._block,
             "_message": self._message,
             "_u": self.unstructure,
-            "_ordered": ordered_keys,
             "_enc": self._encoders,
             "Unknown": UnknownEntryAppended,
         }
@@ -305,10 +304,16 @@ class FastCodec:
         lines.append("                    del out[key]")
         lines.append("    if extra:")
         lines.append("        out.update(extra)" if ns["_iw"] is None else "        out.update(_iw(extra))")
-        if order:
-            ns["_named"] = frozenset(order)
-            lines.append("        if not _named.isdisjoint(extra):  # an unknown field the order names")
-            lines.append("            out = _ordered(out, _order)")
+        if dialect.orders_keys:
+            # Unknown fields may hold what the dialect orders (a key it names, a nested
+            # message or usage): the dialect's own ordering of the whole object, as the
+            # reference path does. Rare: a producer's unknown fields.
+            if entry:
+                ns["_reorder"], ns["_kind"] = dialect.order_entry, tag
+                lines.append("        out = _reorder(_kind, out)")
+            else:
+                ns["_reorder"] = dialect.order_value
+                lines.append("        out = _reorder(o, out)")
         lines.append("    return out")
         return self._compile(fn, lines, ns)
 

@@ -110,6 +110,11 @@ class PiDialect(Dialect):
             data = order_blocks([data])[0]
         return laid_out(data)
 
+    def order_entry(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        return ordered_entry(kind, data)
+
+    orders_keys = True
+
     # JavaScript's number layout (pi_wire): an entry the generated encoders write needs no
     # look at its line afterwards.
     float_writer = staticmethod(js_float_value)
@@ -287,13 +292,16 @@ class PiCodec(Codec):
         return entry  # type: ignore[no-any-return]
 
     def encode_event(self, event: Any) -> bytes:
-        """One pi line (no newline): the reference encoder, which knows pi's rules, with
-        numbers laid out as pi's JavaScript writer lays them out."""
+        """One pi line (no newline), in pi's key order with numbers laid out as pi's
+        JavaScript writer lays them out: the generated encoders, else the reference."""
         try:
             special = self._special_dict(event)
             if special is not None:
                 return pi_dumps(special)  # lays out numbers after a look at the line
-            return orjson.dumps(self._entry_dict(event, self._fast_dict, ordered=True))
+            try:
+                return orjson.dumps(self._entry_dict(event, self._fast_dict, ordered=True))
+            except TypeError:  # a value orjson cannot write as it is (a mapping that is no dict)
+                return pi_dumps(self.unstructure_event(event))  # the reference, or its error
         except TypeError as exc:
             raise SessionError(
                 "invalid_entry", f"entry {getattr(event, 'id', '?')!r} is not JSON-serialisable: {exc}"

@@ -139,11 +139,11 @@ def _needs_layout(value: Any) -> bool:
         return not 1e-4 <= abs(value) < 1e16 and value != 0  # NaN too: JavaScript writes null
     if kind is dict:
         value = value.values()
-    elif kind is not list:
+    elif kind is not list and kind is not tuple:
         return False
     for item in value:
         kind = item.__class__
-        if (kind is float or kind is dict or kind is list) and _needs_layout(item):
+        if (kind is float or kind is dict or kind is list or kind is tuple) and _needs_layout(item):
             return True
     return False
 
@@ -158,7 +158,7 @@ def js_items(fields: Any) -> Any:
     """Unknown fields (a mapping) with their values as :func:`js_values` gives them."""
     for item in fields.values():
         kind = item.__class__
-        if (kind is float or kind is dict or kind is list) and _needs_layout(item):
+        if (kind is float or kind is dict or kind is list or kind is tuple) and _needs_layout(item):
             return {key: _js_numbers(value) for key, value in fields.items()}
     return fields
 
@@ -178,11 +178,11 @@ def _js_numbers(value: Any) -> Any:
             kind = type(item)
             if kind is float:
                 item = _js_float(item)
-            elif kind is dict or kind is list:
+            elif kind is dict or kind is list or kind is tuple:
                 item = _js_numbers(item)
             out[key] = item
         return out
-    if kind is list:
+    if kind is list or kind is tuple:  # a tuple is written as an array, as the reference's list
         return [_js_numbers(item) for item in value]
     return value
 

@@ -243,3 +243,56 @@ def test_pi_key_order_and_number_layout_match_the_reference_on_edge_values(index
     )
     assert codec.encode_event(event) == pi_dumps(codec.unstructure_event(event))
     assert CODEC.encode_event(event) == CODEC.reference_encode(event)
+
+
+def _colliding_unknown_fields():
+    """Unknown fields named like what pi's writer orders, nested (the reference path orders
+    them wherever they sit), and free-form numbers in tuples and in a mapping that is no dict."""
+    from types import MappingProxyType
+
+    from sessiontree.domain import messages as m
+
+    user_with_usage = m.UserMessage(content="u", extra={"usage": {"output": 1, "input": 2, "cost": {"total": 1, "input": 2}}})
+    summary_with_blocks = m.BranchSummaryMessage(summary="s", from_id="f", extra={"content": [{"text": "t", "type": "text"}]})
+    usage_with_cost = m.Usage(input=1, extra={"cost": {"total": 3e-7, "input": 1}})
+    return {
+        "entry-message": ev.CustomEntryAppended(
+            custom_type="c", data=1, extra={"message": {"timestamp": 1, "content": "x", "role": "user"}}, **_ENVELOPE
+        ),
+        "message-usage": ev.MessageAppended(message=user_with_usage, **_ENVELOPE),
+        "message-content": ev.MessageAppended(message=summary_with_blocks, **_ENVELOPE),
+        "entry-retained-tail": ev.LabelChanged(
+            target_id="t", label="l", extra={"retainedTail": [{"content": "x", "role": "user"}]}, **_ENVELOPE
+        ),
+        "usage-cost": ev.MessageAppended(
+            message=m.AssistantMessage(content=(), provider="p", model="x", usage=usage_with_cost, stop_reason="stop", timestamp=1),
+            **_ENVELOPE,
+        ),
+        "summary-usage": ev.BranchSummarized(from_id="f", summary="s", extra={"usage": {"output": 1, "input": 2}}, **_ENVELOPE),
+        "tuple-numbers": ev.MessageAppended(
+            message=m.AssistantMessage(
+                content=(m.ToolCall(id="t", name="n", arguments={"a": (1e-6, [2.5e-6])}),),
+                provider="p", model="x", stop_reason="stop", timestamp=1,
+            ),
+            **_ENVELOPE,
+        ),
+        "mapping-proxy": ev.MessageAppended(
+            message=m.AssistantMessage(
+                content=(m.ToolCall(id="t", name="n", arguments=MappingProxyType({"x": 1e-6})),),
+                provider="p", model="x", stop_reason="stop", timestamp=1,
+            ),
+            **_ENVELOPE,
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", list(_colliding_unknown_fields()))
+def test_pi_lines_with_unknown_fields_named_like_ordered_ones_are_the_reference_lines(name):
+    """pi's writer orders nested messages, blocks and usage wherever they sit, unknown fields
+    included; the generated encoders hand such objects to the same ordering."""
+    from sessiontree.adapters.pi import pi_codec
+    from sessiontree.adapters.pi_wire import dumps as pi_dumps
+
+    event = _colliding_unknown_fields()[name]
+    codec = pi_codec()
+    assert codec.encode_event(event) == pi_dumps(codec.unstructure_event(event))
