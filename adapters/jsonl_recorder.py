@@ -271,7 +271,7 @@ class JsonlAggregateRecorder(AggregateRecorder):
         self._lock(f)
         try:
             self._catch_up(f)
-            expected = self._next_version(key, f, first_version)
+            expected = self._next_version(key, f, 1)  # a session file starts with version 1
             if first_version != expected:
                 raise self._version_error(f, first_version, expected, 0)
             self._write(key, f, first_version, lines)

@@ -130,6 +130,25 @@ def test_stale_or_gapped_versions_raise_integrity_error(tmp_path: Path) -> None:
     assert a.select_events("s1", desc=True, limit=1)[0].state == b"two"
 
 
+def test_append_lines_checks_versions_like_insert_events(tmp_path: Path) -> None:
+    """``append_lines`` (session lines a storage holds already) takes the same lock, catches
+    up with other writers and refuses a taken or skipped version; a file starts at 1."""
+    a = JsonlAggregateRecorder(tmp_path)
+    b = JsonlAggregateRecorder(tmp_path)
+    line = b'{"type":"custom","id":"%d"}'
+    with pytest.raises(IntegrityError, match=r"not the next one \(1 is\)"):
+        a.append_lines("s1", 2, [line % 2])
+    a.append_lines("s1", 1, [line % 1, line % 2])
+    b.append_lines("s1", 3, [line % 3])  # b catches up under the lock
+    with pytest.raises(IntegrityError, match="taken"):
+        a.append_lines("s1", 3, [line % 9])
+    with pytest.raises(IntegrityError, match="not the next one"):
+        a.append_lines("s1", 5, [line % 5])
+    a.append_lines("s1", 4, [line % 4])  # a caught up too
+    assert [s.state for s in b.select_events("s1")] == [line % i for i in range(1, 5)]
+    assert [s.topic for s in b.select_events("s1")] == ["sessiontree:custom"] * 4
+
+
 def test_select_reads_a_whole_last_line_without_newline_but_not_a_torn_one(tmp_path: Path) -> None:
     """A complete last line lacking its newline is an event; a torn one is not."""
     recorder = JsonlAggregateRecorder(tmp_path)

@@ -154,6 +154,22 @@ def test_move_to_is_a_marker_that_reads_back_as_a_leaf_entry(tmp_path):
     assert log.parent_of(len(log) - 1) == reopened.get_entries()[-1].parent_id == session.get_entries()[-2].id
 
 
+def test_a_pi_dialect_file_made_by_the_plain_jsonl_storage_records_leaf_moves_as_pi_does(tmp_path):
+    """``JsonlSessionStorage.create(codec=pi_codec())`` writes a leaf move as pi's custom
+    marker line (as ``PiSessionStorage`` does), which reads back as the leaf."""
+    from sessiontree.adapters.pi import pi_codec
+
+    path = tmp_path / "s.jsonl"
+    session = Session(JsonlSessionStorage.create(path, codec=pi_codec()))
+    first = session.append_message(UserMessage(content="hi"))
+    session.append_message(UserMessage(content="again"))
+    session.move_to(first)
+    marker = orjson.loads(path.read_bytes().splitlines()[-1])
+    assert (marker["type"], marker["customType"], marker["parentId"]) == ("custom", "sessiontree/leaf", first)
+    reopened = Session(JsonlSessionStorage.open(path))
+    assert reopened.leaf_id == first and reopened.get_entries() == session.get_entries()
+
+
 def test_a_marker_pi_appended_under_becomes_the_node_pi_sees(tmp_path):
     """Once pi has continued from a marker it is an ordinary custom entry, and contexts still agree."""
     path = copy_fixture("branches", tmp_path)
