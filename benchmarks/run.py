@@ -44,22 +44,20 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def measured(argv: list[str]) -> dict[str, Any]:
+    """Run one measuring process and return the JSON it prints."""
+    out = subprocess.run(argv, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
 def child(measure: str, **args: Any) -> dict[str, Any]:
     """Run one measurement of ``bench_child.py`` in a fresh Python process."""
-    out = subprocess.run(
-        [sys.executable, str(HERE / "bench_child.py"), measure, json.dumps(args, default=str)],
-        check=True, capture_output=True, text=True,
-    )
-    return json.loads(out.stdout)  # type: ignore[no-any-return]
+    return measured([sys.executable, str(HERE / "bench_child.py"), measure, json.dumps(args, default=str)])
 
 
 def pi_child(home: Path, command: str, file: Path, *extra: Any) -> dict[str, Any]:
     """Run one measurement of ``pi_driver.mjs`` in a fresh node process."""
-    out = subprocess.run(
-        ["node", str(HERE / "pi_driver.mjs"), str(home), command, str(file), *map(str, extra)],
-        check=True, capture_output=True, text=True,
-    )
-    return json.loads(out.stdout)  # type: ignore[no-any-return]
+    return measured(["node", str(HERE / "pi_driver.mjs"), str(home), command, str(file), *map(str, extra)])
 
 
 def pi_append(home: Path, file: Path, count: int, ctx_iters: int) -> dict[str, Any]:
@@ -172,7 +170,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--list-sessions", type=int, help="sessions for list() (default 10000, 1000 with --quick; 0: skip)")
     parser.add_argument("--json", type=Path, help="also write every raw median here")
     parser.add_argument("--from-json", type=Path, help="measure nothing: print the table of a saved --json file")
+    parser.add_argument(
+        "--pin", help="run every process, ours and pi's, on these CPUs only (e.g. 0, or 0,1)"
+    )
     args = parser.parse_args(argv)
+    if args.pin is not None:
+        try:
+            args.pin = {int(c) for c in args.pin.split(",") if c.strip()}
+        except ValueError:
+            parser.error(f"--pin takes CPU numbers separated by commas, not {args.pin!r}")
+        if not args.pin or not args.pin <= os.sched_getaffinity(0):
+            parser.error(f"--pin: CPUs {sorted(args.pin)} are not all available here ({sorted(os.sched_getaffinity(0))})")
     args.sizes = [1000, 10000] if args.quick else [int(s) for s in args.sizes.split(",") if s.strip()]
     if args.list_sessions is None:
         args.list_sessions = 1000 if args.quick else 10000
@@ -191,11 +199,14 @@ def main(argv: list[str] | None = None) -> int:
         saved = json.loads(args.from_json.read_text())
         print(table({int(n): r for n, r in saved["results"].items()}, saved.get("list")))
         return 0
+    if args.pin:  # every process started from here on inherits it: ours, pi's, the helpers
+        os.sched_setaffinity(0, args.pin)
     why_not = "--no-pi" if args.no_pi else bench_data.pi_available()
     pi_home = None if why_not else bench_data.pi_peer_home()
     if why_not and not args.no_pi:
         log(f"pi is not measured: {why_not}")
     info = machine(pi_home)
+    info["pinned"] = ",".join(map(str, sorted(args.pin))) if args.pin else "-"
     started = time.perf_counter()
     scratch = None if args.data else Path(tempfile.mkdtemp(prefix="sessiontree-bench-data-"))
     data = args.data or scratch
@@ -216,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(scratch, ignore_errors=True)
     print(f"machine: {info['cpus']} CPUs ({info['cpu']}), {info['memory']} RAM, {info['os']}")
     print(f"python {info['python']}, node {info['node']}, pi {info['pi']}; "
-          f"median of {args.repeat} fresh-process runs; {time.perf_counter() - started:.0f} s in all")
+          f"median of {args.repeat} fresh-process runs; {time.perf_counter() - started:.0f} s in all"
+          + (f"; every process pinned to CPU {info['pinned']}" if args.pin else ""))
     print(f"sessiontree {info['commit']}; load average before the run {info['load']}, after "
           + " ".join(f"{x:.1f}" for x in os.getloadavg()))
     print()

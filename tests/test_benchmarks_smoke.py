@@ -13,14 +13,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_run_prints_the_table(tmp_path: Path) -> None:
-    """`benchmarks/run.py --sizes 200 --no-pi --repeat 1` exits 0 and prints one row per measure."""
+    """`benchmarks/run.py --sizes 200 --no-pi --repeat 1 --pin 0` exits 0 and prints one row per
+    measure, saying its processes were pinned."""
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--sizes", "200", "--no-pi", "--repeat", "1",
-         "--list-sessions", "0", "--data", str(tmp_path / "data")],
+         "--list-sessions", "0", "--data", str(tmp_path / "data"), "--pin", "0"],
         capture_output=True, text=True, timeout=600, cwd=tmp_path,
     )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
+    assert any("every process pinned to CPU 0" in line for line in lines)
     assert any(line.startswith("| measure") and "verdict" in line for line in lines)
     for measure in ("open+context, native file", "open+context, pi file", "context after append (p50), native file", "context after append (p50), pi file",
                     "append p50 (flush)", "append p99 (flush)", "append p50 (fsync)", "time travel",
@@ -28,3 +30,12 @@ def test_run_prints_the_table(tmp_path: Path) -> None:
         assert any(line.startswith(f"| {measure}") for line in lines), measure
     assert (tmp_path / "data" / "made-by-sessiontree" / "native-200.jsonl").is_file()
     assert (tmp_path / "data" / "made-by-sessiontree" / "pi-200.jsonl").is_file()
+
+
+def test_pin_refuses_cpus_that_are_not_there() -> None:
+    """`--pin` names CPUs this process may use, or the command stops before measuring."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--pin", "4096", "--no-pi"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode == 2 and "--pin" in out.stderr and "not all available" in out.stderr
