@@ -91,6 +91,18 @@ def absent_value(index: int, default: Any, ns: dict[str, Any], fail: str) -> str
     return f"        v = _d{index}"
 
 
+def finish_object(cls: type, ns: dict[str, Any], *, entry: bool, timestamp: str, id: str, parent: str) -> list[str]:
+    """The generated lines that end a decoder: an entry made from the named expressions
+    (:func:`make_entry`, with ``sid`` and ``version``), or the value ``o`` given the local
+    ``extra``; then ``return o``."""
+    if entry:
+        lines = make_entry(cls, sid="sid", version="version", timestamp=timestamp, id=id, parent=parent)
+    else:
+        ns["_sx"] = cls.__dict__["extra"].__set__
+        lines = ["    _sx(o, extra)"]
+    return [*lines, "    return o"]
+
+
 def make_entry(cls: type, *, sid: str, version: str, timestamp: str, id: str, parent: str) -> list[str]:
     """Generated lines that make entry ``o`` of ``cls`` from the named expressions, the
     local ``extra`` and locals ``v_<field>`` for its own fields.
@@ -139,25 +151,15 @@ class FastCodec:
         self._entries: dict[Any, Any] = {}
         self._entry_classes = frozenset(codec._entry_by_type.values())
 
-    def _new_block_decoder(self, tag: Any) -> Any:
-        cls = self.codec._block_by_tag.get(tag) if type(tag) is str else None
+    def _new_decoder(self, cache: dict[Any, Any], classes: dict[str, type], tag: Any, *, entry: bool = False) -> Any:
+        """The decoder of the class ``classes`` names by ``tag`` (None: no such class),
+        generated now and kept in ``cache`` (and by class, for a value class)."""
+        cls = classes.get(tag) if type(tag) is str else None
         if cls is None:
             return None
-        decoder = self._blocks[tag] = self._decoders[cls] = self._generate_decoder(cls, entry=False)
-        return decoder
-
-    def _new_message_decoder(self, role: Any) -> Any:
-        cls = self.codec._message_by_role.get(role) if type(role) is str else None
-        if cls is None:
-            return None
-        decoder = self._messages[role] = self._decoders[cls] = self._generate_decoder(cls, entry=False)
-        return decoder
-
-    def _new_entry_decoder(self, tag: Any) -> Any:
-        cls = self.codec._entry_by_type.get(tag) if type(tag) is str else None
-        if cls is None:
-            return None
-        decoder = self._entries[tag] = self._generate_decoder(cls, entry=True)
+        decoder = cache[tag] = self._generate_decoder(cls, entry=entry)
+        if not entry:
+            self._decoders[cls] = decoder
         return decoder
 
     def _new_encoder(self, cls: type) -> Any:
@@ -233,12 +235,7 @@ class FastCodec:
         lines.append("            extra = _shared(frozenset(missing))")
         lines.append("    else:")
         lines.append("        extra = _E")
-        if entry:
-            lines.extend(make_entry(cls, sid="sid", version="version", timestamp="ts", id="eid", parent="parent"))
-        else:
-            ns["_sx"] = cls.__dict__["extra"].__set__
-            lines.append("    _sx(o, extra)")
-        lines.append("    return o")
+        lines.extend(finish_object(cls, ns, entry=entry, timestamp="ts", id="eid", parent="parent"))
         return self._compile(fn, lines, ns)
 
     def _generate_encoder(self, cls: type, *, entry: bool) -> Any:
@@ -323,7 +320,7 @@ class FastCodec:
         if type(data) is not dict:
             raise _Invalid
         tag = data.get("type")
-        decoder = self._blocks.get(tag) or self._new_block_decoder(tag)
+        decoder = self._blocks.get(tag) or self._new_decoder(self._blocks, self.codec._block_by_tag, tag)
         if decoder is None:
             if type(tag) is not str:
                 raise _Invalid
@@ -334,7 +331,7 @@ class FastCodec:
         if type(data) is not dict:
             raise _Invalid
         role = data.get("role")
-        decoder = self._messages.get(role) or self._new_message_decoder(role)
+        decoder = self._messages.get(role) or self._new_decoder(self._messages, self.codec._message_by_role, role)
         if decoder is None:
             if type(role) is not str:
                 raise _Invalid
@@ -355,7 +352,9 @@ class FastCodec:
                     and (parent is None or type(parent) is str)
                     and type(timestamp) is str
                 ):
-                    decoder = self._entries.get(tag) or self._new_entry_decoder(tag)
+                    decoder = self._entries.get(tag) or self._new_decoder(
+                        self._entries, self.codec._entry_by_type, tag, entry=True
+                    )
                     if decoder is not None:
                         return decoder(data, session_id, version, entry_id, parent, timestamp)  # type: ignore[no-any-return]
         except (_Invalid, TypeError, ValueError, KeyError, AttributeError):

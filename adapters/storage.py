@@ -80,11 +80,6 @@ class SessionMapper(Mapper[str]):
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         return self.stored_event(domain_event, self.codec.encode_event(domain_event))
 
-    def to_sealed_stored_event(self, domain_event: Any, previous: bytes) -> tuple[StoredEvent, bytes]:
-        """The stored event with its line sealed into the hash chain after ``previous``."""
-        state, digest = chain.seal(self.codec.encode_event(domain_event), previous)
-        return self.stored_event(domain_event, state), digest
-
     def stored_event(self, domain_event: Any, state: bytes) -> StoredEvent:
         """The stored event of ``domain_event`` whose state is ``state`` (its line)."""
         # positional: StoredEvent's fields are (originator_id, originator_version, topic, state)

@@ -27,7 +27,7 @@ from msgspec import UNSET, UnsetType
 
 from sessiontree.adapters.chain import CHAIN_KEY, is_sealed
 from sessiontree.adapters.codec import field_annotation
-from sessiontree.adapters.fastcodec import absent_value, make_entry
+from sessiontree.adapters.fastcodec import absent_value, finish_object
 from sessiontree.domain import messages as m
 
 if TYPE_CHECKING:
@@ -186,12 +186,7 @@ class WireDecoder:
 
         ns["_extras"] = extras
         ns["_extra_for"] = extra_for
-        if entry:
-            lines.extend(make_entry(cls, sid="sid", version="version", timestamp="w.timestamp", id="w.id", parent="w.parent"))
-        else:
-            ns["_sx"] = cls.__dict__["extra"].__set__
-            lines.append("    _sx(o, extra)")
-        lines.append("    return o")
+        lines.extend(finish_object(cls, ns, entry=entry, timestamp="w.timestamp", id="w.id", parent="w.parent"))
         scope = dict(self._ns)
         scope.update(ns)
         exec(compile("\n".join(lines), f"<sessiontree wiredecode {fn}>", "exec"), scope)  # noqa: S102
