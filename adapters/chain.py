@@ -23,6 +23,7 @@ an append never re-reads the file. Hashing a 600-byte line costs about a microse
 from __future__ import annotations
 
 import hashlib
+from binascii import hexlify
 from typing import Any
 
 CHAIN_KEY = "chain"
@@ -88,10 +89,12 @@ def seal(canonical: bytes, previous: bytes) -> tuple[bytes, bytes]:
 
     ``canonical`` is an encoded JSON object with at least one key (every session line is).
     """
-    if len(canonical) < 3 or not canonical.endswith(b"}"):
+    if len(canonical) < 3 or canonical[-1] != 125:  # 125: b"}"
         raise ValueError(f"cannot chain {canonical[:40]!r}: not a non-empty JSON object")
-    digest = _sha256(previous + canonical).digest()
-    return canonical[:-1] + (_HEAD + digest.hex().encode("ascii") + _TAIL), digest
+    h = _sha256(previous)
+    h.update(canonical)  # no copy of the line to hash it after the previous digest
+    digest = h.digest()
+    return b"".join((canonical[:-1], _HEAD, hexlify(digest), _TAIL)), digest
 
 
 def seal_lines(lines: list[bytes]) -> list[bytes]:

@@ -34,12 +34,14 @@ from sessiontree.domain.events import (
     ThinkingLevelChanged,
     parse_timestamp,
 )
-from sessiontree.domain.jsonvalue import check_message_values, json_value
+from sessiontree.domain.jsonvalue import check_value, json_value
 from sessiontree.domain.log import EntryLog, LazyBlock
 from sessiontree.domain.messages import (
     CONTENT_TYPES,
     MESSAGE_TYPES,
     CustomMessage,
+    ToolCall,
+    ToolResultMessage,
     UnknownContent,
     UnknownMessage,
     Usage,
@@ -78,29 +80,74 @@ def _check_content(name: str, content: Any) -> tuple[Any, ...] | str:
     raise TypeError(f"{name} must be a str or a list of content blocks, not {content!r}")
 
 
-def _check_unknowns(where: str, message: Any) -> None:
-    """An Unknown* stand-in may not use a known role or block type: it would be written
-    without the fields that role or type needs, and the log could not be read back. Nor
-    may unknown fields (``extra``) hold a ``role`` or a ``type``: written over the tag,
-    they would make the line unreadable too."""
+class _FreeFields(dict):  # type: ignore[type-arg]
+    """The fields of the message and block classes that hold free-form JSON values (the
+    rest are typed, and their classes validate them); a subclass has its base's."""
+
+    def __missing__(self, cls: type) -> tuple[str, ...]:
+        found = next((names for base, names in list(self.items()) if issubclass(cls, base)), ())
+        self[cls] = found
+        return found
+
+
+_FREE_FIELDS = _FreeFields(
+    {
+        **{cls: () for cls in (*MESSAGE_TYPES, *CONTENT_TYPES)},
+        ToolCall: ("arguments",),
+        ToolResultMessage: ("details",),
+        CustomMessage: ("details",),
+        UnknownMessage: ("data",),
+        UnknownContent: ("data",),
+    }
+)
+
+
+def _check_message(where: str, message: Any) -> None:
+    """What a message must hold to be written and read back the same, checked in one walk
+    (it runs on every append):
+
+    - every free-form value (details, tool arguments, unknown fields) is JSON
+      (:func:`~sessiontree.domain.jsonvalue.check_value`);
+    - an Unknown* stand-in does not use a known role or block type: it would be written
+      without the fields that role or type needs, and could not be read back;
+    - no unknown field (``extra``) is named ``role`` (of a message) or ``type`` (of a
+      block): written over the tag, it would make the line unreadable too.
+    """
+    cls = message.__class__
     if isinstance(message, UnknownMessage) and message.role in _KNOWN_ROLES:
         raise SessionError(
             "invalid_entry", f"{where}: role {message.role!r} is known; build its message class instead"
         )
     extra = getattr(message, "extra", None)
-    if extra and "role" in extra:
-        raise SessionError("invalid_entry", f"{where}: an unknown field may not be named 'role' (it is the tag)")
+    if extra:
+        if "role" in extra:
+            raise SessionError("invalid_entry", f"{where}: an unknown field may not be named 'role' (it is the tag)")
+        check_value(where, extra, "extra")
+    for name in _FREE_FIELDS[cls]:
+        check_value(where, getattr(message, name), name)
     content = getattr(message, "content", None)
-    for block in content if isinstance(content, tuple) else ():
-        if isinstance(block, UnknownContent) and block.type in _KNOWN_BLOCKS:
-            raise SessionError(
-                "invalid_entry", f"{where}: block type {block.type!r} is known; build its block class instead"
-            )
-        extra = getattr(block, "extra", None)
-        if extra and "type" in extra:
-            raise SessionError(
-                "invalid_entry", f"{where}: an unknown field of a block may not be named 'type' (it is the tag)"
-            )
+    if content.__class__ is tuple:
+        for block in content:
+            bcls = block.__class__
+            if isinstance(block, UnknownContent) and block.type in _KNOWN_BLOCKS:
+                raise SessionError(
+                    "invalid_entry", f"{where}: block type {block.type!r} is known; build its block class instead"
+                )
+            extra = getattr(block, "extra", None)
+            if extra:
+                if "type" in extra:
+                    raise SessionError(
+                        "invalid_entry", f"{where}: an unknown field of a block may not be named 'type' (it is the tag)"
+                    )
+                check_value(where, extra, "extra")
+            for name in _FREE_FIELDS[bcls]:
+                check_value(where, getattr(block, name), name)
+    usage = getattr(message, "usage", None)
+    if usage is not None:
+        if usage.extra:
+            check_value(where, usage.extra, "extra")
+        if usage.cost.extra:
+            check_value(where, usage.cost.extra, "extra")
 
 
 class SessionAggregate(BaseAggregate[str]):
@@ -241,26 +288,29 @@ class SessionAggregate(BaseAggregate[str]):
         if id in self.log._index:
             raise SessionError("already_exists", f"entry {id!r} already exists in session {self.id}")
         # eventsourcing's trigger_event, lean (it runs on every append): the event is made as
-        # the next in this aggregate's sequence, mutates it and waits in the pending list.
+        # the next in this aggregate's sequence, applied, and waits in the pending list.
         # (trigger_event also checks explicit topics, which this aggregate has none of, and
-        # passes its arguments on through two more copies: ~0.7 µs of an append.)
+        # passes its arguments on through two more copies: ~0.7 µs of an append. The checks
+        # of Entry.mutate, the event's id and version, hold here by construction.)
+        version = self._version + 1
         event = event_class(
             originator_id=self._id,
-            originator_version=self._version + 1,
+            originator_version=version,
             id=id,
             parent_id=self.leaf_id,
             timestamp=timestamp,
             **fields,
         )
-        event.mutate(self)
+        event.apply(self)
+        self._version = version
+        self._modified_on = timestamp
         self._pending_events.append(event)
         return id
 
     def append_message(self, message: Any, *, id: str, timestamp: str) -> str:
         if not isinstance(message, MESSAGE_TYPES):
             raise TypeError(f"message must be a message object (UserMessage, ...), not {message!r}")
-        _check_unknowns("message", message)
-        check_message_values("message", message)
+        _check_message("message", message)
         return self._append(MessageAppended, id=id, timestamp=timestamp, message=message)
 
     def append_thinking_level_change(self, level: str, *, id: str, timestamp: str) -> str:
@@ -331,8 +381,7 @@ class SessionAggregate(BaseAggregate[str]):
                 raise TypeError(f"retained_tail must be a list of messages or None, not {retained_tail!r}")
             tail = tuple(retained_tail)
             for message in tail:
-                _check_unknowns("retained_tail", message)
-                check_message_values("retained_tail", message)
+                _check_message("retained_tail", message)
         return self._append(
             ContextCompacted,
             id=id,
@@ -370,8 +419,7 @@ class SessionAggregate(BaseAggregate[str]):
             raise TypeError(f"display must be a bool, not {display!r}")
         checked = _check_content("content", content)
         as_message = CustomMessage(custom_type=custom_type, content=checked)
-        _check_unknowns("custom message", as_message)
-        check_message_values("custom message", as_message)
+        _check_message("custom message", as_message)
         return self._append(
             CustomMessageAppended,
             id=id,

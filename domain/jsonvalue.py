@@ -47,43 +47,14 @@ def _refuse(where: str, value: Any, why: str) -> SessionError:
     return SessionError("invalid_entry", f"{where}: {value!r:.80} is not JSON ({why})")
 
 
-def check_message_values(where: str, message: Any) -> None:
-    """Check every free-form value inside a message (details, tool arguments, unknown fields).
-
-    A direct walk over the message classes (this runs on every append): the same rules as
-    :func:`json_value`, checking in place without building copies.
-    """
-    _check_obj(where, message)
-    content = getattr(message, "content", None)
-    if type(content) is tuple:
-        for block in content:
-            _check_obj(where, block)
-    usage = getattr(message, "usage", None)
-    if usage is not None:
-        _check_obj(where, usage)
-        _check_obj(where, usage.cost)
-
-
-def _check_obj(where: str, obj: Any) -> None:
-    """Check the free-form fields of one message, block, usage or cost object."""
-    extra = getattr(obj, "extra", None)
-    if extra:
-        _check(f"{where} extra", extra, 0)
-    for name in _FREE_FIELDS.get(type(obj).__name__, ()):
-        value = getattr(obj, name)
-        if value is not None and type(value) not in _ATOMS:
-            _check(f"{where} {name}", value, 0)
+def check_value(where: str, value: Any, field: str = "") -> None:
+    """Check a free-form value in place (the rules of :func:`json_value`, without a copy);
+    an error names ``where`` and the ``field`` that holds the value."""
+    if value is not None and type(value) not in _ATOMS:
+        _check(f"{where} {field}" if field else where, value, 0)
 
 
 _ATOMS = (str, int, bool)
-# Fields of the message classes (domain/messages.py) that hold free-form JSON values.
-_FREE_FIELDS = {
-    "ToolCall": ("arguments",),
-    "ToolResultMessage": ("details",),
-    "CustomMessage": ("details",),
-    "UnknownMessage": ("data",),
-    "UnknownContent": ("data",),
-}
 
 
 def _check(where: str, value: Any, depth: int) -> None:
