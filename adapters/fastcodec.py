@@ -22,9 +22,14 @@ from sessiontree.domain import messages as m
 from sessiontree.domain.events import Entry, UnknownEntryAppended
 
 from sessiontree.adapters.codec import field_annotation
+from sessiontree.adapters.speedups import compiled as _speedups
 
 if TYPE_CHECKING:
     from sessiontree.adapters.codec import Codec
+
+# Whether new codecs use the compiled encoders (adapters/speedups.py): the generated Python
+# encoders are the same plan, run by the interpreter.
+COMPILED = _speedups is not None
 
 _NOTHING = attrs.NOTHING
 
@@ -73,6 +78,18 @@ _ENCODE = {
     "tuple[Message, ...] | None": f"None if v is None else [{_ONE.format(x='x')} for x in v]",
     "tuple[str, ...]": "list(v)",
 }
+# The same, as operations of a compiled encoder's plan (adapters/_speedups.c, OP_*).
+_OPS = {
+    "Usage": 3,
+    "Cost": 3,
+    "Message": 3,
+    "Usage | None": 4,
+    "tuple[Content, ...]": 5,
+    "str | tuple[Content, ...]": 6,
+    "tuple[Message, ...] | None": 7,
+    "tuple[str, ...]": 8,
+}
+_OP_CONST, _OP_ATTR, _OP_ATTR_CALL, _OP_GENERIC = 0, 1, 2, 9
 # Annotations of free-form values (a dialect may lay out their numbers: Dialect.value_writer).
 _FREE = {"Any", "Mapping[str, Any]"}
 # Annotations whose values are written as they are (everything else goes through _u).
@@ -120,9 +137,16 @@ def make_entry(cls: type, *, sid: str, version: str, timestamp: str, id: str, pa
 
 
 class FastCodec:
-    """Generated decoders and encoders for one dialect, derived from ``codec``."""
+    """Generated decoders and encoders for one dialect, derived from ``codec``.
 
-    def __init__(self, codec: Codec) -> None:
+    ``compiled``: encode through the compiled encoders (default: :data:`COMPILED`); they
+    follow the plan the generated Python encoders are written from.
+    """
+
+    def __init__(self, codec: Codec, *, compiled: bool | None = None) -> None:
+        if compiled and _speedups is None:
+            raise RuntimeError("the compiled encoders are not available (sessiontree.adapters.speedups)")
+        self.compiled = COMPILED if compiled is None else compiled
         self.codec = codec
         self.parent_key = codec.dialect.parent_key
         self._decoders: dict[type, Any] = {}
@@ -245,6 +269,11 @@ class FastCodec:
         tag (or an entry's envelope), the fields in class order; then the unknown fields of
         ``extra``. The dict is built as one literal; a field omitted when None, or marked
         absent in ``extra``, is deleted afterwards, which keeps the order of the others.
+
+        The same plan gives a compiled encoder (``self.compiled``): each key with where its
+        value comes from (a constant, an attribute as it is or through a dialect's writer,
+        a nested value's own encoder), the keys omitted when None, and the same handling
+        of ``extra``.
         """
         dialect = self.codec.dialect
         fields = self._fields(cls)
@@ -257,41 +286,63 @@ class FastCodec:
             "_iw": dialect.items_writer,
         }
         order = ns["_order"]
+        # (wire key, Python expression, compiled operation, its argument, its converter)
+        items: list[tuple[str, str, int, Any, Any]] = []
         if entry:
             tag = dialect.entry_type(cls.type)  # type: ignore[attr-defined]
             # Attributes, not o.__dict__: reading __dict__ would give the entry a dict of its
             # own instead of its compact shared-key layout (see wiredecode.py).
-            head = [("type", repr(tag)), ("id", "o.id"), (self.parent_key, "o.parent_id"), ("timestamp", "o.timestamp")]
+            items.append(("type", repr(tag), _OP_CONST, tag, None))
+            items += [(key, f"o.{name}", _OP_ATTR, name, None) for key, name in (("id", "id"), (self.parent_key, "parent_id"), ("timestamp", "timestamp"))]
         else:
             value_tag = self._tag(cls)
-            head = [(value_tag[0], repr(value_tag[1]))] if value_tag else []
-
-        def convert(annotation: str, value: str) -> str:
-            """How the value ``value`` names (``v`` if it is not plain) is written."""
-            if annotation == "float" and ns["_fw"] is not None:
-                return f"_fw({value})"
-            if annotation in _FREE and ns["_vw"] is not None:
-                return f"_vw({value})"
-            return value if annotation in _PLAIN else _ENCODE.get(annotation, "_u(v)")
+            if value_tag:
+                items.append((value_tag[0], repr(value_tag[1]), _OP_CONST, value_tag[1], None))
 
         lines = [f"def {fn}(o):"]
-        items = list(head)
         for index, (wire, name, annotation, _) in enumerate(fields):
-            if annotation in _PLAIN:
-                items.append((wire, convert(annotation, f"o.{name}")))
-            else:
+            if annotation not in _PLAIN:
                 lines.append(f"    v = o.{name}")
-                lines.append(f"    c{index} = {convert(annotation, 'v')}")
-                items.append((wire, f"c{index}"))
+                lines.append(f"    c{index} = {_ENCODE.get(annotation, '_u(v)')}")
+                items.append((wire, f"c{index}", _OPS.get(annotation, _OP_GENERIC), name, None))
+            elif annotation == "float" and ns["_fw"] is not None:
+                items.append((wire, f"_fw(o.{name})", _OP_ATTR_CALL, name, ns["_fw"]))
+            elif annotation in _FREE and ns["_vw"] is not None:
+                items.append((wire, f"_vw(o.{name})", _OP_ATTR_CALL, name, ns["_vw"]))
+            else:
+                items.append((wire, f"o.{name}", _OP_ATTR, name, None))
         if order:
             rank = {key: i for i, key in enumerate(order)}
             items.sort(key=lambda item: rank.get(item[0], len(order)))  # stable: unnamed keys keep their order
-        lines.append("    out = {" + ", ".join(f"{k!r}: {v}" for k, v in items) + "}")
-        for wire, _, _, _ in fields:
-            if wire in omit:
-                lines.append(f"    if out[{wire!r}] is None:")
-                lines.append(f"        del out[{wire!r}]")
+        omitted = tuple(wire for wire, _, _, _ in fields if wire in omit)
         ns["_fields"] = frozenset(wire for wire, _, _, _ in fields)
+        reorder: Any = None
+        reorder_arg: Any = None
+        if dialect.orders_keys:
+            # Unknown fields may hold what the dialect orders (a key it names, a nested
+            # message or usage): the dialect's own ordering of the whole object, as the
+            # reference path does. Rare: a producer's unknown fields.
+            if entry:
+                reorder, reorder_arg = dialect.order_entry, tag
+            else:
+                reorder = dialect.order_value
+        if self.compiled:
+            return _speedups.Encoder(
+                cls,
+                fn,
+                [(wire, op, arg, conv) for wire, _, op, arg, conv in items],
+                omitted,
+                ns["_fields"],
+                ns["_iw"],
+                reorder,
+                reorder_arg,
+                self._encoders,
+                self.unstructure,
+            )
+        lines.append("    out = {" + ", ".join(f"{wire!r}: {expr}" for wire, expr, _, _, _ in items) + "}")
+        for wire in omitted:
+            lines.append(f"    if out[{wire!r}] is None:")
+            lines.append(f"        del out[{wire!r}]")
         lines.append("    extra = o.extra")
         lines.append("    if extra.__class__ is not dict:")
         lines.append("        absent = getattr(extra, 'absent', None)  # absent_fields(extra)")
@@ -301,15 +352,12 @@ class FastCodec:
         lines.append("                    del out[key]")
         lines.append("    if extra:")
         lines.append("        out.update(extra)" if ns["_iw"] is None else "        out.update(_iw(extra))")
-        if dialect.orders_keys:
-            # Unknown fields may hold what the dialect orders (a key it names, a nested
-            # message or usage): the dialect's own ordering of the whole object, as the
-            # reference path does. Rare: a producer's unknown fields.
+        if reorder is not None:
+            ns["_reorder"] = reorder
             if entry:
-                ns["_reorder"], ns["_kind"] = dialect.order_entry, tag
+                ns["_kind"] = reorder_arg
                 lines.append("        out = _reorder(_kind, out)")
             else:
-                ns["_reorder"] = dialect.order_value
                 lines.append("        out = _reorder(o, out)")
         lines.append("    return out")
         return self._compile(fn, lines, ns)

@@ -264,17 +264,53 @@ class JsonlAggregateRecorder(AggregateRecorder):
         already: the same lock, catch-up and version check, without a ``StoredEvent`` per
         line. Every line must be a session line (``{"type":"..."`` first, one JSON object,
         no newline); the first line of a file must be version 1.
+
+        This runs on every append, so the steps of :meth:`_lock`, :meth:`_catch_up`,
+        :meth:`_next_version` and :meth:`_write` are written out here rather than called,
+        after a first try that does them all in one step.
         """
-        key = str(originator_id)
-        f = self._files.get(key) or self.file(key, create=True)
+        key = originator_id if originator_id.__class__ is str else str(originator_id)
+        f = self._files.get(key) or self.file(key, create=True)  # type: ignore[arg-type]
         assert f is not None
-        self._lock(f)
+        count = f.count
+        # a session file starts with version 1
+        expected = (self._bases.get(key) or self._base(key, f)) + count if count else 1
+        if first_version == expected and f.writable:
+            # The common case, when this process has seen the file's end: the steps below
+            # in one call (LineFile.try_append); it declines when anything needs them.
+            try:
+                done = f.try_append(lines)
+            except OSError as exc:
+                raise OperationalError(f"could not append to {f.path}: {exc.strerror or exc}") from exc
+            if done:
+                if not count:
+                    self._bases[key] = first_version
+                return
+        if not f.writable:
+            raise OperationalError(f"{f.path} is not writable")
         try:
-            self._catch_up(f)
-            expected = self._next_version(key, f, 1)  # a session file starts with version 1
+            f.lock(self.lock_timeout)
+        except (TimeoutError, OSError) as exc:
+            raise OperationalError(str(exc)) from exc
+        try:
+            try:
+                f.sync()
+                if f.torn:
+                    f.repair()
+            except StaleFileError as exc:
+                raise IntegrityError(str(exc)) from None
+            except OSError as exc:
+                raise OperationalError(f"could not read {f.path}: {exc.strerror or exc}") from exc
+            count = f.count
+            expected = (self._bases.get(key) or self._base(key, f)) + count if count else 1
             if first_version != expected:
                 raise self._version_error(f, first_version, expected, 0)
-            self._write(key, f, first_version, lines)
+            try:
+                f.append(lines)
+            except OSError as exc:
+                raise OperationalError(f"could not append to {f.path}: {exc.strerror or exc}") from exc
+            if not count:
+                self._bases[key] = first_version
         finally:
             f.unlock()
 

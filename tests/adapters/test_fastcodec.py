@@ -296,3 +296,139 @@ def test_pi_lines_with_unknown_fields_named_like_ordered_ones_are_the_reference_
     event = _colliding_unknown_fields()[name]
     codec = pi_codec()
     assert codec.encode_event(event) == pi_dumps(codec.unstructure_event(event))
+
+
+# -- the compiled encoders (adapters/_speedups.c) and the generated Python ones agree -----------
+
+from sessiontree.adapters import fastcodec  # noqa: E402
+
+needs_compiled = pytest.mark.skipif(fastcodec._speedups is None, reason="the compiled encoders are not built here")
+
+
+def _codec_pair(dialect):
+    """Two new codecs of ``dialect`` (not the shared ones): one encoding through compiled
+    encoders, one through generated Python functions."""
+    from sessiontree.adapters.codec import NATIVE, Codec
+    from sessiontree.adapters.pi import PiCodec
+
+    out = []
+    for compiled in (True, False):
+        codec = PiCodec() if dialect == "pi" else Codec(NATIVE)
+        codec.__dict__["_fast"] = fastcodec.FastCodec(codec, compiled=compiled)
+        out.append(codec)
+    return out
+
+
+@needs_compiled
+@pytest.mark.parametrize("dialect", ["native", "pi"])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(event=ss.entry_events())
+def test_compiled_and_python_encoders_write_the_same_bytes(dialect, event):
+    """Any entry, as made or as read back (shared, read-only ``extra`` with absent fields):
+    the compiled encoders give the bytes the generated Python encoders give."""
+    compiled, python = _codec_pair(dialect)
+    encoder = compiled.fast._new_encoder(type(event))  # None: an unknown entry, written by the reference
+    assert encoder is None or isinstance(encoder, fastcodec._speedups.Encoder)
+    try:
+        expected = python.encode_event(event)
+    except SessionError as exc:
+        with pytest.raises(SessionError) as caught:
+            compiled.encode_event(event)
+        assert caught.value.code == exc.code
+        return
+    assert compiled.encode_event(event) == expected
+    read_back = python.decode(orjson.loads(expected), event.originator_id, event.originator_version)
+    assert compiled.encode_event(read_back) == python.encode_event(read_back) == expected
+
+
+def test_pure_python_encoders_write_the_reference_bytes():
+    """With the compiled encoders switched off (SESSIONTREE_PURE_PYTHON), encoding goes
+    through generated Python functions, which give the reference bytes."""
+    _, python = _codec_pair("native")
+    event = ev.MessageAppended(**_ENVELOPE, message=_assistant())
+    assert callable(python.fast._new_encoder(ev.MessageAppended))
+    assert not isinstance(python.fast._encoders[ev.MessageAppended], getattr(fastcodec._speedups, "Encoder", ()))
+    assert python.encode_event(event) == CODEC.reference_encode(event)
+
+
+def _assistant():
+    from sessiontree.domain import messages as m
+
+    return m.AssistantMessage(
+        content=[m.ThinkingContent(thinking="t"), m.TextContent(text="x"), m.ToolCall(id="1", name="n", arguments={"a": [1, 2.5]})],
+        provider="p",
+        model="m",
+        usage=m.Usage(input=1, output=2, cost=m.Cost(input=0.1, total=0.25)),
+        stop_reason="stop",
+        timestamp=3,
+    )
+
+
+@needs_compiled
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_an_unset_attribute_fails_the_same_way_on_both_paths(compiled):
+    """A value missing an attribute its class declares (a slot deleted behind attrs' back)
+    raises AttributeError from either encoder, as attribute access would."""
+    from sessiontree.domain import messages as m
+
+    codec = native_codec()
+    fast = fastcodec.FastCodec(codec, compiled=compiled)
+    block = m.TextContent(text="x")
+    object.__delattr__(block, "text")
+    with pytest.raises(AttributeError):
+        (fast._encoders.get(m.TextContent) or fast._new_encoder(m.TextContent))(block)
+
+
+@needs_compiled
+def test_a_compiled_encoder_refuses_a_bad_plan_and_bad_calls():
+    Encoder = fastcodec._speedups.Encoder
+    ok = dict(cls=object, name="x", items=[("k", 0, 1, None)], omit=(), fields=frozenset(), items_writer=None,
+              reorder=None, reorder_arg=None, encoders={}, fallback=repr)
+    from types import SimpleNamespace
+
+    encoder = Encoder(**ok)
+    assert encoder(SimpleNamespace(extra={})) == {"k": 1} and "compiled encoder x" in repr(encoder)
+    assert encoder(SimpleNamespace(extra={"u": 2})) == {"k": 1, "u": 2}
+    with pytest.raises(AttributeError):
+        encoder(object())  # no extra
+    with pytest.raises(TypeError):
+        encoder()
+    with pytest.raises(TypeError):
+        encoder(1, 2)
+    with pytest.raises(TypeError):
+        encoder(value=1)
+    with pytest.raises(ValueError, match="unknown encoder operation"):
+        Encoder(**{**ok, "items": [("k", 42, "a", None)]})
+    with pytest.raises(TypeError, match="attribute name"):
+        Encoder(**{**ok, "items": [("k", 1, 5, None)]})
+    with pytest.raises(TypeError, match="converter"):
+        Encoder(**{**ok, "items": [("k", 2, "a", None)]})
+    with pytest.raises(TypeError, match="fallback"):
+        Encoder(**{**ok, "fallback": 3})
+    with pytest.raises(TypeError):
+        Encoder(**{**ok, "omit": ["k"]})
+    with pytest.raises(TypeError):
+        fastcodec._speedups.Encoder.__new__(Encoder)(object())  # never initialised: not callable
+
+
+@needs_compiled
+def test_a_compiled_encoder_goes_through_getattr_for_a_subclass():
+    """Slots are read directly only for values of exactly the plan's class: a subclass that
+    turns a field into a property is written with the property's value."""
+    import attrs as _attrs
+
+    from sessiontree.domain import messages as m
+
+    fast = fastcodec.FastCodec(native_codec(), compiled=True)
+    encoder = fast._new_encoder(m.TextContent)
+
+    class Shouting(m.TextContent):
+        @property
+        def text(self):  # type: ignore[override]
+            return "LOUD"
+
+    assert encoder(m.TextContent(text="quiet"))["text"] == "quiet"
+    loud = object.__new__(Shouting)
+    object.__setattr__(loud, "extra", {})
+    assert encoder(loud)["text"] == "LOUD"
+    assert _attrs.has(Shouting)

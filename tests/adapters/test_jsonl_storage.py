@@ -157,29 +157,56 @@ def test_save_refuses_a_version_gap(tmp_path: Path) -> None:
     assert storage.path.read_bytes() == before
 
 
-def test_each_append_is_one_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An append, even of two entries at once, is a single ``os.write`` of whole lines."""
+def _record_writes(monkeypatch: pytest.MonkeyPatch, path: str) -> tuple[list[bytes], list[bool]]:
+    """What each append writes (and whether it asked for an fsync), on the ``path`` appends
+    take: ``python`` (os.write and os.fsync) or ``compiled`` (one call per append)."""
+    writes: list[bytes] = []
+    syncs: list[bool] = []
+    if path == "python":
+        kit.python_appends(monkeypatch)
+        real_write = os.write
+        monkeypatch.setattr(jsonl_file.os, "write", lambda fd, data: writes.append(bytes(data)) or real_write(fd, data))
+        monkeypatch.setattr(jsonl_file.os, "fsync", lambda fd: syncs.append(True))
+        return writes, syncs
+    real = jsonl_file._append_if_at
+    if real is None:
+        pytest.skip("the compiled append is not built here")
+
+    def append_if_at(fd: int, data: bytes, end: int, fsync: bool) -> bool:
+        done = real(fd, data, end, fsync)
+        if done:
+            writes.append(bytes(data))
+            if fsync:
+                syncs.append(True)
+        return done
+
+    monkeypatch.setattr(jsonl_file, "_append_if_at", append_if_at)
+    return writes, syncs
+
+
+@pytest.mark.parametrize("path", ["python", "compiled"])
+def test_each_append_is_one_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """An append, even of two entries at once, is a single write of whole lines."""
     session = kit.open_session(new_file(tmp_path))
     root = session.append_message(kit.user("root"))
-    writes: list[bytes] = []
-    real_write = os.write
-    monkeypatch.setattr(jsonl_file.os, "write", lambda fd, data: writes.append(bytes(data)) or real_write(fd, data))
+    writes, _ = _record_writes(monkeypatch, path)
     session.append_message(kit.user("child"))
     session.move_to(root, {"summary": "back"})
     assert len(writes) == 2
     assert writes[1].count(b"\n") == 2 and writes[1].endswith(b"\n")
     assert [orjson.loads(x)["type"] for x in writes[1][:-1].split(b"\n")] == ["leaf", "branch_summary"]
+    assert b"".join(writes) == (tmp_path / "s.jsonl").read_bytes()[-sum(map(len, writes)) :]
 
 
+@pytest.mark.parametrize("path", ["python", "compiled"])
 @pytest.mark.parametrize(("durability", "syncs"), [("flush", 0), ("fsync", 3)])
 def test_durability_fsyncs_each_append_only_when_asked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durability: str, syncs: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durability: str, syncs: int, path: str
 ) -> None:
     """``durability="fsync"`` fsyncs once per append; the default never does."""
-    calls: list[int] = []
-    monkeypatch.setattr(jsonl_file.os, "fsync", lambda fd: calls.append(fd))
     session = kit.open_session(new_file(tmp_path, durability=durability))
-    calls.clear()
+    session.append_message(kit.user("first"))
+    _, calls = _record_writes(monkeypatch, path)
     for text in ("a", "b", "c"):
         session.append_message(kit.user(text))
     assert len(calls) == syncs
@@ -192,6 +219,7 @@ def test_a_failed_write_is_a_storage_error_and_leaves_the_file_valid(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
 ) -> None:
     """A disk error half-way through an append is ``storage``; the file is cut back and still opens."""
+    kit.python_appends(monkeypatch)  # where os.write is called
     session = kit.open_session(new_file(tmp_path))
     session.append_message(kit.user("kept"))
     before = session.storage.path.read_bytes()  # type: ignore[attr-defined]

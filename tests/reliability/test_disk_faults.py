@@ -126,12 +126,16 @@ def test_a_full_tmpfs_during_a_sqlite_append(small_disk: Path) -> None:
 
 
 class FailingWrites:
-    """Replaces ``os.write`` for one file descriptor: each call takes the next planned outcome."""
+    """Replaces ``os.write`` for one file descriptor: each call takes the next planned outcome.
+
+    Appends take the pure-Python path, where ``os.write`` is called; the compiled one meets
+    real faults above (a full tmpfs) and below (a file size limit)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, fd: int, plan: list[Any]) -> None:
         self.real = os.write
         self.fd = fd
         self.plan = plan
+        kit.python_appends(monkeypatch)
         monkeypatch.setattr(jsonl_file.os, "write", self)
 
     def __call__(self, fd: int, data: Any) -> int:
@@ -174,6 +178,7 @@ def test_a_failing_fsync_is_a_storage_error(tmp_path: Path, monkeypatch: pytest.
     def fsync(fd: int) -> None:
         raise OSError(errno.EIO, "Input/output error")
 
+    kit.python_appends(monkeypatch)  # where os.fsync is called
     monkeypatch.setattr(jsonl_file.os, "fsync", fsync)
     error = expect_storage_error(session, lambda: session.append_message(kit.user("two")))
     monkeypatch.undo()
