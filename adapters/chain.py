@@ -26,6 +26,8 @@ import hashlib
 from binascii import hexlify
 from typing import Any
 
+from sessiontree.adapters.speedups import chainseal
+
 CHAIN_KEY = "chain"
 DIGEST_HEX = 64
 _HEAD = b',"' + CHAIN_KEY.encode() + b'":"'
@@ -95,6 +97,11 @@ def seal(canonical: bytes, previous: bytes) -> tuple[bytes, bytes]:
     h.update(canonical)  # no copy of the line to hash it after the previous digest
     digest = h.digest()
     return b"".join((canonical[:-1], _HEAD, hexlify(digest), _TAIL)), digest
+
+
+python_seal = seal
+if chainseal is not None:  # the same function compiled (adapters/_chainseal.c): ~0.4 µs less an append
+    seal = chainseal.seal  # noqa: F811
 
 
 def seal_lines(lines: list[bytes]) -> list[bytes]:

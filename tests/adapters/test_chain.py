@@ -248,3 +248,37 @@ def test_saving_lines_that_are_already_stored_is_not_a_conflict(tmp_path: Path) 
         storage.save([attrs.evolve(entry, id="other001")])
     assert caught.value.code == "conflict"
     repo.close()
+
+
+# -- the compiled seal (adapters/_chainseal.c) is chain.seal ---------------------------------
+
+from hypothesis import strategies as st  # noqa: E402
+
+from sessiontree.adapters import speedups  # noqa: E402
+
+needs_chainseal = pytest.mark.skipif(speedups.chainseal is None, reason="the compiled seal is not built here")
+
+
+@needs_chainseal
+@settings(max_examples=300)
+@given(body=st.binary(max_size=3000), previous=st.sampled_from([b"", b"\x00" * 32]) | st.binary(min_size=32, max_size=32))
+def test_the_compiled_seal_gives_the_python_seal_s_line_and_digest(body: bytes, previous: bytes) -> None:
+    canonical = b'{"k":' + body + b"}"
+    sealed, digest = speedups.chainseal.seal(canonical, previous)
+    assert (sealed, digest) == chain.python_seal(canonical, previous)
+    assert digest == hashlib.sha256(previous + canonical).digest()
+    assert chain.split(sealed) == (canonical, digest.hex().encode())
+
+
+@needs_chainseal
+@pytest.mark.parametrize("canonical", [b"", b"{}"[:1], b"[1]", b'{"a":1} ', b"x" * 60])
+def test_the_compiled_seal_refuses_what_the_python_seal_refuses(canonical: bytes) -> None:
+    with pytest.raises(ValueError) as python:
+        chain.python_seal(canonical, b"")
+    with pytest.raises(ValueError) as compiled:
+        speedups.chainseal.seal(canonical, b"")
+    assert str(compiled.value) == str(python.value)
+    with pytest.raises(TypeError):
+        speedups.chainseal.seal("{}", b"")
+    with pytest.raises(TypeError):
+        speedups.chainseal.seal(b'{"a":1}')
