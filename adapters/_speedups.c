@@ -20,7 +20,9 @@
 #include <structmember.h>  /* T_OBJECT_EX, READ_RESTRICTED */
 
 #include <errno.h>
+#include <limits.h>
 #include <sys/file.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 enum {
@@ -506,33 +508,71 @@ static PyTypeObject EncoderType = {
     .tp_repr = (reprfunc)Encoder_repr,
 };
 
-/* append_if_at(fd, data, end, fsync) -> bool
+/* append_if_at(fd, lines, end, fsync) -> int
  *
  * Under an exclusive flock taken without waiting: if the file ends at byte ``end``, write
- * ``data`` (looping over short writes), fsync if asked, and return True. Return False,
- * having written nothing, when the lock is held elsewhere or the file does not end at
- * ``end``: the caller takes its general path (wait for the lock, catch up). On a failed
- * write or fsync the file is cut back to ``end`` and OSError is raised. The lock is
- * released before returning in every case. */
+ * ``lines`` (a list of bytes, each without its newline) each followed by a newline, in one
+ * writev (looping over short writes), fsync if asked, and return the number of bytes
+ * written. Return 0, having written nothing, when the lock is held elsewhere or the file
+ * does not end at ``end``: the caller takes its general path (wait for the lock, catch
+ * up). On a failed write or fsync the file is cut back to ``end`` and OSError is raised.
+ * The lock is released before returning in every case. */
+#define MAX_LINES 512  /* more lines than this in one append take the general path */
+
 static PyObject *
-append_if_at(PyObject *module, PyObject *args)
+append_if_at(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    int fd, do_fsync;
-    Py_buffer data;
-    long long end;
     (void)module;
-    if (!PyArg_ParseTuple(args, "iy*Lp:append_if_at", &fd, &data, &end, &do_fsync))
+    if (nargs != 4 || !PyList_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "append_if_at(fd: int, lines: list[bytes], end: int, fsync: bool)");
         return NULL;
+    }
+    long fd = PyLong_AsLong(args[0]);
+    if (fd == -1 && PyErr_Occurred())
+        return NULL;
+    if (fd < 0 || fd > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "append_if_at: not a file descriptor");
+        return NULL;
+    }
+    long long end = PyLong_AsLongLong(args[2]);
+    if (end == -1 && PyErr_Occurred())
+        return NULL;
+    int do_fsync = PyObject_IsTrue(args[3]);
+    if (do_fsync < 0)
+        return NULL;
+    PyObject *lines = args[1];
+    Py_ssize_t count = PyList_GET_SIZE(lines);
+    if (count == 0 || count > MAX_LINES)
+        return PyLong_FromLong(0);
+    struct iovec iov[2 * MAX_LINES];
+    PyObject *held[MAX_LINES];  /* the lines stay alive while the interpreter's lock is released */
+    static char newline = '\n';
+    size_t total = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *line = PyList_GET_ITEM(lines, i);
+        if (!PyBytes_Check(line)) {
+            for (Py_ssize_t j = 0; j < i; j++)
+                Py_DECREF(held[j]);
+            PyErr_SetString(PyExc_TypeError, "append_if_at: lines must be bytes");
+            return NULL;
+        }
+        held[i] = Py_NewRef(line);
+        iov[2 * i].iov_base = PyBytes_AS_STRING(line);
+        iov[2 * i].iov_len = (size_t)PyBytes_GET_SIZE(line);
+        iov[2 * i + 1].iov_base = &newline;
+        iov[2 * i + 1].iov_len = 1;
+        total += (size_t)PyBytes_GET_SIZE(line) + 1;
+    }
     int result = 0, saved = 0;  /* result: 1 written, 0 general path, -1 failed (errno saved) */
     Py_BEGIN_ALLOW_THREADS
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-        off_t at = lseek(fd, 0, SEEK_END);
+    if (flock((int)fd, LOCK_EX | LOCK_NB) == 0) {
+        off_t at = lseek((int)fd, 0, SEEK_END);
         if (at == (off_t)end) {
-            const char *buf = data.buf;
-            Py_ssize_t left = data.len;
+            struct iovec *v = iov;
+            int left = (int)(2 * count);
             result = 1;
             while (left > 0) {
-                ssize_t n = write(fd, buf, (size_t)left);
+                ssize_t n = writev((int)fd, v, left);
                 if (n < 0 && errno == EINTR)
                     continue;
                 if (n <= 0) {
@@ -540,15 +580,22 @@ append_if_at(PyObject *module, PyObject *args)
                     result = -1;
                     break;
                 }
-                buf += n;
-                left -= n;
+                while (left > 0 && (size_t)n >= v->iov_len) {  /* skip what was written */
+                    n -= (ssize_t)v->iov_len;
+                    v++;
+                    left--;
+                }
+                if (left > 0) {
+                    v->iov_base = (char *)v->iov_base + n;
+                    v->iov_len -= (size_t)n;
+                }
             }
-            if (result == 1 && do_fsync && fsync(fd) != 0) {
+            if (result == 1 && do_fsync && fsync((int)fd) != 0) {
                 saved = errno;
                 result = -1;
             }
             if (result == -1) {
-                while (ftruncate(fd, (off_t)end) != 0 && errno == EINTR)
+                while (ftruncate((int)fd, (off_t)end) != 0 && errno == EINTR)
                     ;
             }
         }
@@ -556,23 +603,25 @@ append_if_at(PyObject *module, PyObject *args)
             saved = errno;
             result = -1;
         }
-        flock(fd, LOCK_UN);
+        flock((int)fd, LOCK_UN);
     }
     else if (errno != EWOULDBLOCK && errno != EINTR) {
         saved = errno;
         result = -1;
     }
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&data);
+    for (Py_ssize_t i = 0; i < count; i++)
+        Py_DECREF(held[i]);
     if (result < 0) {
         errno = saved;
         return PyErr_SetFromErrno(PyExc_OSError);
     }
-    return PyBool_FromLong(result);
+    return PyLong_FromSize_t(result ? total : 0);
 }
 
 static PyMethodDef methods[] = {
-    {"append_if_at", append_if_at, METH_VARARGS, PyDoc_STR("append_if_at(fd, data, end, fsync) -> bool")},
+    {"append_if_at", (PyCFunction)(void (*)(void))append_if_at, METH_FASTCALL,
+     PyDoc_STR("append_if_at(fd, lines, end, fsync) -> bytes written, or 0: take the general path")},
     {NULL, NULL, 0, NULL},
 };
 

@@ -54,7 +54,8 @@ class LineFile:
             raise ValueError(f"durability must be one of {DURABILITIES}, not {durability!r}")
         self.path = path
         self.fd = fd
-        self.durability = durability
+        self._durability = durability
+        self._fsync = durability == "fsync"
         self.writable = writable
         self.size: int | None = None
         self.count = 0
@@ -63,6 +64,11 @@ class LineFile:
         self.bytes_read = 0
         self.warnings: list[str] = []
         self._mutex = threading.Lock()
+
+    @property
+    def durability(self) -> str:
+        """``flush`` (each append is written) or ``fsync`` (and synced to the disk)."""
+        return self._durability
 
     # -- opening ------------------------------------------------------------------------
 
@@ -280,10 +286,10 @@ class LineFile:
         if not self._mutex.acquire(False):
             return False
         try:
-            data = b"\n".join(lines) + b"\n"
-            if not _append_if_at(self.fd, data, self.size, self.durability == "fsync"):
+            written = _append_if_at(self.fd, lines if lines.__class__ is list else list(lines), self.size, self._fsync)
+            if not written:
                 return False
-            self.size += len(data)
+            self.size += written
             self.count += len(lines)
             return True
         finally:
@@ -307,7 +313,7 @@ class LineFile:
                 if more <= 0:
                     raise OSError(errno.EIO, "short write")
                 written += more
-            if self.durability == "fsync":
+            if self._fsync:
                 os.fsync(self.fd)
         except BaseException:
             try:

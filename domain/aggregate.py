@@ -241,10 +241,6 @@ class SessionAggregate(BaseAggregate[str]):
         self._pending_events = []
         return events
 
-    def _record(self, entry: Entry) -> None:
-        self.log.add(entry)
-        self.leaf_id = entry.target_id if entry.type == "leaf" else entry.id  # type: ignore[attr-defined]  # leaf_after
-
     def rollback(self, version: int) -> None:
         """Forget events after ``version`` (an append whose save failed is undone)."""
         length = version - self.INITIAL_VERSION

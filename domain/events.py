@@ -105,7 +105,9 @@ class Entry(CanMutateAggregate[str]):
         return aggregate
 
     def apply(self, aggregate: SessionAggregate) -> None:
-        aggregate._record(self)
+        """The entry joins the log and becomes the leaf (SPEC 2.4)."""
+        aggregate.log.add(self)
+        aggregate.leaf_id = self.id
 
     @property
     def version(self) -> int:
@@ -220,6 +222,11 @@ class LeafMoved(Entry):
 
     type: ClassVar[str] = "leaf"
     target_id: str | None
+
+    def apply(self, aggregate: SessionAggregate) -> None:
+        """The record joins the log; the leaf is its target (SPEC 2.4)."""
+        aggregate.log.add(self)
+        aggregate.leaf_id = self.target_id
 
 
 @frozen(slots=False, kw_only=True)

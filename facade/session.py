@@ -289,12 +289,20 @@ class Session(SessionReader):
         kind = entry.type
         if kind == "leaf":
             return  # the cache is keyed by leaf; a later lookup rebuilds if it moved
-        if entry.parent_id != cache.leaf_id or kind == "compaction" or not self._options.extends_with(entry):
+        options = self._options
+        if (
+            entry.parent_id != cache.leaf_id
+            or kind == "compaction"
+            or ((options.entry_transforms or options.entry_projectors) and not options.extends_with(entry))
+        ):
             self._context = None
             return
         index = len(cache.entries)
         cache.entries.append(entry)
-        cache.messages.extend(entry_to_messages(entry, index, cache.entries, self._options))
+        if kind == "message":  # what entry_to_messages gives for a message, without the call
+            cache.messages.append(entry.message)  # type: ignore[attr-defined]
+        else:
+            cache.messages.extend(entry_to_messages(entry, index, cache.entries, options))
         state = cache.state
         if kind == "thinking_level_change":
             state = attrs.evolve(state, thinking_level=entry.thinking_level)  # type: ignore[attr-defined]

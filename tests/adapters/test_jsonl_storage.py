@@ -172,10 +172,11 @@ def _record_writes(monkeypatch: pytest.MonkeyPatch, path: str) -> tuple[list[byt
     if real is None:
         pytest.skip("the compiled append is not built here")
 
-    def append_if_at(fd: int, data: bytes, end: int, fsync: bool) -> bool:
-        done = real(fd, data, end, fsync)
+    def append_if_at(fd: int, lines: list[bytes], end: int, fsync: bool) -> int:
+        done = real(fd, lines, end, fsync)
         if done:
-            writes.append(bytes(data))
+            writes.append(b"".join(line + b"\n" for line in lines))
+            assert done == len(writes[-1])
             if fsync:
                 syncs.append(True)
         return done
