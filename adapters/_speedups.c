@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <sys/file.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -36,14 +37,23 @@ enum {
     OP_LIST_NESTED_OPT = 7,/* None, or OP_LIST_NESTED */
     OP_LIST = 8,           /* list(attribute) */
     OP_GENERIC = 9,        /* fallback(attribute) */
-    OP_LAST = 9
+    OP_ATTR_FLOAT = 10,    /* OP_ATTR_CALL, but a plain float (see below) is written as it is */
+    OP_ATTR_VALUE = 11,    /* OP_ATTR_CALL, but a value holding no float that is not plain is too */
+    OP_LAST = 11
 };
+
+/* OP_ATTR_FLOAT and OP_ATTR_VALUE: the plan's converter leaves a value as it is unless it is
+ * (or, for a free-form value, holds at any depth in dicts, lists and tuples) a float f, of
+ * exactly that type, with f != 0 and not lo <= |f| < hi; the dialect declares lo and hi
+ * (Dialect.plain_floats) and a test checks its writers against them. So the converter is
+ * called only for values it changes, as the Python plan calls it for every value. */
 
 typedef struct {
     PyObject *key;  /* the wire key */
     PyObject *arg;  /* OP_CONST: the value; otherwise the attribute name */
     PyObject *fn;   /* OP_ATTR_CALL: the converter; otherwise NULL */
     Py_ssize_t offset;  /* the attribute's slot in a value of exactly the plan's class, or 0 */
+    double lo, hi;      /* OP_ATTR_FLOAT, OP_ATTR_VALUE: the plain floats */
     int op;
 } Item;
 
@@ -156,6 +166,49 @@ list_nested(Encoder *self, PyObject *v)
     return out;
 }
 
+static inline int
+float_is_plain(PyObject *v, double lo, double hi)
+{
+    double f = PyFloat_AS_DOUBLE(v);
+    double a = fabs(f);
+    return f == 0.0 || (lo <= a && a < hi);
+}
+
+/* Does a free-form value hold a float that is not plain (1), or not (0); -1 on error? */
+static int
+holds_unplain_float(PyObject *v, double lo, double hi)
+{
+    if (PyFloat_CheckExact(v))
+        return !float_is_plain(v, lo, hi);
+    int dict = PyDict_CheckExact(v);
+    if (!dict && !PyList_CheckExact(v) && !PyTuple_CheckExact(v))
+        return 0;
+    if (Py_EnterRecursiveCall(" while looking at a free-form value"))
+        return -1;
+    int found = 0;
+    if (dict) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *item;
+        while (!found && PyDict_Next(v, &pos, &key, &item)) {
+            Py_INCREF(item);
+            found = holds_unplain_float(item, lo, hi);
+            Py_DECREF(item);
+        }
+    }
+    else {
+        PyObject *seq = PyList_CheckExact(v) ? PyList_AsTuple(v) : Py_NewRef(v);
+        if (seq == NULL)
+            found = -1;
+        else {
+            for (Py_ssize_t i = 0; !found && i < PyTuple_GET_SIZE(seq); i++)
+                found = holds_unplain_float(PyTuple_GET_ITEM(seq, i), lo, hi);
+            Py_DECREF(seq);
+        }
+    }
+    Py_LeaveRecursiveCall();
+    return found;
+}
+
 /* The value of one item (a new reference), or NULL with an exception set. */
 static PyObject *
 item_value(Encoder *self, Item *item, PyObject *o)
@@ -172,6 +225,18 @@ item_value(Encoder *self, Item *item, PyObject *o)
     case OP_ATTR_CALL:
         out = PyObject_CallOneArg(item->fn, v);
         break;
+    case OP_ATTR_FLOAT:
+        if (!PyFloat_CheckExact(v) || float_is_plain(v, item->lo, item->hi))
+            return v;
+        out = PyObject_CallOneArg(item->fn, v);
+        break;
+    case OP_ATTR_VALUE: {
+        int unplain = holds_unplain_float(v, item->lo, item->hi);
+        if (unplain == 0)
+            return v;
+        out = unplain < 0 ? NULL : PyObject_CallOneArg(item->fn, v);
+        break;
+    }
     case OP_NESTED:
         out = dispatch(self, v);
         break;
@@ -443,7 +508,12 @@ Encoder_init(Encoder *self, PyObject *args, PyObject *kwargs)
             PyErr_SetString(PyExc_TypeError, "an attribute name must be a str");
             goto fail;
         }
-        if (op == OP_ATTR_CALL && !PyCallable_Check(fn)) {
+        double lo = 0.0, hi = 0.0;
+        if (op == OP_ATTR_FLOAT || op == OP_ATTR_VALUE) {  /* fn: (converter, lo, hi) */
+            if (!PyArg_ParseTuple(fn, "Odd:Encoder plain floats", &fn, &lo, &hi))
+                goto fail;
+        }
+        if ((op == OP_ATTR_CALL || op == OP_ATTR_FLOAT || op == OP_ATTR_VALUE) && !PyCallable_Check(fn)) {
             PyErr_SetString(PyExc_TypeError, "a converter must be callable");
             goto fail;
         }
@@ -453,7 +523,9 @@ Encoder_init(Encoder *self, PyObject *args, PyObject *kwargs)
         parsed[i].arg = Py_NewRef(arg);
         if (op != OP_CONST)
             PyUnicode_InternInPlace(&parsed[i].arg);
-        parsed[i].fn = op == OP_ATTR_CALL ? Py_NewRef(fn) : NULL;
+        parsed[i].fn = op == OP_ATTR_CALL || op == OP_ATTR_FLOAT || op == OP_ATTR_VALUE ? Py_NewRef(fn) : NULL;
+        parsed[i].lo = lo;
+        parsed[i].hi = hi;
         parsed[i].offset = op == OP_CONST ? 0 : slot_offset((PyTypeObject *)cls, parsed[i].arg);
         parsed[i].op = op;
     }
@@ -661,7 +733,9 @@ PyInit__speedups(void)
         || PyModule_AddIntConstant(m, "OP_STR_OR_LIST", OP_STR_OR_LIST) < 0
         || PyModule_AddIntConstant(m, "OP_LIST_NESTED_OPT", OP_LIST_NESTED_OPT) < 0
         || PyModule_AddIntConstant(m, "OP_LIST", OP_LIST) < 0
-        || PyModule_AddIntConstant(m, "OP_GENERIC", OP_GENERIC) < 0) {
+        || PyModule_AddIntConstant(m, "OP_GENERIC", OP_GENERIC) < 0
+        || PyModule_AddIntConstant(m, "OP_ATTR_FLOAT", OP_ATTR_FLOAT) < 0
+        || PyModule_AddIntConstant(m, "OP_ATTR_VALUE", OP_ATTR_VALUE) < 0) {
         Py_DECREF(m);
         return NULL;
     }

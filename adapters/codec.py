@@ -105,6 +105,10 @@ class Dialect:
     float_writer: Callable[[float], Any] | None = None
     value_writer: Callable[[Any], Any] | None = None
     items_writer: Callable[[Any], Any] | None = None
+    # (lo, hi): the float and value writers give back as it is any value that is not, and
+    # does not hold, a float f with f != 0 and not lo <= |f| < hi; compiled encoders call
+    # them only for the others (None: for every value).
+    plain_floats: tuple[float, float] | None = None
 
 
 NATIVE = Dialect()

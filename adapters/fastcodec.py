@@ -89,7 +89,7 @@ _OPS = {
     "tuple[Message, ...] | None": 7,
     "tuple[str, ...]": 8,
 }
-_OP_CONST, _OP_ATTR, _OP_ATTR_CALL, _OP_GENERIC = 0, 1, 2, 9
+_OP_CONST, _OP_ATTR, _OP_ATTR_CALL, _OP_GENERIC, _OP_ATTR_FLOAT, _OP_ATTR_VALUE = 0, 1, 2, 9, 10, 11
 # Annotations of free-form values (a dialect may lay out their numbers: Dialect.value_writer).
 _FREE = {"Any", "Mapping[str, Any]"}
 # Annotations whose values are written as they are (everything else goes through _u).
@@ -286,6 +286,7 @@ class FastCodec:
             "_iw": dialect.items_writer,
         }
         order = ns["_order"]
+        plain = dialect.plain_floats
         # (wire key, Python expression, compiled operation, its argument, its converter)
         items: list[tuple[str, str, int, Any, Any]] = []
         if entry:
@@ -306,9 +307,11 @@ class FastCodec:
                 lines.append(f"    c{index} = {_ENCODE.get(annotation, '_u(v)')}")
                 items.append((wire, f"c{index}", _OPS.get(annotation, _OP_GENERIC), name, None))
             elif annotation == "float" and ns["_fw"] is not None:
-                items.append((wire, f"_fw(o.{name})", _OP_ATTR_CALL, name, ns["_fw"]))
+                op, conv = (_OP_ATTR_CALL, ns["_fw"]) if plain is None else (_OP_ATTR_FLOAT, (ns["_fw"], *plain))
+                items.append((wire, f"_fw(o.{name})", op, name, conv))
             elif annotation in _FREE and ns["_vw"] is not None:
-                items.append((wire, f"_vw(o.{name})", _OP_ATTR_CALL, name, ns["_vw"]))
+                op, conv = (_OP_ATTR_CALL, ns["_vw"]) if plain is None else (_OP_ATTR_VALUE, (ns["_vw"], *plain))
+                items.append((wire, f"_vw(o.{name})", op, name, conv))
             else:
                 items.append((wire, f"o.{name}", _OP_ATTR, name, None))
         if order:

@@ -33,6 +33,7 @@ from sessiontree.adapters.pi_wire import (
     ENTRY_KEY_ORDER,
     MESSAGE_KEY_ORDER,
     PI_PARENT_KEY,
+    PLAIN_FLOATS,
     USAGE_KEY_ORDER,
     dumps as pi_dumps,
     js_float_value,
@@ -120,6 +121,7 @@ class PiDialect(Dialect):
     float_writer = staticmethod(js_float_value)
     value_writer = staticmethod(js_values)
     items_writer = staticmethod(js_items)
+    plain_floats = PLAIN_FLOATS
 
 
 PI = PiDialect()
@@ -166,6 +168,10 @@ def rename_parent_key(data: Mapping[str, Any], old: str, new: str) -> dict[str, 
     if old not in data or new in data:
         return dict(data)
     return {(new if key == old else key): value for key, value in data.items()}
+
+
+# The events pi writes otherwise than as their entry type (PiCodec._special_dict).
+_SPECIAL = frozenset({SessionStarted, UnknownEntryAppended, LeafMoved})
 
 
 class PiCodec(Codec):
@@ -241,15 +247,20 @@ class PiCodec(Codec):
     def _entry_dict(self, event: Any, base: Any, *, ordered: bool = False) -> dict[str, Any]:
         """An entry's pi wire dict from ``base``, in pi's key order (``ordered``: ``base``
         gives that order already) with the fields pi leaves out when None left out."""
-        out = base(event)
-        kind = event.type
-        omit = ENTRY_OMIT_NONE.get(kind)
+        out = self._omit_none(event, base(event))
+        return out if ordered else ordered_entry(event.type, out)
+
+    @staticmethod
+    def _omit_none(event: Any, out: dict[str, Any]) -> dict[str, Any]:
+        """``out`` without the fields pi leaves out when they are None (unless the line
+        read had them as null)."""
+        omit = ENTRY_OMIT_NONE.get(event.type)
         if omit:
             nulls = getattr(event.extra, "nulls", frozenset())
             for wire in omit:
                 if wire in out and out[wire] is None and wire not in nulls:
                     del out[wire]  # deleting a key keeps the order of the others
-        return out if ordered else ordered_entry(kind, out)
+        return out
 
     def _leaf_marker(self, event: LeafMoved) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -295,11 +306,20 @@ class PiCodec(Codec):
         """One pi line (no newline), in pi's key order with numbers laid out as pi's
         JavaScript writer lays them out: the generated encoders, else the reference."""
         try:
-            special = self._special_dict(event)
-            if special is not None:
-                return pi_dumps(special)  # lays out numbers after a look at the line
+            cls = event.__class__
+            # A plain entry whose encoder is made (every append after the first of its type):
+            # straight to it. The special ones (a header, an unknown entry, a leaf move) and
+            # subclasses never have one here: _fast_dict generates only for entry classes.
+            encoder = None if cls in _SPECIAL else (self.__dict__.get("_fast") or self.fast)._encoders.get(cls)
+            if encoder is not None:
+                out = self._omit_none(event, encoder(event))
+            else:
+                special = self._special_dict(event)
+                if special is not None:
+                    return pi_dumps(special)  # lays out numbers after a look at the line
+                out = self._entry_dict(event, self._fast_dict, ordered=True)
             try:
-                return orjson.dumps(self._entry_dict(event, self._fast_dict, ordered=True))
+                return orjson.dumps(out)
             except TypeError:  # a value orjson cannot write as it is (a mapping that is no dict)
                 return pi_dumps(self.unstructure_event(event))  # the reference, or its error
         except TypeError as exc:

@@ -124,10 +124,16 @@ def _js_float(value: float) -> Any:
     return orjson.Fragment(text.encode("ascii")) if "." in text or "e" in text else value
 
 
+# Floats orjson writes as JavaScript does: 0 and those with lo <= |f| < hi (it writes the
+# others with an exponent, as Python's ``repr`` does below 1e-4 and from 1e16).
+PLAIN_FLOATS = (1e-4, 1e16)
+_LO, _HI = PLAIN_FLOATS
+
+
 def js_float_value(value: float) -> Any:
     """A float field's value for orjson to write as JavaScript would: itself, unless orjson
-    would write it with an exponent (Python's ``repr`` does below 1e-4 and from 1e16)."""
-    if value.__class__ is float and value and not 1e-4 <= abs(value) < 1e16:
+    would write it with an exponent (see ``PLAIN_FLOATS``)."""
+    if value.__class__ is float and value and not _LO <= abs(value) < _HI:
         return _js_float(value)
     return value
 
@@ -136,7 +142,7 @@ def _needs_layout(value: Any) -> bool:
     """Does ``value`` hold a float that orjson would write with an exponent?"""
     kind = value.__class__
     if kind is float:
-        return not 1e-4 <= abs(value) < 1e16 and value != 0  # NaN too: JavaScript writes null
+        return not _LO <= abs(value) < _HI and value != 0  # NaN too: JavaScript writes null
     if kind is dict:
         value = value.values()
     elif kind is not list and kind is not tuple:

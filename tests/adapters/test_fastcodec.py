@@ -432,3 +432,68 @@ def test_a_compiled_encoder_goes_through_getattr_for_a_subclass():
     object.__setattr__(loud, "extra", {})
     assert encoder(loud)["text"] == "LOUD"
     assert _attrs.has(Shouting)
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def _holds_unplain(value, lo, hi):
+    if type(value) is float:
+        return value != 0 and not lo <= abs(value) < hi
+    if type(value) is dict:
+        return any(_holds_unplain(v, lo, hi) for v in value.values())
+    if type(value) in (list, tuple):
+        return any(_holds_unplain(v, lo, hi) for v in value)
+    return False
+
+
+@settings(max_examples=500)
+@given(value=_json_values)
+def test_pi_writers_leave_plain_floats_as_they_are(value):
+    """What Dialect.plain_floats promises for pi (compiled encoders call the writers only
+    for other values): a value without an unplain float comes back as the same object."""
+    from sessiontree.adapters.pi import PI
+
+    lo, hi = PI.plain_floats
+    if not _holds_unplain(value, lo, hi):
+        assert PI.value_writer(value) is value
+        if type(value) is float or type(value) is int:
+            assert PI.float_writer(value) is value
+
+
+@needs_compiled
+@pytest.mark.parametrize(
+    ("cost", "arguments"),
+    [
+        (0.0, {"x": 1}),
+        (-0.0, {"x": [0.5, "s"]}),
+        (1e-7, {"x": [1e-9, {"y": 1e30}]}),
+        (2.5e20, {"deep": [[[{"z": (1.5e-5,)}]]]}),
+        (0.0001, {"edge": [1e16, 9.999999999999999e15, 0.0001, 9.9e-5]}),
+        (123.25, {}),
+    ],
+)
+def test_pi_numbers_are_laid_out_the_same_by_compiled_and_python_encoders(cost, arguments):
+    """Floats at and around the edges of pi's plain range, in a cost and deep in tool
+    arguments: compiled, Python and reference encoders write the same line."""
+    from sessiontree.adapters.pi_wire import dumps as pi_dumps
+    from sessiontree.domain import messages as m
+
+    compiled, python = _codec_pair("pi")
+    message = m.AssistantMessage(
+        content=[m.ToolCall(id="1", name="n", arguments=arguments)],
+        provider="p",
+        model="m",
+        usage=m.Usage(input=1, cost=m.Cost(input=cost, output=cost / 3, total=cost)),
+        stop_reason="toolUse",
+        timestamp=3,
+    )
+    event = ev.MessageAppended(**_ENVELOPE, message=message)
+    expected = pi_dumps(python.unstructure_event(event))
+    assert python.encode_event(event) == expected
+    assert compiled.encode_event(event) == expected
+    assert compiled.encode_event(event) == expected  # the encoder made: the fast path
