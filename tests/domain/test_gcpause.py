@@ -51,3 +51,40 @@ def test_a_big_load_is_frozen_and_a_small_one_is_not(monkeypatch):
         kept += _make(gcpause.FREEZE_AFTER + 10)
     assert gc.get_freeze_count() == 0
     del kept
+
+
+def _young(obj):
+    return any(o is obj for gen in (0, 1) for o in gc.get_objects(generation=gen))
+
+
+def test_settle_passes_a_large_new_list_through_the_young_generations():
+    """A large list just made leaves the young generations at once; a small one, or any
+    list while the application has the collector off, is left to the collector."""
+    big = list(range(gcpause.SETTLE_AFTER))
+    small = list(range(gcpause.SETTLE_AFTER - 1))
+    assert _young(big) and _young(small)
+    gcpause.settle(len(small))
+    assert _young(small)
+    gc.disable()
+    try:
+        gcpause.settle(len(big))
+        assert _young(big)
+    finally:
+        gc.enable()
+    gcpause.settle(len(big))
+    assert not _young(big)
+
+
+def test_building_a_context_hands_its_size_to_settle(monkeypatch):
+    """A built context's entry count goes to settle, which settles it when it is large."""
+    import sessiontree_testkit as kit
+
+    from sessiontree import reader
+
+    calls = []
+    monkeypatch.setattr(reader, "settle", calls.append)
+    session = kit.open_session()
+    for i in range(3):
+        session.append_message(kit.user(f"m{i}"))
+    session.build_context()
+    assert calls == [3]
