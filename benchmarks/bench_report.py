@@ -35,7 +35,7 @@ def _get(data: dict[str, Any], *keys: str) -> Any:
     return data
 
 
-ISSUE_SIZE = 100_000  # the session size issue 7's open+context and memory targets name
+ISSUE_SIZE = 100_000  # the session size issue 7's open+context, time travel and memory targets name
 OTHER_SIZE = "(target at 100k)"
 
 
@@ -89,10 +89,14 @@ def size_rows(n: int, r: dict[str, Any]) -> list[Row]:
     ratio = _ratio(ours, base)
     row("append p50 (fsync), native file", "ms", ours, base, "write+fsync, interleaved", None, "<= 1.2x write+fsync",
         _verdict(None if ratio is None else ratio <= 1.2, detail=f"{ratio or 0:.2f}x"))
+    # The time travel target is for a 100k-entry session too. Below that the context has no
+    # compaction to stop at: at(v/2) decodes half of what a cold open decodes, ~0.5x by
+    # construction, so those sizes are shown without a verdict.
     ours, base = _get(r, "time_travel", "total_ms"), _get(r, "open_native", "total_ms")
     ratio = _ratio(ours, base)
-    row("time travel at(v/2)+context", "ms", ours, base, "cold open+context", None, "<= 0.5x cold open",
-        _verdict(None if ratio is None else ratio <= 0.5, detail=f"{ratio or 0:.2f}x"))
+    row("time travel at(v/2)+context", "ms", ours, base, "cold open+context", None,
+        "<= 0.5x cold open" if at_issue_size else OTHER_SIZE,
+        _verdict(None if ratio is None else ratio <= 0.5, detail=f"{ratio or 0:.2f}x") if at_issue_size else "-")
     pi_bpe = _bytes_per_entry(r.get("pi_open"), n)
     for dialect, label in (("native", "native file"), ("pi", "pi file")):
         ours = _bytes_per_entry(r.get(f"open_{dialect}"), n)
