@@ -21,7 +21,6 @@ from sessiontree import compaction as _compaction
 from sessiontree.domain.aggregate import SessionAggregate, leaf_after
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, SessionStarted, parse_timestamp
-from sessiontree.domain.gcpause import settle
 from sessiontree.projections.base import Projection, fold, subscribed_types
 from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionPlan
 from sessiontree.projections.context import (
@@ -268,7 +267,6 @@ class SessionReader:
         messages: list[Any] = []
         for index, entry in enumerate(entries):
             messages.extend(entry_to_messages(entry, index, entries, options))
-        settle(len(entries))  # a large context's lists pass the young collections here, not in an append
         return _ContextCache(leaf, entries, messages, state)
 
     def build_context(

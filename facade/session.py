@@ -17,6 +17,7 @@ from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain.aggregate import SessionAggregate
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry
+from sessiontree.domain.gcpause import settle
 from sessiontree.domain.ids import Clock, IdGenerator, new_entry_id, now_iso, utc_now
 from sessiontree.domain.messages import AssistantMessage, Cost, Usage
 from sessiontree.projections.base import Projection, subscribed_types
@@ -280,6 +281,9 @@ class Session(SessionReader):
         cache = self._context
         if cache is None or cache.leaf_id != self.leaf_id:
             cache = self._context = self._context_parts(self.leaf_id, merged)
+            # Kept for the appends to come: a large one's lists pass the young collections
+            # now, not in one of those appends (domain/gcpause.py).
+            settle(len(cache.entries))
         return cache
 
     def _advance_context(self, entry: Entry) -> None:

@@ -75,16 +75,20 @@ def test_settle_passes_a_large_new_list_through_the_young_generations():
     assert not _young(big)
 
 
-def test_building_a_context_hands_its_size_to_settle(monkeypatch):
-    """A built context's entry count goes to settle, which settles it when it is large."""
+def test_a_session_settles_the_context_it_keeps_for_appends(monkeypatch):
+    """The context a session keeps (and extends on append) goes to settle with its entry
+    count; a view's context (time travel, read-only) does not."""
     import sessiontree_testkit as kit
 
-    from sessiontree import reader
+    from sessiontree import session as session_module
 
     calls = []
-    monkeypatch.setattr(reader, "settle", calls.append)
+    monkeypatch.setattr(session_module, "settle", calls.append)
     session = kit.open_session()
     for i in range(3):
         session.append_message(kit.user(f"m{i}"))
+    session.at(2).build_context()
+    assert calls == []
     session.build_context()
+    session.build_context()  # kept: not settled again
     assert calls == [3]
