@@ -270,11 +270,16 @@ class SessionAggregate(BaseAggregate[str]):
 
     def new_entry_id(self, generate: Callable[[], str]) -> str:
         """A fresh id from ``generate``, regenerated on collision (SPEC 2.2)."""
-        for _ in range(100):
-            candidate = generate()
+        index = self.log._index
+        candidate = generate()
+        if candidate.__class__ is str and candidate and candidate not in index:
+            return candidate  # the usual case, without the loop below (it runs on every append)
+        for attempt in range(100):
+            if attempt:
+                candidate = generate()
             if not isinstance(candidate, str) or not candidate:
                 raise TypeError(f"the id generator must return non-empty str ids, not {candidate!r}")
-            if candidate not in self.log._index:
+            if candidate not in index:
                 return candidate
         raise SessionError("invalid_entry", "the id generator kept returning ids already in use")
 

@@ -239,6 +239,34 @@ def test_an_id_generator_must_return_strings():
         agg.new_entry_id(lambda: 42)
 
 
+@pytest.mark.parametrize("bad", ["", None, b"ab", 7])
+def test_a_bad_first_id_is_an_error_not_skipped(bad):
+    """The first id a generator gives is checked like every other: a bad one raises, even
+    when the next one would be fine; a str subclass is a str."""
+    agg = given(msg("a", None))
+    ids = iter([bad, "b"])
+    with pytest.raises(TypeError):
+        agg.new_entry_id(lambda: next(ids))
+
+    class Id(str):
+        pass
+
+    assert agg.new_entry_id(lambda: Id("c")) == "c"
+
+
+def test_an_id_generator_is_asked_at_most_100_times():
+    agg = given(msg("a", None))
+    calls = []
+
+    def stuck():
+        calls.append(1)
+        return "a"
+
+    with pytest.raises(SessionError):
+        agg.new_entry_id(stuck)
+    assert len(calls) == 100
+
+
 def test_replay_refuses_duplicate_ids():
     """A log with one id twice is corrupt."""
     with pytest.raises(SessionError) as caught:
