@@ -15,36 +15,44 @@ static const char HEAD[] = ",\"chain\":\"";  /* the chain field, after the line'
 static const char TAIL[] = "\"}";
 static const char HEX[] = "0123456789abcdef";
 
-/* seal(canonical, previous) -> (line, digest) */
+/* seal(canonical, previous) -> (line, digest): bytes-like arguments, bytes results */
 static PyObject *
 seal(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyBytes_Check(args[1])) {
+    if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "seal(canonical: bytes, previous: bytes)");
         return NULL;
     }
-    const char *line = PyBytes_AS_STRING(args[0]);
-    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    Py_buffer canonical, previous;
+    if (PyObject_GetBuffer(args[0], &canonical, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[1], &previous, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&canonical);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    const char *line = canonical.buf;
+    Py_ssize_t n = canonical.len;
     if (n < 3 || line[n - 1] != '}') {
         PyObject *start = PyBytes_FromStringAndSize(line, n < 40 ? n : 40);
         if (start != NULL) {
             PyErr_Format(PyExc_ValueError, "cannot chain %R: not a non-empty JSON object", start);
             Py_DECREF(start);
         }
-        return NULL;
+        goto done;
     }
     unsigned char digest[SHA256_DIGEST_LENGTH];
     SHA256_CTX ctx;
     SHA256_Init(&ctx);
-    SHA256_Update(&ctx, PyBytes_AS_STRING(args[1]), (size_t)PyBytes_GET_SIZE(args[1]));
+    SHA256_Update(&ctx, previous.buf, (size_t)previous.len);
     SHA256_Update(&ctx, line, (size_t)n);
     SHA256_Final(digest, &ctx);
 
     Py_ssize_t head = (Py_ssize_t)sizeof(HEAD) - 1, tail = (Py_ssize_t)sizeof(TAIL) - 1;
     PyObject *out = PyBytes_FromStringAndSize(NULL, n - 1 + head + 2 * SHA256_DIGEST_LENGTH + tail);
     if (out == NULL)
-        return NULL;
+        goto done;
     char *p = PyBytes_AS_STRING(out);
     memcpy(p, line, (size_t)(n - 1));
     p += n - 1;
@@ -56,13 +64,13 @@ seal(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     memcpy(p, TAIL, (size_t)tail);
     PyObject *raw = PyBytes_FromStringAndSize((const char *)digest, SHA256_DIGEST_LENGTH);
-    if (raw == NULL) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    PyObject *result = PyTuple_Pack(2, out, raw);
+    if (raw != NULL)
+        result = PyTuple_Pack(2, out, raw);
     Py_DECREF(out);
-    Py_DECREF(raw);
+    Py_XDECREF(raw);
+done:
+    PyBuffer_Release(&previous);
+    PyBuffer_Release(&canonical);
     return result;
 }
 

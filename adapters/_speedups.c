@@ -55,6 +55,7 @@ typedef struct {
     Py_ssize_t offset;  /* the attribute's slot in a value of exactly the plan's class, or 0 */
     double lo, hi;      /* OP_ATTR_FLOAT, OP_ATTR_VALUE: the plain floats */
     int op;
+    int early;          /* computed in the first pass (see encode) */
 } Item;
 
 typedef struct {
@@ -64,6 +65,8 @@ typedef struct {
     PyTypeObject *cls;       /* the class the plan is for */
     Py_ssize_t extra_offset; /* the slot of its ``extra``, or 0 */
     PyObject *name;          /* the class name, for repr */
+    Py_ssize_t *first;       /* the indexes of the items computed first, in that order */
+    Py_ssize_t n_first;
     Item *items;
     Py_ssize_t n_items;
     PyObject *omit;          /* tuple: keys deleted when their value is None */
@@ -89,14 +92,20 @@ static PyObject *str_update;
 static PyObject *encode(Encoder *self, PyObject *o);
 
 /* The offset of attribute ``name`` of ``cls`` when it is a plain object slot (what an attrs
- * class with slots has), else 0. Reading the slot directly is what the interpreter's own
- * specialised attribute load does; it is used only for values of exactly ``cls`` (a
- * subclass may define the name otherwise) and any surprise goes through getattr. */
+ * class with slots has) and the class looks attributes up the generic way; 0 otherwise,
+ * -1 with an exception set on an error other than AttributeError. Reading the slot directly
+ * is what the interpreter's own specialised attribute load does; it is used only for values
+ * of exactly ``cls`` (a subclass may define the name otherwise) and any surprise (an empty
+ * slot) goes through getattr. */
 static Py_ssize_t
 slot_offset(PyTypeObject *cls, PyObject *name)
 {
+    if (cls->tp_getattro != PyObject_GenericGetAttr)
+        return 0;  /* a __getattribute__ or __getattr__ of its own: always ask it */
     PyObject *d = PyObject_GetAttr((PyObject *)cls, name);
     if (d == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
         PyErr_Clear();
         return 0;
     }
@@ -132,10 +141,12 @@ dispatch(Encoder *self, PyObject *v)
             return NULL;
         return PyObject_CallOneArg(self->fallback, v);
     }
+    Py_INCREF(enc);  /* what runs below may remove or replace it in the dict */
+    PyObject *out;
     if (Py_TYPE(enc) == &EncoderType && ((Encoder *)enc)->template != NULL)
-        return encode((Encoder *)enc, v);
-    Py_INCREF(enc);  /* the call may replace it in the dict */
-    PyObject *out = PyObject_CallOneArg(enc, v);
+        out = encode((Encoder *)enc, v);
+    else
+        out = PyObject_CallOneArg(enc, v);
     Py_DECREF(enc);
     return out;
 }
@@ -276,10 +287,12 @@ merge(PyObject *out, PyObject *extra)
     return 0;
 }
 
-/* The class of the last ``extra`` that was not a plain dict, and the slot of its ``absent``
- * (decoded values share one such class, messages.SharedExtra). */
-static PyTypeObject *absent_type;
-static Py_ssize_t absent_offset;
+/* The slot of ``absent`` in the classes of ``extra`` met that are not plain dicts (decoded
+ * values use a few: messages.SharedExtra, pi's PiExtra), so the attribute is read without
+ * a lookup. A fixed set of entries, each filled once; the classes are kept alive. */
+#define ABSENT_TYPES 4
+static PyTypeObject *absent_types[ABSENT_TYPES];
+static Py_ssize_t absent_offsets[ABSENT_TYPES];
 
 /* Delete from out the keys that extra marks absent (fields the producer left out). */
 static int
@@ -287,12 +300,29 @@ drop_absent(Encoder *self, PyObject *out, PyObject *extra)
 {
     PyObject *absent = NULL;
     PyTypeObject *type = Py_TYPE(extra);
-    if (type != absent_type) {
-        Py_XSETREF(absent_type, (PyTypeObject *)Py_NewRef(type));
-        absent_offset = slot_offset(type, str_absent);
+    Py_ssize_t offset = -1;  /* -1: not known */
+    for (int i = 0; i < ABSENT_TYPES && absent_types[i] != NULL; i++) {
+        if (absent_types[i] == type) {
+            offset = absent_offsets[i];
+            break;
+        }
     }
-    if (absent_offset)
-        absent = *(PyObject **)((char *)extra + absent_offset);
+    if (offset < 0) {
+        offset = slot_offset(type, str_absent);  /* may run Python: the table is filled after */
+        if (offset < 0)
+            return -1;
+        for (int i = 0; i < ABSENT_TYPES; i++) {
+            if (absent_types[i] == type)
+                break;
+            if (absent_types[i] == NULL) {
+                absent_offsets[i] = offset;
+                absent_types[i] = (PyTypeObject *)Py_NewRef(type);
+                break;
+            }
+        }
+    }
+    if (offset)
+        absent = *(PyObject **)((char *)extra + offset);
     if (absent != NULL)
         Py_INCREF(absent);
     else if (lookup_attr(extra, str_absent, &absent) < 0)
@@ -334,15 +364,24 @@ encode(Encoder *self, PyObject *o)
     PyObject *extra = NULL;
     if (out == NULL)
         goto error;
-    for (Py_ssize_t i = 0; i < self->n_items; i++) {
-        Item *item = &self->items[i];
-        PyObject *v = item_value(self, item, o);
-        if (v == NULL)
-            goto error;
-        int r = PyDict_SetItem(out, item->key, v);
-        Py_DECREF(v);
-        if (r < 0)
-            goto error;
+    /* In the generated function's order: the nested values first, in field order, then
+     * the others in key order; every key is in the template already, so the dict keeps the
+     * key order whatever order its values are set in. */
+    for (int pass = 0; pass < 2; pass++) {
+        Py_ssize_t n = pass ? self->n_items : self->n_first;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            Py_ssize_t i = pass ? k : self->first[k];
+            Item *item = &self->items[i];
+            if (pass && item->early)
+                continue;
+            PyObject *v = item_value(self, item, o);
+            if (v == NULL)
+                goto error;
+            int r = PyDict_SetItem(out, item->key, v);
+            Py_DECREF(v);
+            if (r < 0)
+                goto error;
+        }
     }
     Py_ssize_t n_omit = PyTuple_GET_SIZE(self->omit);
     for (Py_ssize_t i = 0; i < n_omit; i++) {
@@ -415,6 +454,9 @@ clear_items(Encoder *self)
     PyMem_Free(self->items);
     self->items = NULL;
     self->n_items = 0;
+    PyMem_Free(self->first);
+    self->first = NULL;
+    self->n_first = 0;
 }
 
 static int
@@ -463,17 +505,23 @@ Encoder_dealloc(Encoder *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Encoder(cls, name, items, omit, fields, items_writer, reorder, reorder_arg, encoders, fallback)
- * items: a sequence of (key, op, arg, fn); see the OP_ constants. */
+/* Encoder(cls, name, items, first, omit, fields, items_writer, reorder, reorder_arg, encoders, fallback)
+ * items: a sequence of (key, op, arg, fn) in key order (see the OP_ constants); first: a
+ * tuple of the indexes of the items to compute before the others, in that order. */
 static int
 Encoder_init(Encoder *self, PyObject *args, PyObject *kwargs)
 {
-    static char *names[] = {"cls", "name", "items", "omit", "fields", "items_writer", "reorder",
+    static char *names[] = {"cls", "name", "items", "first", "omit", "fields", "items_writer", "reorder",
                             "reorder_arg", "encoders", "fallback", NULL};
-    PyObject *cls, *name, *items, *omit, *fields, *items_writer, *reorder, *reorder_arg, *encoders, *fallback;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!UOO!O!OOOO!O:Encoder", names, &PyType_Type, &cls, &name, &items,
-                                     &PyTuple_Type, &omit, &PyFrozenSet_Type, &fields, &items_writer,
-                                     &reorder, &reorder_arg, &PyDict_Type, &encoders, &fallback))
+    PyObject *cls, *name, *items, *first, *omit, *fields, *items_writer, *reorder, *reorder_arg, *encoders, *fallback;
+    if (self->template != NULL) {  /* a running encode may be using the plan */
+        PyErr_SetString(PyExc_TypeError, "an encoder's plan cannot be replaced");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!UOO!O!O!OOOO!O:Encoder", names, &PyType_Type, &cls, &name,
+                                     &items, &PyTuple_Type, &first, &PyTuple_Type, &omit, &PyFrozenSet_Type,
+                                     &fields, &items_writer, &reorder, &reorder_arg, &PyDict_Type, &encoders,
+                                     &fallback))
         return -1;
     if (!PyCallable_Check(fallback)) {
         PyErr_SetString(PyExc_TypeError, "fallback must be callable");
@@ -487,7 +535,8 @@ Encoder_init(Encoder *self, PyObject *args, PyObject *kwargs)
         Py_DECREF(seq);
         return -1;
     }
-    Py_ssize_t n = PyTuple_GET_SIZE(seq);
+    Py_ssize_t n = PyTuple_GET_SIZE(seq), n_first = 0;
+    Py_ssize_t *first_idx = NULL;
     Item *parsed = PyMem_Calloc(n ? n : 1, sizeof(Item));
     if (parsed == NULL) {
         Py_DECREF(seq);
@@ -528,13 +577,37 @@ Encoder_init(Encoder *self, PyObject *args, PyObject *kwargs)
         parsed[i].hi = hi;
         parsed[i].offset = op == OP_CONST ? 0 : slot_offset((PyTypeObject *)cls, parsed[i].arg);
         parsed[i].op = op;
+        if (parsed[i].offset < 0)
+            goto fail;
     }
+    n_first = PyTuple_GET_SIZE(first);
+    first_idx = PyMem_Calloc(n_first ? n_first : 1, sizeof(Py_ssize_t));
+    if (first_idx == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t k = 0; k < n_first; k++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(first, k));
+        if (i == -1 && PyErr_Occurred())
+            goto fail;
+        if (i < 0 || i >= n || parsed[i].early) {
+            PyErr_SetString(PyExc_ValueError, "first: item indexes, each once");
+            goto fail;
+        }
+        parsed[i].early = 1;
+        first_idx[k] = i;
+    }
+    Py_ssize_t extra_offset = slot_offset((PyTypeObject *)cls, str_extra);
+    if (extra_offset < 0)
+        goto fail;
     Py_DECREF(seq);
     Encoder_clear(self);
     self->vectorcall = Encoder_vectorcall;
     self->template = template;
+    self->first = first_idx;
+    self->n_first = n_first;
     self->cls = (PyTypeObject *)Py_NewRef(cls);
-    self->extra_offset = slot_offset((PyTypeObject *)cls, str_extra);
+    self->extra_offset = extra_offset;
     self->items = parsed;
     self->n_items = n;
     self->name = Py_NewRef(name);
@@ -553,6 +626,7 @@ fail:
         Py_XDECREF(parsed[i].fn);
     }
     PyMem_Free(parsed);
+    PyMem_Free(first_idx);
     Py_DECREF(seq);
     Py_DECREF(template);
     return -1;
@@ -585,11 +659,13 @@ static PyTypeObject EncoderType = {
  * Under an exclusive flock taken without waiting: if the file ends at byte ``end``, write
  * ``lines`` (a list of bytes, each without its newline) each followed by a newline, in one
  * writev (looping over short writes), fsync if asked, and return the number of bytes
- * written. Return 0, having written nothing, when the lock is held elsewhere or the file
- * does not end at ``end``: the caller takes its general path (wait for the lock, catch
- * up). On a failed write or fsync the file is cut back to ``end`` and OSError is raised.
- * The lock is released before returning in every case. */
-#define MAX_LINES 512  /* more lines than this in one append take the general path */
+ * written. Return 0, having written nothing, when the lock is held elsewhere, the file
+ * does not end at ``end``, or the lines are not a few plain bytes objects: the caller
+ * takes its general path (wait for the lock, catch up). On a failed write or fsync, or a
+ * signal handler raising once the interpreter runs again (a KeyboardInterrupt during a
+ * long fsync), the file is cut back to ``end`` and the error is raised, as the Python path
+ * does. The lock is released before returning in every case. */
+#define MAX_LINES 64  /* more lines than this in one append take the general path */
 
 static PyObject *
 append_if_at(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -609,6 +685,10 @@ append_if_at(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     long long end = PyLong_AsLongLong(args[2]);
     if (end == -1 && PyErr_Occurred())
         return NULL;
+    if (end < 0) {
+        PyErr_SetString(PyExc_ValueError, "append_if_at: a negative file size");
+        return NULL;
+    }
     int do_fsync = PyObject_IsTrue(args[3]);
     if (do_fsync < 0)
         return NULL;
@@ -622,11 +702,10 @@ append_if_at(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     size_t total = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *line = PyList_GET_ITEM(lines, i);
-        if (!PyBytes_Check(line)) {
+        if (!PyBytes_CheckExact(line)) {  /* another bytes-like object: the general path */
             for (Py_ssize_t j = 0; j < i; j++)
                 Py_DECREF(held[j]);
-            PyErr_SetString(PyExc_TypeError, "append_if_at: lines must be bytes");
-            return NULL;
+            return PyLong_FromLong(0);
         }
         held[i] = Py_NewRef(line);
         iov[2 * i].iov_base = PyBytes_AS_STRING(line);
@@ -635,11 +714,16 @@ append_if_at(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         iov[2 * i + 1].iov_len = 1;
         total += (size_t)PyBytes_GET_SIZE(line) + 1;
     }
-    int result = 0, saved = 0;  /* result: 1 written, 0 general path, -1 failed (errno saved) */
+    int locked = 0, result = 0, saved = 0;  /* result: 1 written, 0 general path, -1 failed (errno saved) */
     Py_BEGIN_ALLOW_THREADS
     if (flock((int)fd, LOCK_EX | LOCK_NB) == 0) {
+        locked = 1;
         off_t at = lseek((int)fd, 0, SEEK_END);
-        if (at == (off_t)end) {
+        if (at < 0) {
+            saved = errno;
+            result = -1;
+        }
+        else if (at == (off_t)end) {
             struct iovec *v = iov;
             int left = (int)(2 * count);
             result = 1;
@@ -666,16 +750,7 @@ append_if_at(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 saved = errno;
                 result = -1;
             }
-            if (result == -1) {
-                while (ftruncate((int)fd, (off_t)end) != 0 && errno == EINTR)
-                    ;
-            }
         }
-        else if (at < 0) {
-            saved = errno;
-            result = -1;
-        }
-        flock((int)fd, LOCK_UN);
     }
     else if (errno != EWOULDBLOCK && errno != EINTR) {
         saved = errno;
@@ -684,6 +759,20 @@ append_if_at(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_END_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < count; i++)
         Py_DECREF(held[i]);
+    if (result < 0)
+        errno = saved;
+    /* A signal that came during the calls: its handler runs now; if it raises, this append
+     * fails as a failed write does (the Python path's except BaseException). */
+    int interrupted = result >= 0 && PyErr_CheckSignals() < 0;
+    if (locked) {
+        if (result < 0 || (result == 1 && interrupted)) {
+            while (ftruncate((int)fd, (off_t)end) != 0 && errno == EINTR)
+                ;
+        }
+        flock((int)fd, LOCK_UN);
+    }
+    if (interrupted)
+        return NULL;
     if (result < 0) {
         errno = saved;
         return PyErr_SetFromErrno(PyExc_OSError);

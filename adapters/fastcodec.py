@@ -301,11 +301,13 @@ class FastCodec:
                 items.append((value_tag[0], repr(value_tag[1]), _OP_CONST, value_tag[1], None))
 
         lines = [f"def {fn}(o):"]
+        nested = []  # the items computed before the literal, in field order
         for index, (wire, name, annotation, _) in enumerate(fields):
             if annotation not in _PLAIN:
                 lines.append(f"    v = o.{name}")
                 lines.append(f"    c{index} = {_ENCODE.get(annotation, '_u(v)')}")
                 items.append((wire, f"c{index}", _OPS.get(annotation, _OP_GENERIC), name, None))
+                nested.append(items[-1])
             elif annotation == "float" and ns["_fw"] is not None:
                 op, conv = (_OP_ATTR_CALL, ns["_fw"]) if plain is None else (_OP_ATTR_FLOAT, (ns["_fw"], *plain))
                 items.append((wire, f"_fw(o.{name})", op, name, conv))
@@ -334,6 +336,7 @@ class FastCodec:
                 cls,
                 fn,
                 [(wire, op, arg, conv) for wire, _, op, arg, conv in items],
+                tuple(items.index(item) for item in nested),  # the same order of evaluation
                 omitted,
                 ns["_fields"],
                 ns["_iw"],

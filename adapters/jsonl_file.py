@@ -270,22 +270,23 @@ class LineFile:
         warnings.warn(message, TornLineWarning, stacklevel=4)
         self.torn = b""
 
-    def try_append(self, lines: Sequence[bytes]) -> bool:
+    def try_append(self, lines: Sequence[bytes], count: int) -> bool:
         """Append ``lines`` (each without newline) in one step when nothing is in the way:
-        no other thread or process holds the lock, the file ends where this process last saw
-        it end, and no torn or unterminated last line needs care. False, with nothing
-        written, when something is (or the compiled step is not built): take :meth:`lock`,
-        :meth:`sync` and :meth:`append`. On a failed write the file is cut back and the
-        OSError propagates, as from :meth:`append`.
+        this object still knows ``count`` complete lines (what the caller checked the
+        version against), no other thread or process holds the lock, the file ends where
+        this process last saw it end, and no torn or unterminated last line needs care.
+        False, with nothing written, when something is (or the compiled step is not
+        built): take :meth:`lock`, :meth:`sync` and :meth:`append`. On a failed write the
+        file is cut back and the OSError propagates, as from :meth:`append`.
 
         The same steps as that path (an exclusive ``flock``, the size check, one write,
         the fsync if asked), in one call that releases the interpreter once.
         """
-        if _append_if_at is None or self.size is None or self.torn or self.needs_newline:
+        if _append_if_at is None or not self._mutex.acquire(False):
             return False
-        if not self._mutex.acquire(False):
-            return False
-        try:
+        try:  # all of it under the thread lock, as the general path: another thread may append
+            if self.count != count or self.size is None or self.torn or self.needs_newline:
+                return False
             written = _append_if_at(self.fd, lines if lines.__class__ is list else list(lines), self.size, self._fsync)
             if not written:
                 return False

@@ -279,7 +279,7 @@ class JsonlAggregateRecorder(AggregateRecorder):
             # The common case, when this process has seen the file's end: the steps below
             # in one call (LineFile.try_append); it declines when anything needs them.
             try:
-                done = f.try_append(lines)
+                done = f.try_append(lines, count)  # declines if another thread appended meanwhile
             except OSError as exc:
                 raise OperationalError(f"could not append to {f.path}: {exc.strerror or exc}") from exc
             if done:

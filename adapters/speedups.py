@@ -4,7 +4,7 @@
 built (``pip install`` builds it where a C compiler is at hand), ``chainseal`` is
 ``adapters/_chainseal.c`` (chain.seal with OpenSSL's SHA-256, built where OpenSSL's headers
 are too). Either is None when it was not built or the environment sets
-``SESSIONTREE_PURE_PYTHON``; every caller then takes its pure-Python path, which does the
+``SESSIONTREE_PURE_PYTHON`` (to anything but empty, 0, false or no); every caller then takes its pure-Python path, which does the
 same (docs/architecture.md). The tests run both.
 """
 
@@ -23,7 +23,7 @@ try:
     from sessiontree.adapters import _chainseal as chainseal
 except ImportError:  # pragma: no cover - an install without a C compiler or OpenSSL's headers
     chainseal = None
-if os.environ.get("SESSIONTREE_PURE_PYTHON"):
+if os.environ.get("SESSIONTREE_PURE_PYTHON", "").strip().lower() not in ("", "0", "false", "no"):
     compiled = chainseal = None
 
 __all__ = ["chainseal", "compiled"]

@@ -126,7 +126,7 @@ def _check_message(where: str, message: Any) -> None:
     for name in _FREE_FIELDS[cls]:
         check_value(where, getattr(message, name), name)
     content = getattr(message, "content", None)
-    if content.__class__ is tuple:
+    if isinstance(content, tuple):  # a str, or the blocks (a tuple subclass too)
         for block in content:
             bcls = block.__class__
             if isinstance(block, UnknownContent) and block.type in _KNOWN_BLOCKS:

@@ -282,3 +282,11 @@ def test_the_compiled_seal_refuses_what_the_python_seal_refuses(canonical: bytes
         speedups.chainseal.seal("{}", b"")
     with pytest.raises(TypeError):
         speedups.chainseal.seal(b'{"a":1}')
+
+
+@needs_chainseal
+def test_the_compiled_seal_takes_bytes_like_arguments_as_the_python_seal_does() -> None:
+    line = b'{"a":1}'
+    expected = chain.python_seal(line, b"p" * 32)
+    assert speedups.chainseal.seal(bytearray(line), memoryview(b"p" * 32)) == expected
+    assert chain.python_seal(bytearray(line), memoryview(b"p" * 32)) == expected

@@ -382,7 +382,7 @@ def test_an_unset_attribute_fails_the_same_way_on_both_paths(compiled):
 @needs_compiled
 def test_a_compiled_encoder_refuses_a_bad_plan_and_bad_calls():
     Encoder = fastcodec._speedups.Encoder
-    ok = dict(cls=object, name="x", items=[("k", 0, 1, None)], omit=(), fields=frozenset(), items_writer=None,
+    ok = dict(cls=object, name="x", items=[("k", 0, 1, None)], first=(), omit=(), fields=frozenset(), items_writer=None,
               reorder=None, reorder_arg=None, encoders={}, fallback=repr)
     from types import SimpleNamespace
 
@@ -409,6 +409,10 @@ def test_a_compiled_encoder_refuses_a_bad_plan_and_bad_calls():
         Encoder(**{**ok, "omit": ["k"]})
     with pytest.raises(TypeError):
         fastcodec._speedups.Encoder.__new__(Encoder)(object())  # never initialised: not callable
+    with pytest.raises(ValueError, match="first"):
+        Encoder(**{**ok, "first": (3,)})
+    with pytest.raises(TypeError, match="cannot be replaced"):
+        encoder.__init__(**ok)  # a running encode may be using the plan
 
 
 @needs_compiled
@@ -497,3 +501,57 @@ def test_pi_numbers_are_laid_out_the_same_by_compiled_and_python_encoders(cost, 
     assert python.encode_event(event) == expected
     assert compiled.encode_event(event) == expected
     assert compiled.encode_event(event) == expected  # the encoder made: the fast path
+
+
+@needs_compiled
+def test_a_compiled_encoder_survives_its_encoders_being_dropped_while_it_runs():
+    """A callback (here a dialect's value writer) that empties the encoders while a nested
+    compiled encoder runs: the encoding finishes with the right line (the encoders are held
+    while they run), and the next one makes them again."""
+    from sessiontree.adapters.codec import Codec, Dialect
+    from sessiontree.domain import messages as m
+
+    state = {"armed": False}
+
+    def writer(value):
+        if state["armed"]:
+            state["armed"] = False
+            fast._encoders.clear()
+            [bytearray(200) for _ in range(2000)]  # reuse the freed memory, were it freed
+        return value
+
+    class Clearing(Dialect):
+        value_writer = staticmethod(writer)
+
+    codec = Codec(Clearing())
+    fast = codec.__dict__["_fast"] = fastcodec.FastCodec(codec, compiled=True)
+    message = m.AssistantMessage(
+        content=[m.ToolCall(id="1", name="n", arguments={"a": 1}), m.TextContent(text="after")], provider="p", model="m"
+    )
+    event = ev.MessageAppended(**_ENVELOPE, message=message)
+    expected = fast.encode_entry(event)
+    state["armed"] = True
+    assert fast.encode_entry(event) == expected
+    assert fast.encode_entry(event) == expected
+
+
+@needs_compiled
+def test_a_compiled_encoder_evaluates_in_the_generated_function_s_order():
+    """Nested values first, in field order, then the rest in key order: with two broken
+    attributes both paths raise about the same one."""
+    from sessiontree.domain import messages as m
+
+    def broken_message():
+        message = m.AssistantMessage(content=[], provider="p", model="m", usage=m.Usage(cost=m.Cost()))
+        object.__delattr__(message.usage, "cost")  # a nested value fails ...
+        object.__delattr__(message, "provider")  # ... and so does a plain field before it in key order
+        return message
+
+    errors = []
+    for compiled in (True, False):
+        fast = fastcodec.FastCodec(native_codec(), compiled=compiled)
+        encoder = fast._new_encoder(m.AssistantMessage)
+        with pytest.raises(AttributeError) as caught:
+            encoder(broken_message())
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1] and "cost" in errors[0]

@@ -390,6 +390,10 @@ def test_events_are_immutable():
         event.parent_id = "b"  # type: ignore[misc]
 
 
+class _Blocks(tuple):
+    """A tuple subclass holding content blocks."""
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -397,6 +401,8 @@ def test_events_are_immutable():
         lambda a: a.append_message(UserMessage(content=[UnknownContent(type="text")]), id="x", timestamp=T),
         lambda a: a.append_compaction("s", None, 1, retained_tail=[UnknownMessage(role="user")], id="x", timestamp=T),
         lambda a: a.append_custom_message_entry("t", [UnknownContent(type="image")], id="x", timestamp=T),
+        # blocks in a tuple subclass are checked too
+        lambda a: a.append_message(UserMessage(content=_Blocks([UnknownContent(type="text")])), id="x", timestamp=T),
     ],
 )
 def test_unknown_stand_ins_for_known_roles_and_blocks_are_refused(command):
