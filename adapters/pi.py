@@ -312,7 +312,9 @@ class PiCodec(Codec):
             # subclasses never have one here: _fast_dict generates only for entry classes.
             encoder = None if cls in _SPECIAL else (self.__dict__.get("_fast") or self.fast)._encoders.get(cls)
             if encoder is not None:
-                out = self._omit_none(event, encoder(event))
+                out = encoder(event)
+                if event.type in ENTRY_OMIT_NONE:
+                    out = self._omit_none(event, out)
             else:
                 special = self._special_dict(event)
                 if special is not None:

@@ -230,11 +230,12 @@ class PiSessionStorage(JsonlSessionStorage):
                 "version 3 file, or let pi migrate it, to append)",
                 path=str(self.path),
             )
-        super().check_writable()
+        if self.read_only:  # what the base class checks (it runs on every append: no call otherwise)
+            super().check_writable()
 
     def save(self, events: Sequence[Any]) -> None:
         for event in events:
-            if isinstance(event, ContextCompacted) and event.retained_tail is not None:
+            if event.type == "compaction" and isinstance(event, ContextCompacted) and event.retained_tail is not None:
                 raise SessionError(
                     "invalid_entry",
                     f"compaction {event.id!r}: pi files cannot carry a retained_tail (pi ignores "

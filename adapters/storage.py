@@ -145,7 +145,7 @@ class RecorderSessionStorage(SessionStorage):
         digest = head.digest if first > 1 and head.version == first - 1 else self._previous_digest(first)
         encode = self.mapper.codec.encode_event
         if digest is None:
-            return [encode(e) for e in events], None
+            return list(map(encode, events)), None
         lines = []
         for event in events:
             if chain.reserved_by(event):
