@@ -265,9 +265,9 @@ class JsonlAggregateRecorder(AggregateRecorder):
         line. Every line must be a session line (``{"type":"..."`` first, one JSON object,
         no newline); the first line of a file must be version 1.
 
-        This runs on every append, so the steps of :meth:`_lock`, :meth:`_catch_up`,
-        :meth:`_next_version` and :meth:`_write` are written out here rather than called,
-        after a first try that does them all in one step.
+        This runs on every append: it first tries the common case in one step
+        (:meth:`LineFile.try_append`, compiled), which declines whenever the general path
+        below is needed.
         """
         key = originator_id if originator_id.__class__ is str else str(originator_id)
         f = self._files.get(key) or self.file(key, create=True)  # type: ignore[arg-type]
@@ -286,31 +286,13 @@ class JsonlAggregateRecorder(AggregateRecorder):
                 if not count:
                     self._bases[key] = first_version
                 return
-        if not f.writable:
-            raise OperationalError(f"{f.path} is not writable")
+        self._lock(f)
         try:
-            f.lock(self.lock_timeout)
-        except (TimeoutError, OSError) as exc:
-            raise OperationalError(str(exc)) from exc
-        try:
-            try:
-                f.sync()
-                if f.torn:
-                    f.repair()
-            except StaleFileError as exc:
-                raise IntegrityError(str(exc)) from None
-            except OSError as exc:
-                raise OperationalError(f"could not read {f.path}: {exc.strerror or exc}") from exc
-            count = f.count
-            expected = (self._bases.get(key) or self._base(key, f)) + count if count else 1
+            self._catch_up(f)
+            expected = self._next_version(key, f, 1)  # a session file starts with version 1
             if first_version != expected:
                 raise self._version_error(f, first_version, expected, 0)
-            try:
-                f.append(lines)
-            except OSError as exc:
-                raise OperationalError(f"could not append to {f.path}: {exc.strerror or exc}") from exc
-            if not count:
-                self._bases[key] = first_version
+            self._write(key, f, first_version, lines)
         finally:
             f.unlock()
 

@@ -344,7 +344,10 @@ def test_compiled_and_python_encoders_write_the_same_bytes(dialect, event):
 def test_pure_python_encoders_write_the_reference_bytes():
     """With the compiled encoders switched off (SESSIONTREE_PURE_PYTHON), encoding goes
     through generated Python functions, which give the reference bytes."""
-    _, python = _codec_pair("native")
+    from sessiontree.adapters.codec import NATIVE, Codec
+
+    python = Codec(NATIVE)
+    python.__dict__["_fast"] = fastcodec.FastCodec(python, compiled=False)
     event = ev.MessageAppended(**_ENVELOPE, message=_assistant())
     assert callable(python.fast._new_encoder(ev.MessageAppended))
     assert not isinstance(python.fast._encoders[ev.MessageAppended], getattr(fastcodec._speedups, "Encoder", ()))
