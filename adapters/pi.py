@@ -311,16 +311,17 @@ class PiCodec(Codec):
             # straight to it. The special ones (a header, an unknown entry, a leaf move) and
             # subclasses never have one here: _fast_dict generates only for entry classes.
             encoder = None if cls in _SPECIAL else (self.__dict__.get("_fast") or self.fast)._encoders.get(cls)
-            if encoder is not None:
-                out = encoder(event)
-                if event.type in ENTRY_OMIT_NONE:
-                    out = self._omit_none(event, out)
-            else:
+            if encoder is None:
                 special = self._special_dict(event)
                 if special is not None:
                     return pi_dumps(special)  # lays out numbers after a look at the line
-                out = self._entry_dict(event, self._fast_dict, ordered=True)
             try:
+                if encoder is not None:
+                    out = encoder(event)
+                    if event.type in ENTRY_OMIT_NONE:
+                        out = self._omit_none(event, out)
+                else:
+                    out = self._entry_dict(event, self._fast_dict, ordered=True)
                 return orjson.dumps(out)
             except TypeError:  # a value orjson cannot write as it is (a mapping that is no dict)
                 return pi_dumps(self.unstructure_event(event))  # the reference, or its error

@@ -4,8 +4,8 @@
 built (``pip install`` builds it where a C compiler is at hand), ``chainseal`` is
 ``adapters/_chainseal.c`` (chain.seal with OpenSSL's SHA-256, built where OpenSSL's headers
 are too). Either is None when it was not built or the environment sets
-``SESSIONTREE_PURE_PYTHON`` (to anything but empty, 0, false or no); every caller then takes its pure-Python path, which does the
-same (docs/architecture.md). The tests run both.
+``SESSIONTREE_PURE_PYTHON`` (to anything but empty, 0, false or no); every caller then
+takes its pure-Python path, which does the same (docs/architecture.md). The tests run both.
 """
 
 from __future__ import annotations

@@ -394,6 +394,11 @@ class _Blocks(tuple):
     """A tuple subclass holding content blocks."""
 
 
+@attrs.frozen
+class _MyCall(ToolCall):
+    """An app's subclass of a tool call."""
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -431,6 +436,8 @@ def test_unknown_roles_and_blocks_may_be_appended():
         (lambda a: a.append_message(ToolResultMessage(tool_call_id="c", tool_name="t", details=[float("nan")]), id="x", timestamp=T), "nan"),
         (lambda a: a.append_message(UserMessage(content=[TextContent(text="t", extra={"xScore": float("-inf")})]), id="x", timestamp=T), "-inf"),
         (lambda a: a.append_message(AssistantMessage(content=[ToolCall(id="c", name="n", arguments={"p": object()})]), id="x", timestamp=T), "object"),
+        # an app's subclass of a block keeps its base's free-form fields
+        (lambda a: a.append_message(AssistantMessage(content=[_MyCall(id="c", name="n", arguments={"p": float("nan")})]), id="x", timestamp=T), "nan"),
     ],
 )
 def test_values_json_cannot_hold_are_refused(command, named):
