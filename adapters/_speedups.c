@@ -7,7 +7,9 @@
  * exactly what the generated Python function of the same plan does (tests compare both
  * with the cattrs reference); it only skips the interpreter. Anything unusual (a value
  * with no encoder of its own, a dialect's number layout, a re-ordering) is handed to the
- * Python callables the plan names, so this file holds no format rules of its own.
+ * Python callables the plan names, so this file holds no format rules of its own. A plan
+ * is made once per class and reads attrs slots where the class has them: a domain class
+ * patched afterwards (a property put over a field) is not seen by its compiled encoder.
  *
  * It also holds append_if_at, the common case of a JSONL append (adapters/jsonl_file.py)
  * as one call: lock, check, write, unlock, with the interpreter's lock released once.
@@ -23,6 +25,7 @@
 #include <limits.h>
 #include <math.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -600,6 +603,10 @@ Encoder_init(Encoder *self, PyObject *args, PyObject *kwargs)
     Py_ssize_t extra_offset = slot_offset((PyTypeObject *)cls, str_extra);
     if (extra_offset < 0)
         goto fail;
+    if (self->template != NULL) {  /* planned meanwhile (slot_offset may run Python) */
+        PyErr_SetString(PyExc_TypeError, "an encoder's plan cannot be replaced");
+        goto fail;
+    }
     Py_DECREF(seq);
     Encoder_clear(self);
     self->vectorcall = Encoder_vectorcall;
@@ -654,7 +661,7 @@ static PyTypeObject EncoderType = {
     .tp_repr = (reprfunc)Encoder_repr,
 };
 
-/* append_if_at(fd, lines, end, fsync) -> int
+/* append_if_at(fd, lines, end, fsync, dev, ino) -> int
  *
  * Under an exclusive flock taken without waiting: if the file ends at byte ``end``, write
  * ``lines`` (a list of bytes, each without its newline) each followed by a newline, in one
@@ -664,17 +671,26 @@ static PyTypeObject EncoderType = {
  * takes its general path (wait for the lock, catch up). On a failed write or fsync, or a
  * signal handler raising once the interpreter runs again (a KeyboardInterrupt during a
  * long fsync), the file is cut back to ``end`` and the error is raised, as the Python path
- * does. The lock is released before returning in every case. */
+ * does. The lock is released before returning in every case. ``dev`` and ``ino`` identify
+ * the file (its fstat when it was opened): a handler may close it and open another file
+ * under the same descriptor number, which is then left alone. */
 #define MAX_LINES 64  /* more lines than this in one append take the general path */
 
 static PyObject *
 append_if_at(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 4 || !PyList_CheckExact(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "append_if_at(fd: int, lines: list[bytes], end: int, fsync: bool)");
+    if (nargs != 6 || !PyList_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "append_if_at(fd: int, lines: list[bytes], end: int, fsync: bool, dev: int, ino: int)");
         return NULL;
     }
+    unsigned long long dev = PyLong_AsUnsignedLongLong(args[4]);
+    if (dev == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    unsigned long long ino = PyLong_AsUnsignedLongLong(args[5]);
+    if (ino == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
     long fd = PyLong_AsLong(args[0]);
     if (fd == -1 && PyErr_Occurred())
         return NULL;
@@ -764,6 +780,11 @@ append_if_at(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     /* A signal that came during the calls: its handler runs now; if it raises, this append
      * fails as a failed write does (the Python path's except BaseException). */
     int interrupted = result >= 0 && PyErr_CheckSignals() < 0;
+    if (locked && interrupted) {  /* the handler may have closed the file and opened another */
+        struct stat st;
+        locked = fstat((int)fd, &st) == 0 && (unsigned long long)st.st_dev == dev
+                 && (unsigned long long)st.st_ino == ino;
+    }
     if (locked) {
         if (result < 0 || (result == 1 && interrupted)) {
             while (ftruncate((int)fd, (off_t)end) != 0 && errno == EINTR)
@@ -782,7 +803,7 @@ append_if_at(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 static PyMethodDef methods[] = {
     {"append_if_at", (PyCFunction)(void (*)(void))append_if_at, METH_FASTCALL,
-     PyDoc_STR("append_if_at(fd, lines, end, fsync) -> bytes written, or 0: take the general path")},
+     PyDoc_STR("append_if_at(fd, lines, end, fsync, dev, ino) -> bytes written, or 0: take the general path")},
     {NULL, NULL, 0, NULL},
 };
 

@@ -56,6 +56,8 @@ class LineFile:
         self.fd = fd
         self._durability = durability
         self._fsync = durability == "fsync"
+        st = os.fstat(fd)
+        self._ident = (st.st_dev, st.st_ino)  # which file fd is (see try_append)
         self.writable = writable
         self.size: int | None = None
         self.count = 0
@@ -287,7 +289,9 @@ class LineFile:
         try:  # all of it under the thread lock, as the general path: another thread may append
             if self.count != count or self.size is None or self.torn or self.needs_newline:
                 return False
-            written = _append_if_at(self.fd, lines if lines.__class__ is list else list(lines), self.size, self._fsync)
+            written = _append_if_at(
+                self.fd, lines if lines.__class__ is list else list(lines), self.size, self._fsync, *self._ident
+            )
             if not written:
                 return False
             self.size += written

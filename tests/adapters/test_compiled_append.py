@@ -24,11 +24,17 @@ def _file(tmp_path: Path, data: bytes = b"") -> tuple[Path, int]:
     return path, os.open(path, os.O_RDWR | os.O_APPEND)
 
 
+def _append(fd: int, lines: list, end: int, fsync: bool) -> int:
+    """append_if_at on ``fd``, naming the file it is."""
+    st = os.fstat(fd)
+    return compiled.append_if_at(fd, lines, end, fsync, st.st_dev, st.st_ino)
+
+
 def test_it_writes_each_line_with_its_newline_and_returns_the_bytes_written(tmp_path: Path) -> None:
     path, fd = _file(tmp_path, b'{"a":0}\n')
     try:
-        assert compiled.append_if_at(fd, [b'{"a":1}', b'{"b":22}'], 8, False) == 17
-        assert compiled.append_if_at(fd, [b'{"c":3}'], 25, True) == 8
+        assert _append(fd, [b'{"a":1}', b'{"b":22}'], 8, False) == 17
+        assert _append(fd, [b'{"c":3}'], 25, True) == 8
     finally:
         os.close(fd)
     assert path.read_bytes() == b'{"a":0}\n{"a":1}\n{"b":22}\n{"c":3}\n'
@@ -37,10 +43,10 @@ def test_it_writes_each_line_with_its_newline_and_returns_the_bytes_written(tmp_
 def test_it_declines_without_writing_when_the_file_does_not_end_where_expected(tmp_path: Path) -> None:
     path, fd = _file(tmp_path, b'{"a":0}\n')
     try:
-        assert compiled.append_if_at(fd, [b'{"a":1}'], 0, False) == 0
-        assert compiled.append_if_at(fd, [b'{"a":1}'], 9, False) == 0
-        assert compiled.append_if_at(fd, [], 8, False) == 0
-        assert compiled.append_if_at(fd, [b"{}"] * 65, 8, False) == 0  # many lines: the general path
+        assert _append(fd, [b'{"a":1}'], 0, False) == 0
+        assert _append(fd, [b'{"a":1}'], 9, False) == 0
+        assert _append(fd, [], 8, False) == 0
+        assert _append(fd, [b"{}"] * 65, 8, False) == 0  # many lines: the general path
         # and the lock is free again after each: another descriptor takes it at once
         other = os.open(path, os.O_RDWR)
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -55,29 +61,30 @@ def test_it_declines_while_another_writer_holds_the_lock(tmp_path: Path) -> None
     other = os.open(path, os.O_RDWR)
     try:
         fcntl.flock(other, fcntl.LOCK_EX)
-        assert compiled.append_if_at(fd, [b"{}"], 0, False) == 0
+        assert _append(fd, [b"{}"], 0, False) == 0
         fcntl.flock(other, fcntl.LOCK_UN)
-        assert compiled.append_if_at(fd, [b"{}"], 0, False) == 3
+        assert _append(fd, [b"{}"], 0, False) == 3
     finally:
         os.close(other)
         os.close(fd)
 
 
 def test_bad_arguments_and_a_bad_descriptor_raise() -> None:
+    call = compiled.append_if_at
     with pytest.raises(TypeError):
-        compiled.append_if_at(0, (b"{}",), 0, False)  # a tuple: only lists
-    assert compiled.append_if_at(0, ["{}"], 0, False) == 0  # not bytes: the general path
-    assert compiled.append_if_at(0, [bytearray(b"{}")], 0, False) == 0
+        call(0, (b"{}",), 0, False, 0, 0)  # a tuple: only lists
+    assert call(0, ["{}"], 0, False, 0, 0) == 0  # not bytes: the general path
+    assert call(0, [bytearray(b"{}")], 0, False, 0, 0) == 0
     with pytest.raises(ValueError):
-        compiled.append_if_at(0, [b"{}"], -1, False)
+        call(0, [b"{}"], -1, False, 0, 0)
     with pytest.raises(TypeError):
-        compiled.append_if_at(0, [b"{}"], 0)
+        call(0, [b"{}"], 0, False)  # the file's identity is missing
     with pytest.raises(ValueError):
-        compiled.append_if_at(-1, [b"{}"], 0, False)
+        call(-1, [b"{}"], 0, False, 0, 0)
     fd = os.open(os.devnull, os.O_RDONLY)
     os.close(fd)
     with pytest.raises(OSError) as caught:
-        compiled.append_if_at(fd, [b"{}"], 0, False)  # closed
+        call(fd, [b"{}"], 0, False, 0, 0)  # closed
     assert caught.value.errno == errno.EBADF
 
 
@@ -89,7 +96,7 @@ def test_a_refused_write_cuts_the_file_back(tmp_path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         with pytest.raises(OSError) as caught:
-            compiled.append_if_at(fd, [b'{"a":1}'], 8, False)
+            _append(fd, [b'{"a":1}'], 8, False)
         assert caught.value.errno == errno.EBADF
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     finally:
@@ -103,8 +110,8 @@ def test_a_session_appends_through_it_and_falls_back_when_it_declines(tmp_path: 
     calls: list[int] = []
     real = jsonl_file._append_if_at
 
-    def counting(fd: int, lines: list[bytes], end: int, fsync: bool) -> int:
-        done = real(fd, lines, end, fsync)
+    def counting(fd: int, lines: list[bytes], end: int, fsync: bool, *ident: int) -> int:
+        done = real(fd, lines, end, fsync, *ident)
         calls.append(done)
         return done
 
@@ -124,13 +131,16 @@ def test_a_session_appends_through_it_and_falls_back_when_it_declines(tmp_path: 
     assert texts == ["one", "from elsewhere", "three"]
 
 
-def test_a_signal_handler_that_raises_during_the_append_takes_the_lines_back(tmp_path: Path) -> None:
+@pytest.mark.parametrize("same_file", [True, False], ids=["same file", "descriptor reused for another file"])
+def test_a_signal_handler_that_raises_during_the_append_takes_the_lines_back(tmp_path: Path, same_file: bool) -> None:
     """A KeyboardInterrupt-like exception from a signal handler, for a signal that arrives
     while the interpreter is released for the write and fsync, fails the append and cuts
     the file back, as the Python path's ``except BaseException`` does; the lock is free.
 
     The signal comes from another thread a few milliseconds into a large fsync'ed write;
-    an attempt where it arrived too late (the call had returned) is tried again."""
+    an attempt where it arrived too late (the call had returned) is tried again. When the
+    descriptor no longer names the file it was given for (a handler closed it and opened
+    another under the same number), nothing is cut."""
     import signal
     import threading
 
@@ -150,15 +160,24 @@ def test_a_signal_handler_that_raises_during_the_append_takes_the_lines_back(tmp
             result = None
             try:
                 timer.start()
-                result = compiled.append_if_at(fd, lines, size, True)
+                st = os.fstat(fd)
+                ident = (st.st_dev, st.st_ino) if same_file else (st.st_dev, st.st_ino + 1)
+                result = compiled.append_if_at(fd, lines, size, True, *ident)
                 timer.join()
             except Interrupted:
                 timer.join()
             if result is None:  # raised from inside the call
-                assert os.path.getsize(path) == size
+                written = sum(len(line) + 1 for line in lines)
+                assert os.path.getsize(path) == (size if same_file else size + written)
                 other = os.open(path, os.O_RDWR)
-                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free
-                os.close(other)
+                try:
+                    if same_file:
+                        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free
+                    else:  # not its file any more: the descriptor is left alone, lock and all
+                        with pytest.raises(BlockingIOError):
+                            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                finally:
+                    os.close(other)
                 return
             assert os.path.getsize(path) == size + result  # returned: the lines stay
         pytest.skip("the signal never arrived during the write on this machine")

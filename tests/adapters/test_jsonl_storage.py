@@ -172,8 +172,8 @@ def _record_writes(monkeypatch: pytest.MonkeyPatch, path: str) -> tuple[list[byt
     if real is None:
         pytest.skip("the compiled append is not built here")
 
-    def append_if_at(fd: int, lines: list[bytes], end: int, fsync: bool) -> int:
-        done = real(fd, lines, end, fsync)
+    def append_if_at(fd: int, lines: list[bytes], end: int, fsync: bool, *ident: int) -> int:
+        done = real(fd, lines, end, fsync, *ident)
         if done:
             writes.append(b"".join(line + b"\n" for line in lines))
             assert done == len(writes[-1])
