@@ -310,7 +310,7 @@ class JsonlSessionStorage(RecorderSessionStorage):
             raise self._conflict(exc, events) from None
         except PersistenceError as exc:
             raise self._save_failed(exc) from exc
-        self.saved(events, digest)
+        self.chain_head.set(events[-1].originator_version, digest)  # self.saved(events, digest), inline
 
     def _conflict(self, exc: IntegrityError, events: Sequence[Any]) -> SessionError:
         return SessionError(

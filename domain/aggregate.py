@@ -293,26 +293,41 @@ class SessionAggregate(BaseAggregate[str]):
         # (trigger_event also checks explicit topics, which this aggregate has none of, and
         # passes its arguments on through two more copies: ~0.7 µs of an append. The checks
         # of Entry.mutate, the event's id and version, hold here by construction.)
-        version = self._version + 1
-        event = event_class(
-            originator_id=self._id,
-            originator_version=version,
-            id=id,
-            parent_id=self.leaf_id,
-            timestamp=timestamp,
-            **fields,
+        return self._record(
+            event_class(
+                originator_id=self._id,
+                originator_version=self._version + 1,
+                id=id,
+                parent_id=self.leaf_id,
+                timestamp=timestamp,
+                **fields,
+            )
         )
+
+    def _record(self, event: Entry) -> str:
+        """Apply ``event``, made as this aggregate's next (see :meth:`_append`), and queue it."""
         event.apply(self)
-        self._version = version
-        self._modified_on = timestamp
+        self._version = event.originator_version
+        self._modified_on = event.timestamp
         self._pending_events.append(event)
-        return id
+        return event.id
 
     def append_message(self, message: Any, *, id: str, timestamp: str) -> str:
         if not isinstance(message, MESSAGE_TYPES):
             raise TypeError(f"message must be a message object (UserMessage, ...), not {message!r}")
         _check_message("message", message)
-        return self._append(MessageAppended, id=id, timestamp=timestamp, message=message)
+        if id in self.log._index:  # what _append checks; the event is made here without its **fields (every append)
+            raise SessionError("already_exists", f"entry {id!r} already exists in session {self.id}")
+        return self._record(
+            MessageAppended(
+                originator_id=self._id,
+                originator_version=self._version + 1,
+                id=id,
+                parent_id=self.leaf_id,
+                timestamp=timestamp,
+                message=message,
+            )
+        )
 
     def append_thinking_level_change(self, level: str, *, id: str, timestamp: str) -> str:
         _check_str("thinking_level", level)

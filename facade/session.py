@@ -123,8 +123,9 @@ class Session(SessionReader):
             agg.rollback(before)
             raise
         self._limit = agg._version - agg.INITIAL_VERSION  # every entry, the new ones included
+        advance = self._advance if self._states else self._advance_context  # no projection computed yet: only the context follows
         for entry in events:
-            self._advance(entry)
+            advance(entry)
 
     def _advance(self, entry: Entry) -> None:
         """Feed a saved entry to every projection computed so far.
@@ -165,7 +166,16 @@ class Session(SessionReader):
 
     def append_message(self, message: Any) -> str:
         """Append a user, assistant or tool-result message; returns the entry id."""
-        return self._run(self._agg.append_message, message)
+        # _run's steps with the command called directly (the most frequent append)
+        self._storage.check_writable()
+        agg = self._agg
+        try:
+            entry_id: str = agg.append_message(message, id=agg.new_entry_id(self._new_id), timestamp=now_iso(self._clock))
+        except BaseException:
+            agg.rollback(self.version)
+            raise
+        self._commit()
+        return entry_id
 
     def append_thinking_level_change(self, level: str) -> str:
         return self._run(self._agg.append_thinking_level_change, level)
