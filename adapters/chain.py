@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import hashlib
 from binascii import hexlify
+from collections.abc import Mapping
 from typing import Any
+
+from sessiontree.domain.events import UnknownEntryAppended
 
 from sessiontree.adapters.speedups import chainseal
 
@@ -115,12 +118,16 @@ def seal_lines(lines: list[bytes]) -> list[bytes]:
 
 
 def reserved_by(event: Any) -> bool:
-    """Does an event already hold a field named ``chain`` (so sealing it would repeat the key)?"""
+    """Does an event already hold a top-level field named ``chain`` (so sealing it would
+    repeat the key)? Its unknown fields, or all the fields of an entry of a type this
+    library does not know; not a key inside a value (a custom entry's ``data``)."""
     extra = getattr(event, "extra", None)
     if extra and CHAIN_KEY in extra:
         return True
-    data = getattr(event, "data", None)  # an entry of a type this library does not know
-    return isinstance(data, dict) and CHAIN_KEY in data
+    if isinstance(event, UnknownEntryAppended):
+        data = event.data
+        return isinstance(data, Mapping) and CHAIN_KEY in data
+    return False
 
 
 class ChainHead:

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 
 import sessiontree_strategies as strat
 import sessiontree_testkit as kit
-from sessiontree import InMemorySessionStorage, JsonlSessionRepo, JsonlSessionStorage, Session, SessionError, open_repo
+from sessiontree import InMemorySessionStorage, JsonlSessionRepo, JsonlSessionStorage, Session, SessionError, ToolCall, open_repo
 from sessiontree.adapters import chain
 from sessiontree.adapters.codec import native_codec
 from sessiontree.adapters.pi_storage import PiSessionStorage
@@ -194,6 +194,20 @@ def test_an_entry_with_its_own_chain_field_is_refused() -> None:
     with pytest.raises(SessionError) as caught:
         storage.save([clash])
     assert caught.value.code == "invalid_entry" and "reserves" in caught.value.message
+
+
+def test_a_key_named_chain_inside_a_value_is_not_a_clash(tmp_path: Path) -> None:
+    """A custom entry's data, a tool call's arguments: a "chain" key nested in a value is
+    the app's own and is kept; only a top-level field would clash with the chain's."""
+    path = tmp_path / "s.jsonl"
+    session = Session(JsonlSessionStorage.create(path, cwd="/p"))
+    session.append_custom_entry("app", {"chain": "my block chain"})
+    session.append_message(kit.assistant("x", tool_calls=[ToolCall(id="1", name="n", arguments={"chain": [1]})]))
+    lines = file_lines(path)
+    assert_chained(lines)
+    reopened = Session(JsonlSessionStorage.open(path))
+    assert reopened.get_entries()[0].data == {"chain": "my block chain"}
+    assert reopened.get_entries() == session.get_entries()
 
 
 # -- reading ----------------------------------------------------------------------------------
