@@ -91,9 +91,11 @@ class Entry(CanMutateAggregate[str]):
     extra: Mapping[str, Any] = field(factory=dict)
 
     def mutate(self, aggregate: Any) -> Any:
-        """eventsourcing's ``CanMutateAggregate.mutate`` in one call (it runs on every append):
-        the event must be the aggregate's next one; it is applied, then the aggregate's
-        version and modification time are the event's."""
+        """eventsourcing's ``CanMutateAggregate.mutate`` in one call, for eventsourcing's own
+        callers (a projector folding events): the event must be the aggregate's next one;
+        it is applied, then the aggregate's version and modification time are the event's.
+        The commands make events that are the next by construction and record them without
+        these checks (``SessionAggregate._record``)."""
         expected = aggregate._version + 1
         if self.originator_id != aggregate._id:
             raise OriginatorIDError(self.originator_id, aggregate._id)
