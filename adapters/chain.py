@@ -139,19 +139,25 @@ class ChainHead:
     use only for the very next line: any other append is stale and fails as a conflict.
     """
 
-    __slots__ = ("digest", "version")
+    __slots__ = ("digest", "version", "chained")
 
     def __init__(self) -> None:
         self.digest: bytes | None = None
         self.version = 0
+        self.chained = False  # the header carries a chain: every later line must too
 
     def set(self, version: int, digest: bytes | None) -> None:
         self.version = version
         self.digest = digest
+        if version == 1 and digest is not None:
+            self.chained = True
 
-    def observe(self, version: int, line: bytes) -> None:
-        """Take the head from line ``version`` of the log (its last complete line)."""
+    def observe(self, version: int, line: bytes, header: bytes | None = None) -> None:
+        """Take the head from line ``version`` of the log (its last complete line);
+        ``header`` (line 1) tells whether the log is chained at all."""
         self.set(version, recorded(line))
+        if header is not None:
+            self.chained = split(header)[1] is not None
 
     @property
     def hex(self) -> str | None:

@@ -251,7 +251,7 @@ class JsonlSessionStorage(RecorderSessionStorage):
             raise corrupt(self.path, 1, "no session header")
         self._check_header(lines[0])
         entries = self._scan(lines)
-        self.chain_head.observe(len(lines), lines[-1])  # a file without a chain stays unchained
+        self.chain_head.observe(len(lines), lines[-1], header=lines[0])  # a file without a chain stays unchained
         if tail:
             self._warn_torn(len(lines) + 1, tail)
         return self.header, entries

@@ -127,14 +127,31 @@ class RecorderSessionStorage(SessionStorage):
             return chain.GENESIS if native and self.chain_new_sessions else None
         head = self.chain_head
         if head.version != version - 1:  # not looked yet (or stale: the insert will conflict)
-            try:
-                before = self.recorder.select_events(self._session_id, gt=version - 2, lte=version - 1)
-            except (PersistenceError, ConnectionPoolClosedError) as exc:
-                raise SessionError("storage", f"could not read session {self._session_id}: {_why(exc)}") from exc
-            if not before:
-                return None
-            head.observe(version - 1, before[-1].state)
+            before = self._read_version(version - 1)
+            if before is None:  # line version-1 is not there (yet): the append cannot follow it
+                raise SessionError(
+                    "conflict",
+                    f"session {self._session_id}: version {version} is not the next one (there is no "
+                    f"version {version - 1} to follow); reopen it and retry",
+                )
+            # an unchained line: is the log chained at all (its header says)?
+            header = self._read_version(1) if chain.recorded(before) is None and version > 2 else None
+            head.observe(version - 1, before, header=header)
+        if head.digest is None and head.chained:
+            raise SessionError(
+                "corrupt",
+                f"session {self._session_id} is hash-chained but version {version - 1} carries no chain "
+                "digest: the log was damaged (run verify); it is not extended unchained",
+            )
         return head.digest
+
+    def _read_version(self, version: int) -> bytes | None:
+        """The stored line of ``version``, or None if there is none."""
+        try:
+            found = self.recorder.select_events(self._session_id, gt=version - 1, lte=version)
+        except (PersistenceError, ConnectionPoolClosedError) as exc:
+            raise SessionError("storage", f"could not read session {self._session_id}: {_why(exc)}") from exc
+        return bytes(found[-1].state) if found else None
 
     def to_lines(self, events: Sequence[Any]) -> tuple[list[bytes], bytes | None]:
         """The lines of ``events`` (sealed into the chain if the log is chained), and the
@@ -142,7 +159,7 @@ class RecorderSessionStorage(SessionStorage):
         first = events[0].originator_version
         head = self.chain_head
         # the head is current on every append but a session's first one
-        digest = head.digest if first > 1 and head.version == first - 1 else self._previous_digest(first)
+        digest = head.digest if first > 1 and head.version == first - 1 and (head.digest or not head.chained) else self._previous_digest(first)
         encode = self.mapper.codec.encode_event
         if digest is None:
             return list(map(encode, events)), None
@@ -229,7 +246,7 @@ class RecorderSessionStorage(SessionStorage):
         if not isinstance(header, SessionStarted):
             raise SessionError("corrupt", f"session {self._session_id} does not start with a header")
         if lte is None:
-            self.chain_head.observe(stored[-1].originator_version, stored[-1].state)
+            self.chain_head.observe(stored[-1].originator_version, stored[-1].state, header=stored[0].state)
         return header, events[1:]
 
     def load(self) -> tuple[SessionStarted, Sequence[Any]]:

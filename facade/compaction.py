@@ -112,6 +112,13 @@ def plan(
 def _append(
     session: Session, planned: CompactionPlan, version: int, summary: Summary, details: Any, from_hook: bool
 ) -> str:
+    with session._lock:  # the check and the append as one step, for a session shared by threads
+        return _append_at(session, planned, version, summary, details, from_hook)
+
+
+def _append_at(
+    session: Session, planned: CompactionPlan, version: int, summary: Summary, details: Any, from_hook: bool
+) -> str:
     if session.version != version:
         raise SessionError(
             "conflict",
@@ -209,12 +216,13 @@ def _left_messages(reader: SessionReader, entry_id: str | None) -> list[Any]:
 
 
 def _move(session: Session, entry_id: str | None, version: int, summary: Summary) -> str | None:
-    if session.version != version:
-        raise SessionError(
-            "conflict", f"session {session.id} changed while its branch was being summarised; nothing was written"
-        )
-    fields = {"summary": summary.summary, "details": summary.details, "usage": summary.usage}
-    return session.move_to(entry_id, summary=fields)
+    with session._lock:  # the check and the move as one step
+        if session.version != version:
+            raise SessionError(
+                "conflict", f"session {session.id} changed while its branch was being summarised; nothing was written"
+            )
+        fields = {"summary": summary.summary, "details": summary.details, "usage": summary.usage}
+        return session.move_to(entry_id, summary=fields)
 
 
 def move_summarized(session: Session, entry_id: str | None, summarize: Summarizer) -> str | None:

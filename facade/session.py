@@ -8,6 +8,7 @@ fails), then every projection computed so far and the cached context are advance
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import threading
 from typing import Any
 
 import attrs
@@ -69,6 +70,9 @@ class Session(SessionReader):
         self._clock = clock or utc_now
         self._new_id = id_generator or new_entry_id
         self._context: _ContextCache | None = None
+        # One lock around each command and its save, and around the caches reads fill:
+        # a Session may be shared by threads (docs/concepts.md).
+        self._lock = threading.RLock()
         for projection in projections:
             self.register_projection(projection)
 
@@ -156,26 +160,18 @@ class Session(SessionReader):
     def _run(self, command: Any, *args: Any, **kwargs: Any) -> str:
         self._storage.check_writable()
         agg = self._agg
-        try:
-            entry_id: str = command(*args, id=agg.new_entry_id(self._new_id), timestamp=now_iso(self._clock), **kwargs)
-        except BaseException:
-            agg.rollback(self.version)
-            raise
-        self._commit()
+        with self._lock:
+            try:
+                entry_id: str = command(*args, id=agg.new_entry_id(self._new_id), timestamp=now_iso(self._clock), **kwargs)
+            except BaseException:
+                agg.rollback(self.version)
+                raise
+            self._commit()
         return entry_id
 
     def append_message(self, message: Any) -> str:
         """Append a user, assistant or tool-result message; returns the entry id."""
-        # _run's steps with the command called directly (the most frequent append)
-        self._storage.check_writable()
-        agg = self._agg
-        try:
-            entry_id: str = agg.append_message(message, id=agg.new_entry_id(self._new_id), timestamp=now_iso(self._clock))
-        except BaseException:
-            agg.rollback(self.version)
-            raise
-        self._commit()
-        return entry_id
+        return self._run(self._agg.append_message, message)
 
     def append_thinking_level_change(self, level: str) -> str:
         return self._run(self._agg.append_thinking_level_change, level)
@@ -243,6 +239,10 @@ class Session(SessionReader):
         if summary is not None:
             summary = _check_summary(summary)
         agg = self._agg
+        with self._lock:
+            return self._move(agg, entry_id, summary)
+
+    def _move(self, agg: SessionAggregate, entry_id: str | None, summary: dict[str, Any] | None) -> str | None:
         try:
             agg.move_to(entry_id, **self._stamp())
             summary_id = None
@@ -283,6 +283,18 @@ class Session(SessionReader):
     # -- the incremental context ------------------------------------------------------
 
     def _cached_context(self, merged: SessionContextBuildOptions, cacheable: bool) -> _ContextCache:
+        with self._lock:
+            return self._kept_context(merged, cacheable)
+
+    def projection(self, name: str) -> Any:
+        with self._lock:
+            return super().projection(name)
+
+    def get_session_stats(self) -> Any:
+        with self._lock:
+            return super().get_session_stats()
+
+    def _kept_context(self, merged: SessionContextBuildOptions, cacheable: bool) -> _ContextCache:
         # Transforms and projectors see the whole entry list (a projector may look past its
         # own entry), so an incrementally extended cache could differ: build afresh, unless
         # every transform declares it can be extended (``SessionContextBuildOptions.extends_with``).

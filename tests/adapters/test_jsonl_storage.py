@@ -117,8 +117,11 @@ def test_rewriting_a_file_gives_the_same_bytes(tmp_path_factory: Any, ops: list[
 
 
 def test_foreign_lines_survive_appends_byte_for_byte(tmp_path: Path) -> None:
-    """Lines with unknown types and fields (and another key order) are kept exactly as written."""
+    """Lines with unknown types and fields (and another key order) are kept exactly as written
+    (in an unchained file: a chained one is never extended after unchained lines)."""
     storage = new_file(tmp_path)
+    header = lines_of(storage.path)[0]
+    storage.path.write_bytes(header[: header.rindex(b',"chain"')] + b"}\n")
     foreign = [
         b'{"type":"future_thing","id":"f1","parent_id":null,"timestamp":"2026-01-01T00:00:00Z","x":{"y":[1,2.50,null]}}',
         b'{"id":"f2","type":"message","timestamp":"2026-01-01T00:00:01Z","parent_id":"f1","message":{"role":"user","content":"plain","timestamp":1,"xNew":true},"xTop":"kept"}',
