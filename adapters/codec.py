@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 import cattrs
+import msgspec
 import orjson
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
@@ -118,18 +119,44 @@ def _corrupt(message: str) -> SessionError:
     return SessionError("corrupt", message)
 
 
+def parse(line: bytes | str) -> Any:
+    """One JSON value, integers of any size kept exact (orjson reads those above 64 bits as
+    floats); ``ValueError`` (``msgspec.DecodeError``) or ``RecursionError`` if it is not JSON."""
+    return _parse(line)
+
+
+_parse = msgspec.json.Decoder().decode
+
+
 def loads(line: bytes | str) -> Any:
-    """Parse one JSON line (orjson), mapping every failure to ``corrupt``."""
+    """Parse one JSON line, mapping every failure to ``corrupt``."""
     if len(line) > MAX_LINE_BYTES:
         raise _corrupt(f"line of {len(line)} bytes is over the {MAX_LINE_BYTES}-byte limit")
     try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
+        return _parse(line)
+    except (ValueError, RecursionError) as exc:
         raise _corrupt(f"invalid JSON ({exc})") from None
 
 
 def dumps(obj: Any) -> bytes:
-    return orjson.dumps(obj)
+    """orjson's bytes for ``obj``; integers beyond 64 bits (which orjson refuses) are
+    written as their exact digits."""
+    try:
+        return orjson.dumps(obj)
+    except TypeError:
+        return orjson.dumps(exact_ints(obj))
+
+
+def exact_ints(value: Any) -> Any:
+    """``value`` with every int orjson cannot write replaced by its digits as raw JSON."""
+    kind = type(value)
+    if kind is int or (isinstance(value, int) and not isinstance(value, bool)):
+        return value if -(1 << 63) <= value < (1 << 64) else orjson.Fragment(str(int(value)).encode())
+    if isinstance(value, dict):
+        return {key: exact_ints(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [exact_ints(item) for item in value]
+    return value
 
 
 class Codec:
@@ -367,7 +394,7 @@ class Codec:
     def reference_encode(self, event: Any) -> bytes:
         """The cattrs reference encoder (the fast path must give the same bytes)."""
         try:
-            return orjson.dumps(self.unstructure_event(event))
+            return dumps(self.unstructure_event(event))
         except TypeError as exc:
             raise SessionError(
                 "invalid_entry", f"entry {getattr(event, 'id', '?')!r} is not JSON-serialisable: {exc}"

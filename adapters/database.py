@@ -25,7 +25,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +197,11 @@ class DatabaseSessionRepo(SessionRepo):
                     "already_exists", f"session {header.originator_id} already exists in {self.url}"
                 ) from None
             raise
+        return storage
+
+    def _store_lines(self, session_id: str, lines: Sequence[bytes]) -> SessionStorage:
+        storage = self._storage(check_session_id(session_id))
+        storage.write_lines(lines)
         return storage
 
     def _exists(self, session_id: str) -> bool:

@@ -117,6 +117,33 @@ class JsonlSessionStorage(RecorderSessionStorage):
         return cls._create_file(path, header, durability, codec)
 
     @classmethod
+    def create_from_lines(cls, path: str | Path, lines: Sequence[bytes], *, durability: str = "flush") -> JsonlSessionStorage:
+        """A new file holding ``lines`` (a whole log, the header first) byte for byte: a
+        verified copy keeps its source's bytes, chain digests included."""
+        path = Path(path)
+        _check_durability(durability)
+        try:
+            file = LineFile.create(path, durability=durability)
+        except FileExistsError:
+            raise SessionError("already_exists", "a file already exists there", path=str(path)) from None
+        except OSError as exc:
+            raise SessionError("storage", f"cannot create the file: {exc.strerror or exc}", path=str(path)) from exc
+        try:
+            file.lock()
+            try:
+                file.append(lines)
+            finally:
+                file.unlock()
+        except BaseException as exc:
+            file.close()
+            path.unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise SessionError("storage", f"cannot write the file: {exc.strerror or exc}", path=str(path)) from exc
+            raise
+        file.close()
+        return cls.open(path, durability=durability)
+
+    @classmethod
     def _create_file(cls, path: Path, header: SessionStarted, durability: str, codec: Codec) -> JsonlSessionStorage:
         events = [header]
         codec.encode_event(header)  # refuse what cannot be written before making a file
@@ -227,6 +254,11 @@ class JsonlSessionStorage(RecorderSessionStorage):
             parts.append(tail)
             tail = b""
         return parts, tail
+
+    def read_lines(self) -> list[bytes]:
+        """Every whole line of the file as it is on disk (a torn last line left out)."""
+        lines, _ = self._read_lines(strict=False)
+        return lines
 
     def _check_lengths(self, parts: list[bytes]) -> None:
         """Refuse absurdly long lines (``corrupt``, naming the line) before parsing any."""

@@ -14,7 +14,7 @@ first ``create``; listing a directory that does not exist gives an empty list.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +62,14 @@ class JsonlSessionRepo(SessionRepo):
         except OSError as exc:
             raise SessionError("storage", f"cannot create the directory: {exc.strerror or exc}", path=str(self.root)) from exc
         return JsonlSessionStorage.create_with_header(path, header, durability=self.durability)
+
+    def _store_lines(self, session_id: str, lines: Sequence[bytes]) -> SessionStorage:
+        path = self.path_for(session_id)
+        try:
+            make_private_dirs(self.root)
+        except OSError as exc:
+            raise SessionError("storage", f"cannot create the directory: {exc.strerror or exc}", path=str(self.root)) from exc
+        return JsonlSessionStorage.create_from_lines(path, lines, durability=self.durability)
 
     def _attach(self, session_id: str) -> SessionStorage:
         path = self._find(session_id)

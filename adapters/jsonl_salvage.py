@@ -17,8 +17,9 @@ import orjson
 
 from sessiontree.adapters import codec as codec_module
 from sessiontree.adapters.chain import strip as strip_chain
-from sessiontree.adapters.jsonl_scan import ScanContext, envelope_problem, tree_problem
+from sessiontree.adapters.jsonl_scan import ScanContext, envelope_problem, read_header, tree_problem
 from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import SessionStarted
 
 
 def salvage_entries(lines: Sequence[bytes], ctx: ScanContext) -> tuple[list[Any], list[tuple[int, str]]]:
@@ -49,3 +50,13 @@ def salvage_entries(lines: Sequence[bytes], ctx: ScanContext) -> tuple[list[Any]
         ids.add(entry.id)
         kept.append(entry)
     return kept, skipped
+
+
+def salvage_log(lines: Sequence[bytes], location: str) -> tuple[SessionStarted, list[Any], list[tuple[int, str]]]:
+    """What salvage mode reads from a whole log given as lines (any backend): the header,
+    the sound entries and the skipped lines. A header that cannot be read is an error."""
+    if not lines:
+        raise SessionError("corrupt", f"{location}: no session header")
+    header, codec = read_header(strip_chain(lines[0]), location)
+    entries, skipped = salvage_entries(lines, ScanContext(location, header.originator_id, codec))
+    return header, entries, skipped

@@ -23,7 +23,7 @@ import orjson
 
 from sessiontree.adapters.chain import CHAIN_KEY, is_sealed
 from sessiontree.adapters.chain import strip as strip_chain
-from sessiontree.adapters.codec import Codec, native_codec
+from sessiontree.adapters.codec import Codec, native_codec, parse
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.gcpause import building_many
 from sessiontree.domain.events import Entry, SessionStarted
@@ -95,11 +95,11 @@ class ScanContext:
 
     def _decode_dict(self, line: bytes, version: int, lineno: int) -> Entry:
         try:
-            data = orjson.loads(line)
+            data = parse(line)
             if is_sealed(line) and type(data) is dict:
                 data.pop(CHAIN_KEY, None)  # cheaper than copying the line without the field
             return self._decode(data, self.session_id, version)  # type: ignore[no-any-return]
-        except orjson.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:
             raise corrupt(self.path, lineno, f"invalid JSON ({exc})") from None
         except SessionError as exc:
             raise corrupt(self.path, lineno, f"session {self.session_id}: {exc.message}", exc.code) from None

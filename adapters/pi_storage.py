@@ -28,6 +28,7 @@ import msgspec
 import orjson
 from eventsourcing.persistence import StoredEvent
 
+from sessiontree.adapters.codec import parse
 from sessiontree.adapters.jsonl import JsonlSessionStorage
 from sessiontree.adapters.jsonl_recorder import line_type, topic_of
 from sessiontree.adapters.jsonl_scan import (
@@ -93,8 +94,8 @@ def _scan_objects(lines: Sequence[bytes], ctx: ScanContext) -> list[tuple[int, A
             out.append((index + 1, head))
         except (LookupError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             try:
-                out.append((index + 1, orjson.loads(line)))
-            except orjson.JSONDecodeError as exc:
+                out.append((index + 1, parse(line)))
+            except (ValueError, RecursionError) as exc:
                 raise corrupt(ctx.path, index + 1, f"invalid JSON ({exc})") from None
     return out
 
@@ -122,8 +123,8 @@ def read_pi_entries(lines: Sequence[bytes], ctx: ScanContext, version: int) -> S
             objs = []
             for index in range(1, len(lines)):
                 try:
-                    objs.append((index + 1, orjson.loads(lines[index])))
-                except orjson.JSONDecodeError as exc:
+                    objs.append((index + 1, parse(lines[index])))
+                except (ValueError, RecursionError) as exc:
                     raise corrupt(ctx.path, index + 1, f"invalid JSON ({exc})") from None
             objs = migrate(version, ctx.session_id, objs, str(ctx.path))
         ids: set[str] = set()
@@ -168,8 +169,8 @@ def _pi_block(lines: Sequence[bytes], ctx: ScanContext) -> LazyBlock | None:
             if kind != "custom":
                 continue
             try:
-                obj = orjson.loads(body[pos])
-            except orjson.JSONDecodeError:
+                obj = parse(body[pos])
+            except (ValueError, RecursionError):
                 return None
             if envelope_problem(obj, PI_PARENT_KEY) is not None:
                 return None

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from sessiontree.adapters.codec import ordered_keys
+from sessiontree.adapters.codec import dumps as exact_dumps, ordered_keys
 
 PI_PARENT_KEY = "parentId"
 
@@ -214,10 +214,10 @@ _EXPONENT = re.compile(rb"[0-9]e[-+][0-9]")
 
 def dumps(data: Any) -> bytes:
     """One line as pi's writer would lay it out (orjson, with JavaScript's number layout)."""
-    line = orjson.dumps(data)
+    line = exact_dumps(data)
     # orjson and JavaScript differ only where orjson writes an exponent.
     if (b"e-" in line or b"e+" in line) and _EXPONENT.search(line):  # memchr first: the regex is slower
-        return orjson.dumps(_js_numbers(data))
+        return exact_dumps(_js_numbers(data))
     return line
 
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from sessiontree.session import Session
 
 POSITIONS = ("before", "at")
+SOURCE_KEY = "source"  # a header field: where a fork or a salvaged copy came from (docs/file-format.md)
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 
@@ -215,17 +216,25 @@ class SessionRepo(ABC):
         """Delete a session; deleting one that does not exist is not an error."""
         self._remove(check_session_id(session_id))
 
-    def fork(self, session_id: str, entry_id: str | None = None, position: str = "before") -> Session:
+    def fork(
+        self, session_id: str, entry_id: str | None = None, position: str = "before", *, salvage: bool = False
+    ) -> Session:
         """A new session holding the path from the root to a target, with the same ids.
 
         ``position="at"`` keeps the target; ``"before"`` (the default) needs a user
         message and stops at its parent, so the message can be asked again. Without
         ``entry_id`` the whole current branch is copied. Labels on the path and the
         session name come along; ``parent_session`` records the source.
+
+        The source is verified first: a log that fails verify is refused (``corrupt``),
+        since the fork would be sealed into a new, valid chain; ``salvage=True`` forks
+        what salvage mode reads and records the skipped lines. The fork's header records
+        the source's chain head (``source``), so its provenance can be checked later.
         """
         if position not in POSITIONS:
             raise SessionError("invalid_fork_target", f"fork position must be 'before' or 'at', not {position!r}")
-        source = self.open(session_id)
+        storage, source_record, salvaged = self._verified(self, check_session_id(session_id), salvage)
+        source = self._session(storage) if salvaged is None else self._salvaged_session(storage, *salvaged)
         try:
             leaf = _fork_leaf(source, entry_id, position)
             path = source.get_branch(leaf) if leaf is not None else []
@@ -236,20 +245,73 @@ class SessionRepo(ABC):
                 parent_session=self._parent_reference(source),
                 metadata=source.header.metadata,
             ).header
+            header = attrs.evolve(header, extra={SOURCE_KEY: source_record})
             entries = _fork_entries(source, path, header.originator_id, self._new_entry_id, now_iso(self._clock))
         finally:
             source.close()
         return self._write_session(header, entries)
 
-    def copy_from(self, other: SessionRepo, session_id: str) -> Session:
-        """Copy a session from another repository: same id, same header, same entries."""
-        storage = other._attach(check_session_id(session_id))
+    def copy_from(self, other: SessionRepo, session_id: str, *, salvage: bool = False) -> Session:
+        """Copy a session from another repository: same id, same header, same entries.
+
+        The source is verified first. A native log that verifies is copied line for line,
+        byte for byte, so the copy has the source's chain digests (and head). A pi file is
+        converted to the native dialect and sealed into a new chain. A log that fails verify
+        is refused (``corrupt``) unless ``salvage=True``: then what salvage mode reads is
+        copied and the header records it (``source``: the source's head and the skipped lines).
+        """
+        storage, record, salvaged = self._verified(other, check_session_id(session_id), salvage)
         try:
-            header, entries = storage.load()
-            events = materialise(entries)
+            if salvaged is None and record["dialect"] == "native":
+                return self._session(self._store_lines(session_id, storage.read_lines()))
+            if salvaged is None:
+                header, loaded = storage.load()
+                events = materialise(loaded)
+            else:
+                header, events = salvaged
+                header = attrs.evolve(header, extra={**header.extra, SOURCE_KEY: record})
         finally:
             storage.close()
         return self._write_session(header, events)
+
+    def _verified(
+        self, repo: SessionRepo, session_id: str, salvage: bool
+    ) -> tuple[SessionStorage, dict[str, Any], tuple[SessionStarted, list[Entry]] | None]:
+        """The source's storage, what a copy records of it, and (salvaging a log that fails
+        verify) the header and entries salvage mode reads from it; None when it verifies."""
+        from sessiontree.adapters.jsonl_salvage import salvage_log
+        from sessiontree.adapters.verify import verify
+
+        storage = repo._attach(session_id)
+        try:
+            report = verify(storage)
+            record: dict[str, Any] = {"session_id": session_id, "lines": report.lines, "head": report.head}
+            if report.ok:
+                return storage, {**record, "dialect": report.dialect}, None
+            if not salvage:
+                raise SessionError(
+                    "corrupt",
+                    f"session {session_id} at {storage.location} does not verify ({report.problems[0]}); "
+                    "it is not copied (salvage copies what can be read, and records what it skipped)",
+                )
+            header, entries, skipped = salvage_log(storage.read_lines(), storage.location)
+        except BaseException:
+            storage.close()
+            raise
+        record["skipped"] = sorted({line for line, _ in skipped} | {p.line for p in report.problems if p.line})
+        return storage, record, (header, materialise(entries))
+
+    def _salvaged_session(self, storage: SessionStorage, header: SessionStarted, entries: list[Entry]) -> Session:
+        """A session in memory over the entries salvage mode read from ``storage``."""
+        storage.close()
+        copy = InMemorySessionStorage(session_id=header.originator_id, cwd=header.cwd, timestamp=header.timestamp,
+                                      metadata=header.metadata, parent_session=header.parent_session)
+        copy.save([attrs.evolve(e, originator_id=header.originator_id, originator_version=v) for v, e in enumerate(entries, 2)])
+        return self._session(copy)
+
+    def _store_lines(self, session_id: str, lines: Sequence[bytes]) -> SessionStorage:
+        """Store a whole log given as its lines, byte for byte (a backend may do it natively)."""
+        raise SessionError("storage", f"{type(self).__name__} cannot store a log line for line")
 
     def _write_session(self, header: SessionStarted, entries: Sequence[Entry]) -> Session:
         storage = self._store_header(header)
@@ -261,7 +323,6 @@ class SessionRepo(ABC):
             self._remove(header.originator_id)
             raise
         return self._session(storage)
-
 
 def _fork_leaf(source: Session, entry_id: str | None, position: str) -> str | None:
     if entry_id is None:
@@ -399,6 +460,15 @@ class InMemorySessionRepo(SessionRepo):
             storage = InMemorySessionStorage.attach(self.recorder, sid)
             storage.save([header])
             self._ids[sid] = None
+        return storage
+
+    def _store_lines(self, session_id: str, lines: Sequence[bytes]) -> SessionStorage:
+        with self._lock:
+            if session_id in self._ids:
+                raise SessionError("already_exists", f"session {session_id} already exists in memory")
+            storage = InMemorySessionStorage.attach(self.recorder, session_id)
+            storage.write_lines(lines)
+            self._ids[session_id] = None
         return storage
 
     def _attach(self, session_id: str) -> SessionStorage:

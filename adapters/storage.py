@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 from eventsourcing.persistence import (
     AggregateRecorder,
     ConnectionPoolClosedError,
@@ -57,6 +58,10 @@ class SessionStorage(ABC):
 
     def close(self) -> None:
         """Release resources (files, connections); the default holds none."""
+
+    def read_lines(self) -> list[bytes]:
+        """Every line of the log exactly as stored, the header first (what verify reads)."""
+        raise SessionError("storage", f"session {self.session_id} at {self.location} cannot hand out its lines")
 
     def check_writable(self) -> None:
         if self.read_only:
@@ -252,8 +257,39 @@ class RecorderSessionStorage(SessionStorage):
     def load(self) -> tuple[SessionStarted, Sequence[Any]]:
         return self._select()
 
+    def read_lines(self) -> list[bytes]:
+        try:
+            stored = self.recorder.select_events(self._session_id)
+        except (PersistenceError, ConnectionPoolClosedError) as exc:
+            raise SessionError("storage", f"could not read session {self._session_id}: {_why(exc)}") from exc
+        return [bytes(item.state) for item in stored]
+
+    def write_lines(self, lines: Sequence[bytes]) -> None:
+        """Store a whole new log given as its lines (the header first), exactly as they are:
+        a verified copy keeps its source's bytes, chain digests included."""
+        topics = [TOPIC_PREFIX + chain_free_type(line) for line in lines]
+        stored = [StoredEvent(self._session_id, v, t, line) for v, (t, line) in enumerate(zip(topics, lines), 1)]
+        try:
+            self.recorder.insert_events(stored)
+        except IntegrityError:
+            raise SessionError("already_exists", f"session {self._session_id} already exists at {self._location}") from None
+        except (PersistenceError, ConnectionPoolClosedError) as exc:
+            raise self._save_failed(exc) from exc
+        self.chain_head.observe(len(lines), lines[-1], header=lines[0])
+
     def load_prefix(self, version: int) -> tuple[SessionStarted, Sequence[Any]]:
         return self._select(lte=version)
+
+
+def chain_free_type(line: bytes) -> str:
+    """The ``type`` of a stored line (``SessionError('corrupt')`` when it has none)."""
+    try:
+        kind = orjson.loads(line).get("type")
+    except (orjson.JSONDecodeError, AttributeError):
+        kind = None
+    if not isinstance(kind, str):
+        raise SessionError("corrupt", f"a stored line has no string 'type': {line[:60]!r}")
+    return kind
 
 
 def _why(exc: BaseException) -> str:

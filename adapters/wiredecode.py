@@ -26,7 +26,7 @@ import orjson
 from msgspec import UNSET, UnsetType
 
 from sessiontree.adapters.chain import CHAIN_KEY, is_sealed
-from sessiontree.adapters.codec import field_annotation
+from sessiontree.adapters.codec import field_annotation, parse
 from sessiontree.adapters.fastcodec import absent_value, finish_object
 from sessiontree.domain import messages as m
 
@@ -59,7 +59,7 @@ class WireDecoder:
             "_sa": object.__setattr__,
             "_shared": m.shared_extra,
             "_E": m.shared_extra(),
-            "_loads": orjson.loads,
+            "_loads": parse,
             "_same": self._strings.setdefault,
             "_view": memoryview,
         }

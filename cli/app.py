@@ -115,6 +115,7 @@ def build_parser() -> Parser:
     _session_args(p)
     p.add_argument("--entry", metavar="ID", help="fork at this entry (default: the current leaf)")
     p.add_argument("--position", choices=("before", "at"), default=None, help="'before' a user message (to ask it again) or 'at' the entry (default: at)")
+    p.add_argument("--salvage", action="store_true", help="fork a source that fails verify from what can be read (the fork records the lines it skipped)")
 
     p = ps["label"]
     p.add_argument("entry", metavar="ENTRY", help="the entry to label")

@@ -79,7 +79,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
         repo = open_repository(args.repo)
         sid = resolve_id(repo, args.session, repo_url(args.repo))
     with repo:
-        fork = repo.fork(sid, args.entry, position)
+        fork = repo.fork(sid, args.entry, position, salvage=args.salvage)
         try:
             payload = {
                 "session_id": fork.id,
@@ -87,6 +87,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
                 "parent_session": fork.header.parent_session,
                 "entries": len(fork),
                 "leaf_id": fork.leaf_id,
+                "source": fork.header.extra.get("source"),
             }
             where = f"{position} {args.entry}" if args.entry else "at its leaf"
             message = Text.assemble(

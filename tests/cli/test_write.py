@@ -76,3 +76,17 @@ def test_compact_with_the_offline_summariser(demo, cli_json) -> None:
     assert done["compacted"] is True
     assert cli_json("context")["messages"][0]["role"] == "compaction_summary"
     assert cli_json("stats")["whole"]["entries_by_type"]["compaction"] == 2
+
+
+def test_fork_of_a_tampered_session_is_refused_unless_salvaged(demo, cli, cli_json, tmp_path) -> None:
+    """A session that fails verify is not forked (the fork would seal the damage into a valid
+    chain); ``--salvage`` forks what can be read and the fork names the lines it skipped."""
+    path = tmp_path / ".sessions" / f"{demo['session_id']}.jsonl"
+    lines = path.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b'"timestamp":"', b'"timestamp":"1', 1)
+    path.write_bytes(b"\n".join(lines))
+    proc = cli("fork", demo["session_id"], fails=True)
+    assert "corrupt" in proc.stderr and "does not verify" in proc.stderr
+    fork = cli_json("fork", demo["session_id"], "--salvage")
+    assert 3 in fork["source"]["skipped"]
+    assert cli_json("verify", fork["location"])["ok"]
