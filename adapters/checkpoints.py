@@ -19,9 +19,11 @@ can be kept beside it, one a line, in ``<file>.checkpoints`` (:func:`save_checkp
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
+from sessiontree.adapters.jsonl_file import open_regular
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.ids import now_iso
 
@@ -167,7 +170,10 @@ def save_checkpoint(path: str | os.PathLike[str], checkpoint: Checkpoint) -> Pat
     where = sidecar(path)
     line = checkpoint.to_json().encode() + b"\n"
     try:
-        fd = os.open(where, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(where, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, "not a regular file")
         try:
             os.write(fd, line)
         finally:
@@ -181,8 +187,11 @@ def load_checkpoints(path: str | os.PathLike[str]) -> list[Checkpoint]:
     """The checkpoints kept beside the session file ``path`` (none if there is no sidecar)."""
     where = sidecar(path)
     try:
-        with open(where, "rb") as handle:
-            data = handle.read(_MAX_SIDECAR + 1)
+        fd = open_regular(where)
+        try:
+            data = os.read(fd, _MAX_SIDECAR + 1)
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         return []
     except OSError as exc:

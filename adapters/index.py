@@ -16,15 +16,20 @@ index) is folded from its first line. The index is a cache: deleting it is alway
 from __future__ import annotations
 
 import os
+import stat
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
 import orjson
 
+from sessiontree.adapters.codec import MAX_LINE_BYTES
+from sessiontree.adapters.jsonl_file import open_regular, read_lines
+
 INDEX_FILE = ".sessiontree-index.json"
 INDEX_FORMAT = 1
+MAX_INDEX_BYTES = 256 << 20  # an index past this is read as missing (rebuilt from the logs)
 
 
 @attrs.define
@@ -98,15 +103,13 @@ def message_text(content: Any) -> str:
     return ""
 
 
-def fold_lines(lines: Iterable[bytes]) -> Summary | None:
-    """The summary of a whole log given as JSON lines (header first); None without a header."""
+def fold_lines(lines: Iterable[bytes | None]) -> Summary | None:
+    """The summary of a whole log given as JSON lines (header first; None for a line over
+    the size limit); None without a header."""
     summary: Summary | None = None
     for line in lines:
         if summary is None:
-            try:
-                summary = Summary.from_header(orjson.loads(line))
-            except orjson.JSONDecodeError:
-                return None
+            summary = Summary.from_header(_parse(line))
             if summary is None:
                 return None
             continue
@@ -114,7 +117,9 @@ def fold_lines(lines: Iterable[bytes]) -> Summary | None:
     return summary
 
 
-def _parse(line: bytes) -> Any:
+def _parse(line: bytes | None) -> Any:
+    if line is None:
+        return None  # over the line limit: not parsed (opening the session reports it)
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -122,7 +127,8 @@ def _parse(line: bytes) -> Any:
 
 
 def _private(path: str, flags: int) -> int:
-    return os.open(path, flags, 0o600)
+    # a new file of our own, never one a link points to
+    return os.open(path, flags | os.O_EXCL | os.O_NOFOLLOW, 0o600)
 
 
 class DirectoryIndex:
@@ -137,8 +143,11 @@ class DirectoryIndex:
 
     def _load(self) -> dict[str, dict[str, Any]]:
         try:
-            with open(self.path, "rb") as handle:
-                data = orjson.loads(handle.read())
+            fd = open_regular(self.path, follow=False)
+            try:
+                data = orjson.loads(os.read(fd, MAX_INDEX_BYTES))
+            finally:
+                os.close(fd)
             if isinstance(data, dict) and data.get("format") == INDEX_FORMAT and isinstance(data.get("files"), dict):
                 return data["files"]  # type: ignore[no-any-return]
         except (OSError, orjson.JSONDecodeError):
@@ -174,8 +183,10 @@ class DirectoryIndex:
             if not name.endswith(".jsonl") or name.startswith("."):
                 continue
             try:
-                st = entry.stat()
+                st = entry.stat(follow_symlinks=False)
             except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):  # a symlink, a FIFO, a device: never a session here
                 continue
             record = files.get(name)
             if (
@@ -224,26 +235,33 @@ class DirectoryIndex:
             summary = Summary.from_dict(record["summary"])
             offset = record["offset"]
         try:
-            with open(path, "rb") as handle:
-                if offset:
-                    handle.seek(offset - 1)
-                    if handle.read(1) != b"\n":  # rewritten, not appended: start over
-                        summary, offset = None, 0
-                        handle.seek(0)
-                data = handle.read()
+            fd = open_regular(path, follow=False)
         except OSError:
             return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "offset": 0, "summary": None}
-        end = data.rfind(b"\n") + 1  # a torn last line is left for the next refresh
-        lines = data[:end].splitlines()
-        if summary is None:
-            summary = fold_lines(lines)
-        else:
-            for line in lines:
-                summary.apply(_parse(line))
+        try:
+            if offset and os.pread(fd, 1, offset - 1) != b"\n":  # rewritten, not appended: start over
+                summary, offset = None, 0
+            reached = [offset]  # the end of the last whole line folded
+
+            def texts() -> Iterator[bytes | None]:
+                for line, end in read_lines(fd, offset, MAX_LINE_BYTES):
+                    reached[0] = end
+                    yield line
+
+            if summary is None:
+                summary = fold_lines(texts())
+            else:
+                for line in texts():
+                    summary.apply(_parse(line))
+            end = reached[0]
+        except OSError:
+            summary = None
+        finally:
+            os.close(fd)
         return {
             "size": st.st_size,
             "mtime_ns": st.st_mtime_ns,
             "ino": st.st_ino,
-            "offset": offset + end if summary is not None else 0,
+            "offset": end if summary is not None else 0,
             "summary": summary.to_dict() if summary is not None else None,
         }

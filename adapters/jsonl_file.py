@@ -16,10 +16,11 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import orjson
@@ -31,6 +32,66 @@ _append_if_at = compiled.append_if_at if compiled is not None else None
 
 DURABILITIES = ("flush", "fsync")
 _CHUNK = 1 << 16
+
+
+class NotRegularFileError(OSError):
+    """The path names a FIFO, a device, a socket or a directory: no session log is read from
+    it (a FIFO would block, a device read without end)."""
+
+
+def open_regular(path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, follow: bool = True) -> int:
+    """A descriptor on the regular file at ``path``, or ``NotRegularFileError``.
+
+    Opened without blocking (a FIFO with no writer would hang the open) and checked with
+    ``fstat`` before a byte is read; ``follow=False`` refuses a symlink (``O_NOFOLLOW``).
+    """
+    flags |= os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+            raise NotRegularFileError(errno.EINVAL, f"not a regular file ({kind})", os.fspath(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_lines(fd: int, start: int, limit: int, chunk: int = 1 << 20) -> Iterator[tuple[bytes | None, int]]:
+    """Each newline-terminated line from byte ``start`` on, with the offset just after it;
+    a line longer than ``limit`` comes as None and is never held whole (memory stays within
+    ``chunk`` plus ``limit``). Bytes after the last newline (a torn line) are not given."""
+    pending: list[bytes] = []
+    held = 0  # bytes of the current line so far (None once it is over the limit)
+    over = False
+    pos = start
+    while True:
+        data = os.pread(fd, chunk, pos)
+        if not data:
+            return
+        begin = 0
+        while True:
+            cut = data.find(b"\n", begin)
+            if cut < 0:
+                if not over:
+                    piece = data[begin:]
+                    held += len(piece)
+                    if held > limit:
+                        over, pending = True, []
+                    else:
+                        pending.append(piece)
+                break
+            line_end = pos + cut + 1
+            if over or held + cut - begin > limit:
+                yield None, line_end
+            else:
+                pending.append(data[begin:cut])
+                yield b"".join(pending), line_end
+            pending, held, over = [], 0, False
+            begin = cut + 1
+        pos += len(data)
 
 
 class TornLineWarning(UserWarning):
@@ -88,12 +149,10 @@ class LineFile:
         """Open an existing file (FileNotFoundError if none); read-only if it is not writable."""
         if not read_only:
             try:
-                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
-                return cls(path, fd, durability=durability)
+                return cls(path, open_regular(path, os.O_RDWR | os.O_APPEND), durability=durability)
             except PermissionError:
                 pass
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        return cls(path, fd, durability=durability, writable=False)
+        return cls(path, open_regular(path), durability=durability, writable=False)
 
     def close(self) -> None:
         if self.fd >= 0:

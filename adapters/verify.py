@@ -33,7 +33,7 @@ import orjson
 from sessiontree.adapters import chain
 from sessiontree.adapters.chain_check import check_chain
 from sessiontree.adapters.codec import MAX_LINE_BYTES, Codec, native_codec
-from sessiontree.adapters.jsonl_file import is_whole_line
+from sessiontree.adapters.jsonl_file import is_whole_line, open_regular
 from sessiontree.adapters.jsonl_scan import envelope_problem, read_header, tree_problem
 from sessiontree.domain.errors import SessionError
 
@@ -160,8 +160,11 @@ def verify(
 def _verify_file(path: Path, wanted: set[int]) -> VerifyReport:
     report = VerifyReport(str(path))
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        fd = open_regular(path)
+        try:
+            data = _read_all(fd)
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         raise SessionError("not_found", "no session file there", path=str(path)) from None
     except OSError as exc:
@@ -181,6 +184,17 @@ def _verify_file(path: Path, wanted: set[int]) -> VerifyReport:
         return report
     _check(lines, report, path, wanted)
     return report
+
+
+def _read_all(fd: int) -> bytes:
+    """The whole file behind ``fd`` (a regular file: its size bounds the read)."""
+    size = os.fstat(fd).st_size
+    parts = [os.pread(fd, size, 0)]
+    offset = len(parts[0])
+    while more := os.pread(fd, 1 << 20, offset):  # it grew meanwhile
+        parts.append(more)
+        offset += len(more)
+    return b"".join(parts)
 
 
 def _verify_records(storage: Any, wanted: set[int]) -> VerifyReport:
