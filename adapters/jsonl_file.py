@@ -391,7 +391,7 @@ class LineFile:
 
 
 def make_private_dirs(folder: Path) -> None:
-    """Create ``folder`` and every missing parent with mode 0700 (umask permitting)."""
+    """Create ``folder`` and every missing parent with mode 0700, whatever the umask."""
     missing = []
     while not folder.exists():
         missing.append(folder)
@@ -402,7 +402,8 @@ def make_private_dirs(folder: Path) -> None:
         try:
             item.mkdir(mode=0o700)
         except FileExistsError:
-            pass
+            continue  # made meanwhile by someone else: theirs to set
+        os.chmod(item, 0o700)  # the umask may have taken bits away
 
 
 def is_whole_line(tail: bytes) -> bool:

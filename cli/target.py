@@ -13,9 +13,11 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from sessiontree.adapters.jsonl_file import make_private_dirs
 from sessiontree.cli.output import CliError
 from sessiontree.domain.errors import SessionError
 
@@ -71,7 +73,7 @@ def open_repository(option: str | None, *, create: bool = False) -> Any:
                 "not_found",
                 f"no session repository at {directory} (run `sessiontree demo` to create one, or pass --repo)",
             )
-        os.makedirs(directory, exist_ok=True)
+        make_private_dirs(Path(directory))
     open_repo = feature("sessiontree.adapters.urls", "open_repo", "opening a repository by URL")
     return open_repo(url)
 

@@ -52,6 +52,36 @@ def canary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 # -- private files ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("umask", [0o000, 0o022])
+@pytest.mark.parametrize("command", ["demo", "import"])
+def test_folders_the_command_line_creates_are_private(tmp_path: Path, umask: int, command: str) -> None:
+    """``demo --repo X`` and ``import --repo X`` make X (and every missing parent) 0700 under
+    any umask; before the fix the CLI used a plain makedirs (0755 under 022, 0777 under 000)."""
+    import subprocess
+
+    script = str(Path(sys.executable).parent / "sessiontree")
+    source = tmp_path / "pi.jsonl"
+    export_pi(_native_file(tmp_path), source)
+    target = tmp_path / "made" / "for" / "me"
+    args = [script, command, "--repo", str(target)] + ([str(source)] if command == "import" else [])
+    old = os.umask(umask)
+    try:
+        proc = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    finally:
+        os.umask(old)
+    assert proc.returncode == 0, proc.stderr
+    for folder in (tmp_path / "made", tmp_path / "made" / "for", target):
+        assert mode(folder) == 0o700, (folder, oct(mode(folder)))
+
+
+def _native_file(tmp_path: Path) -> Path:
+    path = tmp_path / "native.jsonl"
+    session = Session(JsonlSessionStorage.create(path, cwd="/p"))
+    session.append_message(kit.user("hello"))
+    session.close()
+    return path
+
+
 def test_jsonl_repositories_make_private_folders_files_and_index(tmp_path: Path, open_umask: None) -> None:
     """Folders 0700, session files and the listing index 0600, whatever the umask."""
     repo = JsonlSessionRepo(tmp_path / "a" / "b")
