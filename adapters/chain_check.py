@@ -20,17 +20,20 @@ from sessiontree.adapters.chain import CHAIN_KEY, GENESIS, link, split
 class ChainCheck:
     """The result of :func:`check_chain`."""
 
-    __slots__ = ("chained", "problems", "head", "digests")
+    __slots__ = ("chained", "problems", "head", "digests", "anchored_at")
 
     def __init__(self) -> None:
         self.chained = False
         self.problems: list[tuple[int, str]] = []  # (line, message), in line order
         self.head: bytes | None = None  # the digest of the whole log as it is
         self.digests: dict[int, bytes] = {}  # the same, at the lines asked for
+        self.anchored_at: int | None = None  # the line whose digest is the anchor asked for
 
 
-def check_chain(lines: Sequence[bytes], wanted: Collection[int] = ()) -> ChainCheck:
-    """Check the chain of ``lines`` (line 1 the header); an unchained log gives ``chained=False``."""
+def check_chain(lines: Sequence[bytes], wanted: Collection[int] = (), anchor: bytes | None = None) -> ChainCheck:
+    """Check the chain of ``lines`` (line 1 the header); an unchained log gives ``chained=False``.
+
+    ``anchor``: a digest the log is expected to have at some line (``anchored_at`` says where)."""
     out = ChainCheck()
     if split(lines[0])[1] is None:
         later = next((n for n in range(2, len(lines) + 1) if split(lines[n - 1])[1] is not None), None)
@@ -52,6 +55,8 @@ def check_chain(lines: Sequence[bytes], wanted: Collection[int] = ()) -> ChainCh
         true = link(true, canonical)
         if lineno in wanted:
             out.digests[lineno] = true
+        if true == anchor:
+            out.anchored_at = lineno
         if recorded_hex is None:
             if lineno == 1:
                 previous = None

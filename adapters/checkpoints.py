@@ -56,10 +56,16 @@ class Checkpoint:
     algorithm: str  # "hmac-sha256" or "ed25519"
     signature: str  # hex
     key_id: str | None = None
+    # 1, 2, 3, ... per log, signed with the rest: a checkpoint removed from the middle of the
+    # sequence is seen as a gap (None: a checkpoint made before sequences, still verifiable)
+    sequence: int | None = None
 
     def message(self) -> bytes:
         """The bytes that are signed."""
-        return "\n".join(("sessiontree-checkpoint-v1", self.session_id, str(self.line), self.digest, self.created)).encode()
+        fields = [self.session_id, str(self.line), self.digest, self.created]
+        if self.sequence is None:
+            return "\n".join(("sessiontree-checkpoint-v1", *fields)).encode()
+        return "\n".join(("sessiontree-checkpoint-v2", *fields, str(self.sequence))).encode()
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "checkpoint", **attrs.asdict(self)}
@@ -81,6 +87,8 @@ class Checkpoint:
             raise SessionError("corrupt", "checkpoint fields have the wrong types")
         if out.key_id is not None and not isinstance(out.key_id, str):
             raise SessionError("corrupt", "checkpoint key_id must be a string")
+        if out.sequence is not None and (type(out.sequence) is not int or out.sequence < 1):
+            raise SessionError("corrupt", "checkpoint sequence must be a whole number from 1")
         return out
 
     @classmethod
@@ -132,12 +140,16 @@ def _valid(key: Any, checkpoint: Checkpoint) -> bool:
 # -- signing --------------------------------------------------------------------------------
 
 
-def sign_checkpoint(target: Any, key: Any, *, key_id: str | None = None) -> Checkpoint:
+def sign_checkpoint(target: Any, key: Any, *, key_id: str | None = None, sequence: int | None = None) -> Checkpoint:
     """A checkpoint of ``target``'s log as it is now, signed with ``key``.
 
     For a live ``Session`` (or its storage) the chain head it holds is signed as is (O(1)):
     the process vouches for what it wrote and read. For a path, the file is verified first
     (O(size)) and a damaged or unchained log is refused (``SessionError('corrupt')``).
+
+    ``sequence`` numbers the checkpoint (1, 2, 3, ... per log); by default it follows the
+    last checkpoint kept beside the session file, or is 1 for a log without a file (keep
+    your own count there, and pass it).
     """
     algorithm = _algorithm(key)
     storage = getattr(target, "storage", target)
@@ -153,8 +165,21 @@ def sign_checkpoint(target: Any, key: Any, *, key_id: str | None = None) -> Chec
             reason = "it is not hash-chained" if report.ok else f"it does not verify: {report.problems[0]}"
             raise SessionError("corrupt", f"cannot sign a checkpoint of {report.source}: {reason}")
         session_id, line, digest = report.session_id, report.lines, report.head
-    unsigned = Checkpoint(session_id, line, digest, now_iso(), algorithm, "", key_id)
+    if sequence is None:
+        sequence = _next_sequence(storage)
+    elif type(sequence) is not int or sequence < 1:
+        raise ValueError(f"a checkpoint sequence is a whole number from 1, not {sequence!r}")
+    unsigned = Checkpoint(session_id, line, digest, now_iso(), algorithm, "", key_id, sequence)
     return attrs.evolve(unsigned, signature=_sign(key, unsigned.message()))
+
+
+def _next_sequence(storage: Any) -> int:
+    """One more than the highest sequence kept beside the session file (1 if none)."""
+    path = storage if isinstance(storage, (str, os.PathLike)) else getattr(storage, "path", None)
+    if path is None:
+        return 1
+    kept = [cp.sequence or 0 for cp in load_checkpoints(path)]
+    return max(kept, default=0) + 1
 
 
 # -- the sidecar file ---------------------------------------------------------------------
@@ -167,14 +192,24 @@ def sidecar(path: str | os.PathLike[str]) -> Path:
 
 def save_checkpoint(path: str | os.PathLike[str], checkpoint: Checkpoint) -> Path:
     """Append ``checkpoint`` to the sidecar of the session file ``path`` (created 0600)."""
-    where = sidecar(path)
+    return append_checkpoint(sidecar(path), checkpoint)
+
+
+def load_checkpoints(path: str | os.PathLike[str]) -> list[Checkpoint]:
+    """The checkpoints kept beside the session file ``path`` (none if there is no sidecar)."""
+    return read_checkpoint_file(sidecar(path), missing_ok=True)
+
+
+def append_checkpoint(where: str | os.PathLike[str], checkpoint: Checkpoint) -> Path:
+    """Append ``checkpoint`` to a file of checkpoints (created 0600), e.g. one kept on another
+    machine, away from the logs: a rollback of a log and its sidecar then shows."""
+    where = Path(where)
     line = checkpoint.to_json().encode() + b"\n"
     try:
         fd = os.open(where, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise OSError(errno.EINVAL, "not a regular file")
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
             os.write(fd, line)
         finally:
             os.close(fd)
@@ -183,9 +218,8 @@ def save_checkpoint(path: str | os.PathLike[str], checkpoint: Checkpoint) -> Pat
     return where
 
 
-def load_checkpoints(path: str | os.PathLike[str]) -> list[Checkpoint]:
-    """The checkpoints kept beside the session file ``path`` (none if there is no sidecar)."""
-    where = sidecar(path)
+def read_checkpoint_file(where: str | os.PathLike[str], *, missing_ok: bool = False) -> list[Checkpoint]:
+    """The checkpoints in a file of checkpoints, one JSON object a line."""
     try:
         fd = open_regular(where)
         try:
@@ -193,7 +227,9 @@ def load_checkpoints(path: str | os.PathLike[str]) -> list[Checkpoint]:
         finally:
             os.close(fd)
     except FileNotFoundError:
-        return []
+        if missing_ok:
+            return []
+        raise SessionError("not_found", "no checkpoint file there", path=str(where)) from None
     except OSError as exc:
         raise SessionError("storage", f"cannot read the checkpoints: {exc.strerror or exc}", path=str(where)) from exc
     if len(data) > _MAX_SIDECAR:
@@ -227,46 +263,72 @@ def parse_all(items: Iterable[Any]) -> list[Checkpoint]:
 
 
 def check_checkpoints(report: VerifyReport, checkpoints: list[Checkpoint], key: Any) -> None:
-    """Add to ``report`` what the checkpoints say about the log it describes."""
+    """Add to ``report`` what the checkpoints say about the log it describes: each must be
+    signed by ``key``, for this session, and match the log's digest at its line; their
+    sequence must have no gap; lines after the last one are reported as unverified."""
     if not checkpoints:
         if key is not None:
             report.problem(None, "a key was given but there is no signed checkpoint to check the log against")
         return
     if key is None:
         raise ValueError("checking signed checkpoints needs the key (key=...)")
+    good = [cp for cp in checkpoints if _check_one(report, cp, key)]
+    report.checkpoints = len(good)
+    _check_sequence(report, good)
+    last = max((cp.line for cp in good), default=0)
+    if good and last < report.lines:
+        report.unverified_from = last + 1
+
+
+def _check_one(report: VerifyReport, cp: Checkpoint, key: Any) -> bool:
+    where = f"checkpoint {cp.sequence or ''} of line {cp.line} signed {cp.created}".replace("checkpoint  ", "checkpoint ")
     algorithm = _algorithm(key)
-    last = 0
-    for cp in checkpoints:
-        where = f"checkpoint of line {cp.line} signed {cp.created}"
-        if cp.algorithm != algorithm:
-            report.problem(None, f"{where} is {cp.algorithm}, but the key given is for {algorithm}")
-        elif not _valid(key, cp):
-            report.problem(None, f"{where}: the signature does not verify with this key (forged, or another key)")
-        elif cp.session_id != report.session_id:
-            report.problem(None, f"{where} is for session {cp.session_id}, not {report.session_id}")
-        elif cp.line > report.lines:
-            report.problem(
-                report.lines + 1,
-                f"the log ends at line {report.lines}, but a {where} vouches for {cp.line} lines: "
-                f"lines {report.lines + 1}..{cp.line} were removed",
-            )
-        elif cp.line not in report.digests:
-            report.problem(cp.line, f"{where}: the log has no chain digest at that line")
-        elif report.digests[cp.line].hex() != cp.digest:
-            report.problem(cp.line, f"the log up to line {cp.line} differs from what the {where} vouches for")
-        else:
-            report.checkpoints += 1
-            last = max(last, cp.line)
-    if report.checkpoints and last < report.lines:
-        report.warn(
-            last + 1,
-            f"lines {last + 1}..{report.lines} come after the last signed checkpoint: their removal "
-            "would not be detected",
+    if cp.algorithm != algorithm:
+        report.problem(None, f"{where} is {cp.algorithm}, but the key given is for {algorithm}")
+    elif not _valid(key, cp):
+        report.problem(None, f"{where}: the signature does not verify with this key (forged, or another key)")
+    elif cp.session_id != report.session_id:
+        report.problem(None, f"{where} is for session {cp.session_id}, not {report.session_id}")
+    elif cp.line > report.lines:
+        report.problem(
+            report.lines + 1,
+            f"the log ends at line {report.lines}, but a {where} vouches for {cp.line} lines: "
+            f"lines {report.lines + 1}..{cp.line} were removed",
         )
+    elif cp.line not in report.digests:
+        report.problem(cp.line, f"{where}: the log has no chain digest at that line")
+    elif report.digests[cp.line].hex() != cp.digest:
+        report.problem(cp.line, f"the log up to line {cp.line} differs from what the {where} vouches for")
+    else:
+        return True
+    return False
+
+
+def _check_sequence(report: VerifyReport, good: list[Checkpoint]) -> None:
+    """Numbered checkpoints must run 1, 2, 3, ... with lines that never go back: a gap means
+    checkpoints were removed (a rollback of the checkpoint file, or an edit)."""
+    numbered = sorted((cp for cp in good if cp.sequence is not None), key=lambda cp: (cp.sequence, cp.line))
+    expected = 1
+    previous_line = 0
+    for cp in numbered:
+        assert cp.sequence is not None
+        if cp.sequence > expected:
+            missing = f"{expected}" if cp.sequence == expected + 1 else f"{expected}..{cp.sequence - 1}"
+            report.problem(
+                None,
+                f"signed checkpoint(s) {missing} are missing (the sequence jumps to {cp.sequence}): "
+                "checkpoints were removed, or the checkpoint file was rolled back",
+            )
+        if cp.line < previous_line:
+            report.problem(cp.line, f"checkpoint {cp.sequence} vouches for line {cp.line}, before the line an earlier one vouches for ({previous_line})")
+        expected = max(expected, cp.sequence + 1)
+        previous_line = max(previous_line, cp.line)
 
 
 __all__ = [
     "Checkpoint",
+    "append_checkpoint",
+    "read_checkpoint_file",
     "load_checkpoints",
     "save_checkpoint",
     "sidecar",

@@ -72,6 +72,11 @@ class VerifyReport:
     problems: list[Problem] = attrs.field(factory=list)
     warnings: list[Problem] = attrs.field(factory=list)
     omitted: int = 0
+    # With signed checkpoints: the first line after the last one (None: every line is covered);
+    # those lines are consistent with the chain but nothing vouches for them.
+    unverified_from: int | None = None
+    # With an anchor (``head=``): the line at which the log has that digest.
+    anchored_at: int | None = None
     # The chain digest of the log as it is at each line a checkpoint names (raw bytes).
     digests: dict[int, bytes] = attrs.field(factory=dict, repr=False, eq=False)
 
@@ -84,6 +89,11 @@ class VerifyReport:
         """The first line named by a problem (None when there is none, or none names a line)."""
         lines = [p.line for p in self.problems if p.line is not None]
         return min(lines) if lines else None
+
+    @property
+    def unverified_lines(self) -> int:
+        """How many lines come after the last signed checkpoint (0 without checkpoints)."""
+        return 0 if self.unverified_from is None else self.lines - self.unverified_from + 1
 
     def problem(self, line: int | None, message: str) -> None:
         if len(self.problems) < MAX_PROBLEMS:
@@ -101,6 +111,7 @@ class VerifyReport:
         out["warnings"] = [p._asdict() for p in self.warnings]
         out["ok"] = self.ok
         out["first_bad_line"] = self.first_bad_line
+        out["unverified_lines"] = self.unverified_lines
         return out
 
     def summary(self) -> str:
@@ -109,7 +120,10 @@ class VerifyReport:
         what = f"{self.lines} lines, {self.entries} entries, {kind}"
         if self.ok:
             signed = f", {self.checkpoints} signed checkpoint(s) match" if self.checkpoints else ""
-            return f"{self.source}: ok ({what}{signed})"
+            if self.unverified_from is not None:
+                signed += f"; lines {self.unverified_from}..{self.lines} come after the last one: UNVERIFIED"
+            head = f"; head {self.head}" if self.head else ""
+            return f"{self.source}: ok ({what}{signed}){head}"
         count = len(self.problems) + self.omitted
         return f"{self.source}: {count} problem(s) ({what}); first: {self.problems[0]}"
 
@@ -120,6 +134,8 @@ def verify(
     key: Any = None,
     checkpoints: Iterable[Any] | None = None,
     require_chain: bool = False,
+    head: str | None = None,
+    at_least: int | None = None,
 ) -> VerifyReport:
     """Check a session log (see the module documentation) and report what is wrong.
 
@@ -129,6 +145,11 @@ def verify(
     the file's sidecar (``<file>.checkpoints``). With ``require_chain`` an unchained log is
     a problem, not a warning. Raises ``SessionError`` only when the log cannot be reached
     (``not_found``, ``storage``); everything wrong inside it is in the report.
+
+    Anchors kept outside the log catch a rollback (the log cut back, or cut back and
+    re-extended) that a chain alone, and checkpoints kept beside the file, cannot:
+    ``head`` (a head digest an earlier ``verify`` or ``sign`` printed) must be the log's
+    digest at some line, and ``at_least`` is the fewest lines the log may have.
     """
     from sessiontree.adapters import checkpoints as cps
 
@@ -140,7 +161,8 @@ def verify(
         checkpoints = cps.load_checkpoints(path)
     signed = cps.parse_all(checkpoints or ())
     wanted = {cp.line for cp in signed}
-    report = _verify_file(Path(path), wanted) if path is not None else _verify_records(storage, wanted)
+    anchor = _anchor(head)
+    report = _verify_file(Path(path), wanted, anchor) if path is not None else _verify_records(storage, wanted, anchor)
     if not report.chained:
         message = (
             "pi-dialect file: pi's format has no chain, so it is not tamper-evident; structure checked"
@@ -150,14 +172,38 @@ def verify(
         )
         (report.problem if require_chain else report.warn)(None, message)
     cps.check_checkpoints(report, signed, key)
+    _check_anchors(report, head, at_least)
     report.problems.sort(key=lambda p: (p.line is None, p.line or 0))
     return report
+
+
+def _anchor(head: str | None) -> bytes | None:
+    if head is None:
+        return None
+    if not isinstance(head, str) or len(head) != 64 or head.strip("0123456789abcdef"):
+        raise ValueError(f"a head digest is 64 lowercase hex digits (what verify and sign print), not {head!r}")
+    return bytes.fromhex(head)
+
+
+def _check_anchors(report: VerifyReport, head: str | None, at_least: int | None) -> None:
+    if head is not None and report.anchored_at is None:
+        report.problem(
+            None,
+            f"the log never has the head {head} it was anchored to: it was rolled back (cut, or cut "
+            "and extended again) or rewritten since that head was taken",
+        )
+    if at_least is not None and report.lines < at_least:
+        report.problem(
+            report.lines + 1,
+            f"the log has {report.lines} lines, fewer than the {at_least} it is known to have had: "
+            f"lines {report.lines + 1}..{at_least} were removed",
+        )
 
 
 # -- sources --------------------------------------------------------------------------------
 
 
-def _verify_file(path: Path, wanted: set[int]) -> VerifyReport:
+def _verify_file(path: Path, wanted: set[int], anchor: bytes | None) -> VerifyReport:
     report = VerifyReport(str(path))
     try:
         fd = open_regular(path)
@@ -182,7 +228,7 @@ def _verify_file(path: Path, wanted: set[int]) -> VerifyReport:
     if not lines:
         report.problem(1, "the file is empty: no session header")
         return report
-    _check(lines, report, path, wanted)
+    _check(lines, report, path, wanted, anchor)
     return report
 
 
@@ -197,7 +243,7 @@ def _read_all(fd: int) -> bytes:
     return b"".join(parts)
 
 
-def _verify_records(storage: Any, wanted: set[int]) -> VerifyReport:
+def _verify_records(storage: Any, wanted: set[int], anchor: bytes | None) -> VerifyReport:
     report = VerifyReport(storage.location, session_id=storage.session_id)
     from eventsourcing.persistence import PersistenceError
 
@@ -214,14 +260,14 @@ def _verify_records(storage: Any, wanted: set[int]) -> VerifyReport:
             break
         lines.append(bytes(item.state))
     if lines:
-        _check(lines, report, storage.location, wanted)
+        _check(lines, report, storage.location, wanted, anchor)
     return report
 
 
 # -- the checks -----------------------------------------------------------------------------
 
 
-def _check(lines: list[bytes], report: VerifyReport, where: Any, wanted: set[int]) -> None:
+def _check(lines: list[bytes], report: VerifyReport, where: Any, wanted: set[int], anchor: bytes | None) -> None:
     report.lines = len(lines)
     codec = native_codec()
     try:
@@ -236,7 +282,7 @@ def _check(lines: list[bytes], report: VerifyReport, where: Any, wanted: set[int
         _check_pi(Path(where), report)
     else:
         _check_entries(lines, report, codec)
-    _check_chain(lines, report, wanted)  # pi files have none, unless a native header was damaged
+    _check_chain(lines, report, wanted, anchor)  # pi files have none, unless a native header was damaged
 
 
 def _loads(line: bytes) -> Any:
@@ -311,8 +357,9 @@ def _check_pi(path: Path, report: VerifyReport) -> None:
         storage.close()
 
 
-def _check_chain(lines: Sequence[bytes], report: VerifyReport, wanted: set[int]) -> None:
-    found = check_chain(lines, wanted)
+def _check_chain(lines: Sequence[bytes], report: VerifyReport, wanted: set[int], anchor: bytes | None) -> None:
+    found = check_chain(lines, wanted, anchor)
+    report.anchored_at = found.anchored_at
     report.chained = report.chained or found.chained
     for line, message in found.problems:
         report.problem(line, message)

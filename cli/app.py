@@ -71,6 +71,7 @@ COMMANDS = (
     ("import", "cmd_convert", "import pi or native session files into the repository"),
     ("export", "cmd_convert", "export a session (pi or native JSONL) or a branch (Markdown, HTML)"),
     ("verify", "cmd_verify", "check session files or a repository and report each problem"),
+    ("sign", "cmd_verify", "sign a checkpoint of session files or a repository's sessions with a key"),
 )
 
 
@@ -153,6 +154,15 @@ def build_parser() -> Parser:
     p.add_argument("paths", nargs="*", metavar="PATH", help="session files or directories (default: the repository)")
     p.add_argument("--key", metavar="FILE", help="check signed checkpoints with this key (raw HMAC key bytes, or an Ed25519 PEM key)")
     p.add_argument("--require-chain", action="store_true", help="an unchained log is an error, not a warning")
+    p.add_argument("--checkpoints", metavar="FILE", help="with --key: read the signed checkpoints from FILE (kept away from the log) instead of beside each file")
+    p.add_argument("--head", metavar="DIGEST", help="the log must have this head digest (printed by an earlier verify or sign) at some line: catches a rollback")
+    p.add_argument("--at-least", type=int, metavar="N", help="the log must have at least N lines: catches lines cut from the end")
+
+    p = ps["sign"]
+    p.add_argument("paths", nargs="*", metavar="PATH", help="session files or directories (default: the repository)")
+    p.add_argument("--key", metavar="FILE", required=True, help="the signing key: raw HMAC key bytes (16 or more), or an Ed25519 private key in PEM")
+    p.add_argument("--key-id", metavar="ID", help="a name for the key, recorded in the checkpoint")
+    p.add_argument("--out", metavar="FILE", help="append the checkpoints to FILE (keep it away from the logs) instead of beside each file")
     return parser
 
 

@@ -1,23 +1,29 @@
-"""``sessiontree verify``: check session files, directories or a repository.
+"""``sessiontree verify`` and ``sign``: check session files, directories or a repository,
+and sign checkpoints of them.
 
 Each log goes through the library's one check, ``sessiontree.adapters.verify.verify``:
 the header and every line as salvage mode reads it (bad JSON, a bad envelope or body, a
 second header, a duplicate id, a parent not on an earlier line), the hash chain of native
 logs (an altered, removed, reordered or inserted line is named), and, with ``--key``, the
 signed checkpoints kept beside a file. A torn last line and an unchained log are warnings
-(``--require-chain`` makes the latter an error). Exit status 1 when any log has a problem.
+(``--require-chain`` makes the latter an error). ``--head`` and ``--at-least`` hold a log to
+an anchor kept elsewhere (an earlier head digest, a line count), which catches a rollback.
+
+Exit status: 1 when any log has a problem; 3 when none has, but a key was given and some
+lines come after the last signed checkpoint (nothing vouches for them); else 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 from rich.text import Text
 
-from sessiontree.cli.output import CliError, error_line, print_json, progress, stdout
+from sessiontree.cli.output import CliError, error_line, print_json, progress, stdout, warn
 from sessiontree.cli.target import feature, local_directory, open_repository, repo_url
 from sessiontree.domain.errors import SessionError
 
@@ -54,16 +60,45 @@ def _files(paths: list[str]) -> list[Path]:
     return out
 
 
-def _check(verify: Any, target: Any, args: argparse.Namespace, key: Any, where: str) -> Any:
+def _check(verify: Any, target: Any, args: argparse.Namespace, key: Any, where: str, kept: Any) -> Any:
+    checkpoints = None
+    if kept is not None:
+        session_id = getattr(target, "id", None) or _session_id_of(target)
+        checkpoints = [cp for cp in kept if cp.session_id == session_id]
     try:
-        return verify(target, key=key, require_chain=args.require_chain)
-    except ValueError as exc:  # a key of the wrong kind or size
+        return verify(
+            target, key=key, require_chain=args.require_chain, checkpoints=checkpoints, head=args.head, at_least=args.at_least
+        )
+    except ValueError as exc:  # a key of the wrong kind or size, a malformed digest
         raise CliError(f"{where}: {exc}") from None
+
+
+def _session_id_of(path: Any) -> str | None:
+    """The session id a file's header names (None if it has no readable header)."""
+    from sessiontree.adapters.jsonl import JsonlSessionStorage
+
+    try:
+        storage = JsonlSessionStorage.open(path, salvage=False)
+    except SessionError:
+        return None
+    storage.close()
+    return storage.session_id
+
+
+def _kept_checkpoints(args: argparse.Namespace) -> Any:
+    """The checkpoints of ``--checkpoints FILE`` (None: each file's own sidecar is read)."""
+    if args.checkpoints is None:
+        return None
+    if args.key is None:
+        raise CliError("--checkpoints needs --key (the key checks their signatures)")
+    parse = feature("sessiontree.adapters.checkpoints", "read_checkpoint_file", "signed checkpoints")
+    return parse(args.checkpoints)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     verify = feature("sessiontree.adapters.verify", "verify", "verification")
     key = load_key(args.key) if args.key else None
+    kept = _kept_checkpoints(args)
     reports: list[Any] = []
     paths = list(args.paths)
     if not paths:
@@ -76,7 +111,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         files = _files(paths)
         with progress("verifying", len(files)) as advance:
             for path in files:
-                reports.append(_check(verify, path, args, key, str(path)))
+                reports.append(_check(verify, path, args, key, str(path), kept))
                 advance(1)
     else:
         with open_repository(args.repo) as repo:
@@ -84,7 +119,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             with progress("verifying", len(infos)) as advance:
                 for info in infos:
                     with repo.open(info.id) as session:
-                        reports.append(_check(verify, session, args, key, info.path))
+                        reports.append(_check(verify, session, args, key, info.path, kept))
                     advance(1)
     return _print(reports, args)
 
@@ -111,6 +146,10 @@ def _print(reports: list[Any], args: argparse.Namespace) -> int:
             if report.checkpoints:
                 about += f", {report.checkpoints} signed checkpoint(s)"
             console.print(Text.assemble(mark, report.source, (about, "dim")))
+            if report.head:
+                console.print(Text(f"  head {report.head} at line {report.lines} (keep it elsewhere: verify --head)", "dim"))
+            if report.unverified_from is not None:
+                console.print(Text.assemble("  ", ("unverified", "yellow"), f": lines {report.unverified_from}..{report.lines} come after the last signed checkpoint (sign again to cover them)"))
             findings = [(p, "error", "red") for p in report.problems] + [(w, "warning", "yellow") for w in report.warnings]
             findings.sort(key=lambda f: (f[0].line is None, f[0].line or 0))
             for problem, severity, style in findings:
@@ -123,4 +162,59 @@ def _print(reports: list[Any], args: argparse.Namespace) -> int:
     if bad:
         error_line(f"verify found {errors} error(s) in {len(bad)} of {len(reports)} session(s)")
         return 1
+    unsigned = [r for r in reports if r.unverified_from is not None]
+    if unsigned:
+        lines = sum(r.unverified_lines for r in unsigned)
+        warn(f"{lines} line(s) in {len(unsigned)} session(s) come after the last signed checkpoint: unverified")
+        return 3
     return 0
+
+
+# -- sign -------------------------------------------------------------------------------------
+
+
+def cmd_sign(args: argparse.Namespace) -> int:
+    sign = feature("sessiontree.adapters.checkpoints", "sign_checkpoint", "signed checkpoints")
+    module = import_module("sessiontree.adapters.checkpoints")
+    key = load_key(args.key)
+    signed: list[tuple[str, Any, Any]] = []  # (where, checkpoint, kept at)
+    paths = list(args.paths)
+    if not paths:
+        directory = local_directory(repo_url(args.repo))
+        if directory is not None:
+            if not os.path.isdir(directory):
+                open_repository(args.repo)
+            paths = [directory]
+    try:
+        if paths:
+            for path in _files(paths):
+                checkpoint = sign(path, key, key_id=args.key_id, sequence=_sequence(module, args, path))
+                where = module.append_checkpoint(args.out, checkpoint) if args.out else module.save_checkpoint(path, checkpoint)
+                signed.append((str(path), checkpoint, where))
+        else:
+            if not args.out:
+                raise CliError("sessions in a database have no file to keep checkpoints beside: pass --out FILE")
+            with open_repository(args.repo) as repo:
+                for info in repo.list():
+                    with repo.open(info.id) as session:
+                        checkpoint = sign(session, key, key_id=args.key_id, sequence=_sequence(module, args, None, info.id))
+                        signed.append((info.path, checkpoint, module.append_checkpoint(args.out, checkpoint)))
+    except ValueError as exc:  # a key of the wrong kind or size
+        raise CliError(str(exc)) from None
+    if args.json:
+        print_json([{"source": src, "kept_in": str(kept), **cp.to_dict()} for src, cp, kept in signed])
+        return 0
+    console = stdout()
+    for src, cp, kept in signed:
+        console.print(Text.assemble(("✓ ", "green"), src, (f"  checkpoint {cp.sequence} at line {cp.line}, kept in {kept}", "dim")))
+        console.print(Text(f"  head {cp.digest} (keep it elsewhere too: verify --head)", "dim"))
+    return 0
+
+
+def _sequence(module: Any, args: argparse.Namespace, path: Any, session_id: str | None = None) -> int | None:
+    """With ``--out``: one more than the checkpoints of that session already in the file."""
+    if not args.out:
+        return None
+    sid = session_id or _session_id_of(path)
+    kept = module.read_checkpoint_file(args.out) if os.path.exists(args.out) else []
+    return max((cp.sequence or 0 for cp in kept if cp.session_id == sid), default=0) + 1
