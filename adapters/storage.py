@@ -191,17 +191,16 @@ class RecorderSessionStorage(SessionStorage):
         """Record that ``events`` are stored: the chain continues from the last one."""
         self.chain_head.set(events[-1].originator_version, digest)
 
-    def _landed(self, stored: Sequence[StoredEvent]) -> bool:
-        """Are exactly these entry lines already stored (an earlier attempt that committed
-        although its connection failed before the acknowledgement)?"""
+    def _landed(self, stored: Sequence[StoredEvent]) -> bool | None:
+        """Are exactly these lines stored already (an attempt that committed although its
+        connection failed before the acknowledgement)? None when that cannot be told."""
         first = stored[0].originator_version
-        if first < 2:
-            return False
         try:
             found = self.recorder.select_events(self._session_id, gt=first - 1, lte=stored[-1].originator_version)
-        except PersistenceError:
-            return False
-        return [s.state for s in found] == [s.state for s in stored]
+        except (PersistenceError, ConnectionPoolClosedError):
+            return None
+        # each line holds a random id, a timestamp and a chain digest: only this append matches
+        return [bytes(s.state) for s in found] == [bytes(s.state) for s in stored]
 
     # -- reading and writing ------------------------------------------------------------
 
@@ -217,8 +216,13 @@ class RecorderSessionStorage(SessionStorage):
         except IntegrityError as exc:
             if not self._landed(stored):
                 raise self._conflict(exc, events) from None
-        except (PersistenceError, ConnectionPoolClosedError) as exc:
+        except ConnectionPoolClosedError as exc:
             raise self._save_failed(exc) from exc
+        except PersistenceError as exc:
+            # The commit may have happened before the connection failed: look before saying.
+            landed = self._landed(stored)
+            if not landed:
+                raise self._save_failed(exc, unknown=landed is None, events=events) from exc
         self.saved(events, digest)
 
     def _conflict(self, exc: IntegrityError, events: Sequence[Any]) -> SessionError:
@@ -228,8 +232,15 @@ class RecorderSessionStorage(SessionStorage):
             f"{events[0].originator_version} is taken); reopen it and retry",
         )
 
-    def _save_failed(self, exc: Exception) -> SessionError:
-        return SessionError("storage", f"could not save to session {self._session_id}: {_why(exc)}")
+    def _save_failed(self, exc: Exception, *, unknown: bool = False, events: Sequence[Any] = ()) -> SessionError:
+        if not unknown:
+            return SessionError("storage", f"could not save to session {self._session_id}: {_why(exc)}")
+        ids = ", ".join(repr(getattr(e, "id", "?")) for e in events)
+        return SessionError(
+            "storage",
+            f"could not save to session {self._session_id}: {_why(exc)}; whether it was saved is unknown "
+            f"(the check failed too): append again with entry_id={ids} to retry without writing it twice",
+        )
 
     def _select(self, lte: int | None = None) -> tuple[SessionStarted, list[Any]]:
         try:

@@ -27,6 +27,7 @@ from sessiontree.projections.context import DEFAULT_OPTIONS, SessionContextBuild
 from sessiontree.projections.tokens import TokenEstimator
 from sessiontree.reader import (  # noqa: F401 - re-exported
     _BUILTINS,
+    _check_id,
     ReplayStep,
     SessionReader,
     SessionView,
@@ -126,10 +127,30 @@ class Session(SessionReader):
         except BaseException:
             agg.rollback(before)
             raise
+        self._saved(events)
+
+    def _saved(self, events: Sequence[Entry]) -> None:
+        agg = self._agg
         self._limit = agg._version - agg.INITIAL_VERSION  # every entry, the new ones included
         advance = self._advance if self._states else self._advance_context  # no projection computed yet: only the context follows
         for entry in events:
             advance(entry)
+
+    def refresh(self) -> int:
+        """Take in the entries other writers appended since this session read its log;
+        returns how many. ``conflict`` if the log changed under it in another way."""
+        with self._lock:
+            header, entries = self._storage.load()
+            log = self._agg.log
+            known = len(log)
+            if len(entries) < known or any(entries[p].id != log.id_of(p) for p in (0, known - 1) if known):
+                raise SessionError("conflict", f"session {self.id} changed under this session (reopen it)")
+            new = [e if isinstance(e, Entry) else e.load() for e in entries[known:]]
+            for entry in new:
+                entry.apply(self._agg)
+            self._agg._version += len(new)
+            self._saved(new)
+            return len(new)
 
     def _advance(self, entry: Entry) -> None:
         """Feed a saved entry to every projection computed so far.
@@ -157,30 +178,65 @@ class Session(SessionReader):
             del self._states[name]
         self._advance_context(entry)
 
-    def _run(self, command: Any, *args: Any, **kwargs: Any) -> str:
+    def _run(self, command: Any, *args: Any, entry_id: str | None = None, **kwargs: Any) -> str:
         self._storage.check_writable()
         agg = self._agg
         with self._lock:
+            if entry_id is not None:
+                if not _check_id("entry_id", entry_id):
+                    raise SessionError("invalid_entry", "entry_id must not be empty")
+                if agg.has_entry(entry_id):
+                    return self._repeated(entry_id, command, args, kwargs)
             try:
-                entry_id: str = command(*args, id=agg.new_entry_id(self._new_id), timestamp=now_iso(self._clock), **kwargs)
+                new_id: str = command(*args, id=entry_id or agg.new_entry_id(self._new_id), timestamp=now_iso(self._clock), **kwargs)
             except BaseException:
                 agg.rollback(self.version)
                 raise
-            self._commit()
+            try:
+                self._commit()
+            except SessionError as exc:
+                # A retry whose earlier attempt did land (its acknowledgement was lost): the
+                # stored line holds this id. Take the log in and answer as the first time.
+                if entry_id is None or exc.code != "conflict" or not self.refresh() or not agg.has_entry(entry_id):
+                    raise
+                return self._repeated(entry_id, command, args, kwargs)
+        return new_id
+
+    def _repeated(self, entry_id: str, command: Any, args: Any, kwargs: Any) -> str:
+        """An append with an ``entry_id`` the session holds: the same append again is answered
+        with that id and writes nothing (a safe retry); anything else is ``already_exists``."""
+        agg = self._agg
+        version = self.version
+        try:
+            command(*args, id=agg.new_entry_id(self._new_id), timestamp=now_iso(self._clock), **kwargs)
+            probe = agg.collect_events()[-1]
+        finally:
+            agg.rollback(version)
+        held = self.get_entry(entry_id)
+        same = attrs.evolve(
+            probe, id=held.id, parent_id=held.parent_id, timestamp=held.timestamp, originator_version=held.originator_version
+        )
+        if same != held:
+            raise SessionError(
+                "already_exists", f"entry {entry_id!r} already exists in session {self.id} and is not this append"
+            )
         return entry_id
 
-    def append_message(self, message: Any) -> str:
-        """Append a user, assistant or tool-result message; returns the entry id."""
-        return self._run(self._agg.append_message, message)
+    def append_message(self, message: Any, *, entry_id: str | None = None) -> str:
+        """Append a user, assistant or tool-result message; returns the entry id.
 
-    def append_thinking_level_change(self, level: str) -> str:
-        return self._run(self._agg.append_thinking_level_change, level)
+        ``entry_id`` chooses the id (a retry with the same id and message writes nothing:
+        see docs/reliability.md, *Retrying an append*). Every append method takes it."""
+        return self._run(self._agg.append_message, message, entry_id=entry_id)
 
-    def append_model_change(self, provider: str, model_id: str) -> str:
-        return self._run(self._agg.append_model_change, provider, model_id)
+    def append_thinking_level_change(self, level: str, *, entry_id: str | None = None) -> str:
+        return self._run(self._agg.append_thinking_level_change, level, entry_id=entry_id)
 
-    def append_active_tools_change(self, names: Sequence[str]) -> str:
-        return self._run(self._agg.append_active_tools_change, names)
+    def append_model_change(self, provider: str, model_id: str, *, entry_id: str | None = None) -> str:
+        return self._run(self._agg.append_model_change, provider, model_id, entry_id=entry_id)
+
+    def append_active_tools_change(self, names: Sequence[str], *, entry_id: str | None = None) -> str:
+        return self._run(self._agg.append_active_tools_change, names, entry_id=entry_id)
 
     def append_compaction(
         self,
@@ -191,6 +247,8 @@ class Session(SessionReader):
         from_hook: bool = False,
         usage: Usage | None = None,
         retained_tail: Sequence[Any] | None = None,
+        *,
+        entry_id: str | None = None,
     ) -> str:
         """Record that older turns are replaced by ``summary`` (SPEC 2.2, 3)."""
         return self._run(
@@ -202,23 +260,24 @@ class Session(SessionReader):
             from_hook=from_hook,
             usage=usage,
             retained_tail=retained_tail,
+            entry_id=entry_id,
         )
 
-    def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
-        return self._run(self._agg.append_custom_entry, custom_type, data)
+    def append_custom_entry(self, custom_type: str, data: Any = None, *, entry_id: str | None = None) -> str:
+        return self._run(self._agg.append_custom_entry, custom_type, data, entry_id=entry_id)
 
     def append_custom_message_entry(
-        self, custom_type: str, content: Any, details: Any = None, display: bool = True
+        self, custom_type: str, content: Any, details: Any = None, display: bool = True, *, entry_id: str | None = None
     ) -> str:
         return self._run(
-            self._agg.append_custom_message_entry, custom_type, content, details=details, display=display
+            self._agg.append_custom_message_entry, custom_type, content, details=details, display=display, entry_id=entry_id
         )
 
-    def append_label_change(self, target_id: str, label: str | None) -> str:
-        return self._run(self._agg.append_label_change, target_id, label)
+    def append_label_change(self, target_id: str, label: str | None, *, entry_id: str | None = None) -> str:
+        return self._run(self._agg.append_label_change, target_id, label, entry_id=entry_id)
 
-    def append_session_info(self, name: str | None) -> str:
-        return self._run(self._agg.append_session_info, name)
+    def append_session_info(self, name: str | None, *, entry_id: str | None = None) -> str:
+        return self._run(self._agg.append_session_info, name, entry_id=entry_id)
 
     def move_to(
         self, entry_id: str | None, summary: Mapping[str, Any] | None = None, *, summarize: Any = None
