@@ -308,7 +308,7 @@ def _private_file(path: str) -> None:
 
     try:
         make_private_dirs(Path(path).resolve().parent)
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
     except FileExistsError:
         pass
     except OSError as exc:

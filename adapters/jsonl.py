@@ -13,6 +13,7 @@ session lines), so a stale writer gets eventsourcing's ``IntegrityError``, raise
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import warnings
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,12 @@ from sessiontree.domain.aggregate import SessionAggregate
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import FORMAT_VERSION, SessionStarted
 from sessiontree.domain.ids import new_session_id, now_iso
+
+
+_LINK_REFUSED = (
+    "a symbolic link: a repository holds only its own files (open the file it points to "
+    "directly, or copy it in)"
+)
 
 
 def _check_durability(durability: Any) -> str:
@@ -170,19 +177,23 @@ class JsonlSessionStorage(RecorderSessionStorage):
         durability: str = "flush",
         salvage: bool = False,
         codec: Codec | None = None,
+        follow_links: bool = True,
     ) -> JsonlSessionStorage:
         """The session in the file at ``path`` (``not_found`` if there is none).
 
         With ``salvage=True`` the file is opened read-only and every line that cannot be
         read is skipped and reported in ``skipped`` as ``(line number, reason)``.
+        ``follow_links=False`` refuses a symbolic link (repositories open their files so).
         """
         path = Path(path)
         _check_durability(durability)
         try:
-            file = LineFile.open(path, durability=durability, read_only=salvage)
+            file = LineFile.open(path, durability=durability, read_only=salvage, follow=follow_links)
         except FileNotFoundError:
             raise SessionError("not_found", "no session file there", path=str(path)) from None
         except OSError as exc:
+            if exc.errno == errno.ELOOP and not follow_links:
+                raise SessionError("storage", _LINK_REFUSED, path=str(path)) from None
             raise SessionError("storage", f"cannot open the file: {exc.strerror or exc}", path=str(path)) from exc
         try:
             first = file.read(0, lines=1, limit=codec_module.MAX_LINE_BYTES)

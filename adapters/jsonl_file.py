@@ -139,20 +139,21 @@ class LineFile:
     def create(cls, path: Path, *, durability: str = "flush") -> LineFile:
         """Create a new, empty file (mode 0600, parent folders 0700); FileExistsError if any."""
         make_private_dirs(path.parent)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC, 0o600)
         out = cls(path, fd, durability=durability)
         out.size = 0
         return out
 
     @classmethod
-    def open(cls, path: Path, *, durability: str = "flush", read_only: bool = False) -> LineFile:
-        """Open an existing file (FileNotFoundError if none); read-only if it is not writable."""
+    def open(cls, path: Path, *, durability: str = "flush", read_only: bool = False, follow: bool = True) -> LineFile:
+        """Open an existing file (FileNotFoundError if none); read-only if it is not writable.
+        ``follow=False`` refuses a symlink (a repository's files are its own)."""
         if not read_only:
             try:
-                return cls(path, open_regular(path, os.O_RDWR | os.O_APPEND), durability=durability)
+                return cls(path, open_regular(path, os.O_RDWR | os.O_APPEND, follow=follow), durability=durability)
             except PermissionError:
                 pass
-        return cls(path, open_regular(path), durability=durability, writable=False)
+        return cls(path, open_regular(path, follow=follow), durability=durability, writable=False)
 
     def close(self) -> None:
         if self.fd >= 0:

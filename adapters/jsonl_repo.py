@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessiontree.adapters.index import DirectoryIndex
-from sessiontree.adapters.jsonl import JsonlSessionStorage
+from sessiontree.adapters.jsonl import _LINK_REFUSED, JsonlSessionStorage
 from sessiontree.adapters.jsonl_file import make_private_dirs
 from sessiontree.adapters.repo import SessionInfo, SessionRepo, check_session_id
 from sessiontree.adapters.storage import SessionStorage
@@ -48,6 +48,8 @@ class JsonlSessionRepo(SessionRepo):
 
     def _find(self, session_id: str) -> Path | None:
         path = self.path_for(session_id)
+        if path.is_symlink():
+            raise SessionError("storage", f"session {session_id}: {_LINK_REFUSED}", path=str(path))
         if path.is_file():
             return path
         for name, summary in self.index.refresh().items():
@@ -75,7 +77,7 @@ class JsonlSessionRepo(SessionRepo):
         path = self._find(session_id)
         if path is None:
             raise SessionError("not_found", f"session {session_id} not found in {self.root}", path=str(self.path_for(session_id)))
-        storage = JsonlSessionStorage.open(path, durability=self.durability)
+        storage = JsonlSessionStorage.open(path, durability=self.durability, follow_links=False)
         if storage.session_id != session_id:
             storage.close()
             raise SessionError(

@@ -190,7 +190,7 @@ def convert(src_path: str | os.PathLike[str], dest_path: str | os.PathLike[str],
 
 
 def _private(path: str, flags: int) -> int:
-    return os.open(path, flags, 0o600)  # session files are private, as the storage makes them
+    return os.open(path, flags | os.O_NOFOLLOW, 0o600)  # session files are private, as the storage makes them
 
 
 def import_pi(src_path: str | os.PathLike[str], dest_path: str | os.PathLike[str]) -> Conversion:

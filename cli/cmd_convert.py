@@ -166,7 +166,7 @@ def _write(data: bytes, output: str | None) -> int:
         sys.stdout.flush()
         return len(data)
     # Exports hold the conversation: private, like every file sessiontree creates.
-    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with open(fd, "wb") as handle:
         handle.write(data)
     return len(data)

@@ -117,3 +117,54 @@ def test_read_lines_holds_no_over_long_line(tmp_path: Path) -> None:
     finally:
         os.close(fd)
     assert got == [(b"ab", 3), (None, 5004), (b"cd", 5007)]
+
+
+# -- symlinks (item 7) ---------------------------------------------------------------------------
+
+
+def _outside_session(tmp_path: Path) -> tuple[Path, str]:
+    outside = tmp_path / "outside"
+    session = open_repo(outside).create(cwd="/elsewhere")
+    session.append_message(kit.user("not yours"))
+    return Path(session.storage.location), session.id
+
+
+def test_a_symlinked_session_file_is_neither_listed_opened_nor_written(tmp_path: Path) -> None:
+    """A link in the repository to a session file outside it: list() leaves it out, open and
+    delete refuse it with a clear error, and the file outside is never written (before the
+    fix list showed it, appends went to the outside file and delete removed only the link)."""
+    target, sid = _outside_session(tmp_path)
+    before = target.read_bytes()
+    root, own = _repo_with(tmp_path, lambda root: (root / f"{sid}.jsonl").symlink_to(target))
+    (root / "renamed.jsonl").symlink_to(target)
+    repo = open_repo(root)
+    assert [i.id for i in repo.list()] == [own]
+    for call in (lambda: repo.open(sid), lambda: repo.delete(sid)):
+        with pytest.raises(SessionError) as caught:
+            call()
+        assert caught.value.code == "storage" and "symbolic link" in caught.value.message
+    assert (root / f"{sid}.jsonl").is_symlink() and target.read_bytes() == before
+    with pytest.raises(SessionError) as caught:
+        JsonlSessionStorage.open(root / f"{sid}.jsonl", follow_links=False)
+    assert "symbolic link" in caught.value.message
+
+
+def test_files_we_create_are_never_written_through_a_planted_link(tmp_path: Path) -> None:
+    """The listing index's temporary file and a checkpoint sidecar: a link planted at their
+    names is not followed (O_NOFOLLOW / O_EXCL), so the file it points to stays as it was."""
+    import threading as th
+
+    from sessiontree.adapters.checkpoints import save_checkpoint, sign_checkpoint
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious\n")
+    root, sid = _repo_with(tmp_path, lambda root: None)
+    index = root / index_module.INDEX_FILE
+    index.unlink(missing_ok=True)
+    (root / f"{index_module.INDEX_FILE}.{os.getpid()}.{th.get_ident()}.tmp").symlink_to(victim)
+    open_repo(root).list()
+    path = root / f"{sid}.jsonl"
+    Path(str(path) + ".checkpoints").symlink_to(victim)
+    with pytest.raises(SessionError):
+        save_checkpoint(path, sign_checkpoint(path, b"k" * 32))
+    assert victim.read_bytes() == b"precious\n"
