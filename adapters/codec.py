@@ -11,6 +11,8 @@ import or run code, because classes come only from the registries below.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -31,6 +33,10 @@ from sessiontree.domain.events import (
 )
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
+# Keys and array items a line may hold: parsed, each costs ~150 bytes of Python objects, so a
+# 54 MB line of 5M keys would take ~750 MB. Only lines longer than this can reach it.
+MAX_VALUES = 1_000_000
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 # Fields never written when they are None (optional extras of a message or block).
 _OMIT_NONE = {
@@ -128,10 +134,63 @@ def parse(line: bytes | str) -> Any:
 _parse = msgspec.json.Decoder().decode
 
 
-def loads(line: bytes | str) -> Any:
-    """Parse one JSON line, mapping every failure to ``corrupt``."""
+def line_problem(line: bytes, *, duplicates: bool = True) -> str | None:
+    """What makes a line unsafe or ambiguous to parse, checked before it is used, or None:
+    over the size limit, more than ``MAX_VALUES`` keys and items, or (``duplicates``) a key
+    twice in one object (parsers disagree on which value counts)."""
     if len(line) > MAX_LINE_BYTES:
-        raise _corrupt(f"line of {len(line)} bytes is over the {MAX_LINE_BYTES}-byte limit")
+        return f"line of {len(line)} bytes is over the {MAX_LINE_BYTES}-byte limit"
+    if len(line) > MAX_VALUES and _values(line) > MAX_VALUES:
+        return f"line holds more than {MAX_VALUES:,} keys and items (the limit that bounds a parse)"
+    if duplicates:
+        key = duplicate_key(line)
+        if key is not None:
+            return f"key {key!r} appears twice in one object (which value counts is ambiguous)"
+    return None
+
+
+def _values(line: bytes) -> int:
+    """An upper bound on the values a parse of ``line`` makes: its commas and opening
+    brackets, less those inside strings (counted in place: nothing is copied)."""
+    count = line.count(b",") + line.count(b"{") + line.count(b"[")
+    if count <= MAX_VALUES:
+        return count
+    for match in _STRING.finditer(line):
+        start, end = match.span()
+        count -= line.count(b",", start, end) + line.count(b"{", start, end) + line.count(b"[", start, end)
+    return count
+
+
+def duplicate_key(line: bytes) -> str | None:
+    """A key that appears twice in one object of the JSON line, or None (also for lines that
+    are not JSON: parsing reports those)."""
+    try:  # the common case in one C pass: a line that re-encodes as itself has no repeats
+        if orjson.dumps(orjson.loads(line)) == line:
+            return None
+    except (orjson.JSONDecodeError, TypeError):
+        pass
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(items)
+        if len(out) != len(items) and not found:
+            seen: set[str] = set()
+            found.append(next(k for k, _ in items if k in seen or seen.add(k)))  # type: ignore[func-returns-value]
+        return out
+
+    try:
+        json.loads(line, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return None
+    return found[0] if found else None
+
+
+def loads(line: bytes | str) -> Any:
+    """Parse one JSON line, mapping every failure (and :func:`line_problem`) to ``corrupt``."""
+    raw = line.encode() if isinstance(line, str) else bytes(line)
+    problem = line_problem(raw)
+    if problem is not None:
+        raise _corrupt(problem)
     try:
         return _parse(line)
     except (ValueError, RecursionError) as exc:

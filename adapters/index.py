@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 import orjson
 
-from sessiontree.adapters.codec import MAX_LINE_BYTES
+from sessiontree.adapters.codec import MAX_LINE_BYTES, line_problem
 from sessiontree.adapters.jsonl_file import open_regular, read_lines
 
 INDEX_FILE = ".sessiontree-index.json"
@@ -118,8 +118,8 @@ def fold_lines(lines: Iterable[bytes | None]) -> Summary | None:
 
 
 def _parse(line: bytes | None) -> Any:
-    if line is None:
-        return None  # over the line limit: not parsed (opening the session reports it)
+    if line is None or line_problem(line, duplicates=False) is not None:
+        return None  # over the limits: not parsed (opening the session reports it)
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:

@@ -243,7 +243,7 @@ class JsonlSessionStorage(RecorderSessionStorage):
     # -- reading --------------------------------------------------------------------------
 
     def _context(self) -> ScanContext:
-        return ScanContext(self.path, self.header.originator_id, self.codec)
+        return ScanContext(self.path, self.header.originator_id, self.codec, self._file.warnings)
 
     def _read_lines(self, lines: int | None = None, *, strict: bool = True) -> tuple[list[bytes], bytes]:
         try:

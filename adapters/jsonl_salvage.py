@@ -30,8 +30,9 @@ def salvage_entries(lines: Sequence[bytes], ctx: ScanContext) -> tuple[list[Any]
     skipped: list[tuple[int, str]] = []
     for index in range(1, len(lines)):
         lineno = index + 1
-        if len(lines[index]) > codec_module.MAX_LINE_BYTES:
-            skipped.append((lineno, f"line of {len(lines[index])} bytes is over the {codec_module.MAX_LINE_BYTES}-byte line limit"))
+        problem = codec_module.line_problem(lines[index], duplicates=ctx.codec.dialect.name == "native")
+        if problem is not None:
+            skipped.append((lineno, problem))
             continue
         try:
             obj = orjson.loads(strip_chain(lines[index]))

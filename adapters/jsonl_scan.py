@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import warnings
 from collections.abc import Callable, Container, Sequence
 from operator import ge
 from typing import Any, Optional
@@ -23,11 +24,15 @@ import orjson
 
 from sessiontree.adapters.chain import CHAIN_KEY, is_sealed
 from sessiontree.adapters.chain import strip as strip_chain
-from sessiontree.adapters.codec import Codec, native_codec, parse
+from sessiontree.adapters.codec import Codec, duplicate_key, line_problem, native_codec, parse
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.gcpause import building_many
 from sessiontree.domain.events import Entry, SessionStarted
 from sessiontree.domain.log import LazyBlock
+
+
+class DuplicateKeyWarning(UserWarning):
+    """A pi line repeats a key in one object; its last value is read, as pi's reader does."""
 
 
 def corrupt(path: Any, line: int | None, message: str, code: str = "corrupt") -> SessionError:
@@ -72,14 +77,30 @@ class ScanContext:
     else parsed into dicts and decoded by the codec (whose errors name what is wrong).
     """
 
-    __slots__ = ("path", "session_id", "codec", "_decode", "_wire")
+    __slots__ = ("path", "session_id", "codec", "_decode", "_wire", "_strict_keys", "warnings")
 
-    def __init__(self, path: Any, session_id: str, codec: Codec) -> None:
+    def __init__(self, path: Any, session_id: str, codec: Codec, warnings: list[str] | None = None) -> None:
         self.path = path
         self.session_id = session_id
         self.codec = codec
         self._decode = codec.decode
         self._wire: Any = None
+        # Native lines are ours: a repeated key is damage. pi's files come from another
+        # writer: a repeated key there is warned about and its last value read, as pi does.
+        self._strict_keys = codec.dialect.name == "native"
+        self.warnings = warnings if warnings is not None else []
+
+    def check(self, line: bytes, lineno: int) -> None:
+        """Refuse a line that is unsafe to parse (``corrupt``); warn of a repeated key in a pi line."""
+        problem = line_problem(line, duplicates=self._strict_keys)
+        if problem is None and not self._strict_keys:
+            key = duplicate_key(line)
+            if key is not None:
+                message = f"{self.path}:{lineno}: key {key!r} appears twice in one object; its last value is read, as pi does"
+                self.warnings.append(message)
+                warnings.warn(message, DuplicateKeyWarning, stacklevel=4)
+        if problem is not None:
+            raise corrupt(self.path, lineno, f"session {self.session_id}: {problem}")
 
     def _wire_decode(self) -> Any:
         wire = self._wire
@@ -88,6 +109,7 @@ class ScanContext:
         return wire
 
     def decode(self, line: bytes, version: int, lineno: int) -> Entry:
+        self.check(line, lineno)
         entry = self._wire_decode()(line, self.session_id, version)
         if entry is not None:
             return entry  # type: ignore[no-any-return]
@@ -126,6 +148,7 @@ class ScanContext:
                 if line is None:  # decoded by another thread since items[i] was read
                     entry = items[i]
                 else:
+                    self.check(line, i + offset)
                     entry = wire(line, sid, i + offset)
                     if entry is None:
                         entry = self._decode_dict(line, i + offset, i + offset)

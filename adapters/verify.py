@@ -32,7 +32,7 @@ import orjson
 
 from sessiontree.adapters import chain
 from sessiontree.adapters.chain_check import check_chain
-from sessiontree.adapters.codec import MAX_LINE_BYTES, Codec, native_codec
+from sessiontree.adapters.codec import MAX_LINE_BYTES, Codec, duplicate_key, line_problem, native_codec
 from sessiontree.adapters.jsonl_file import is_whole_line, open_regular
 from sessiontree.adapters.jsonl_scan import envelope_problem, read_header, tree_problem
 from sessiontree.domain.errors import SessionError
@@ -280,14 +280,19 @@ def _check(lines: list[bytes], report: VerifyReport, where: Any, wanted: set[int
         report.problem(1, exc.message)
     if report.dialect == "pi":
         _check_pi(Path(where), report)
+        for lineno, line in enumerate(lines, 1):  # pi reads the last value: a warning, not damage
+            key = duplicate_key(line)
+            if key is not None:
+                report.warn(lineno, f"key {key!r} appears twice in one object; its last value is read, as pi does")
     else:
         _check_entries(lines, report, codec)
     _check_chain(lines, report, wanted, anchor)  # pi files have none, unless a native header was damaged
 
 
 def _loads(line: bytes) -> Any:
-    if len(line) > MAX_LINE_BYTES:
-        raise ValueError(f"line of {len(line)} bytes is over the {MAX_LINE_BYTES}-byte limit")
+    problem = line_problem(line)
+    if problem is not None:
+        raise ValueError(problem)
     try:
         return orjson.loads(chain.strip(line))
     except orjson.JSONDecodeError as exc:
