@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import hashlib
 from binascii import hexlify
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import UnknownEntryAppended
-
-from sessiontree.adapters.speedups import chainseal
 
 CHAIN_KEY = "chain"
 DIGEST_HEX = 64
@@ -102,19 +101,25 @@ def seal(canonical: bytes, previous: bytes) -> tuple[bytes, bytes]:
     return b"".join((canonical[:-1], _HEAD, hexlify(digest), _TAIL)), digest
 
 
-python_seal = seal
-if chainseal is not None:  # the same function compiled (adapters/_chainseal.c): ~0.4 µs less an append
-    seal = chainseal.seal  # noqa: F811
-
-
-def seal_lines(lines: list[bytes]) -> list[bytes]:
-    """A whole new log's lines (header first, canonical bytes) sealed into one chain."""
+def seal_lines(lines: list[bytes], digest: bytes = GENESIS) -> tuple[list[bytes], bytes]:
+    """Canonical lines sealed one after the other, the first after ``digest`` (a whole new log
+    starts from ``GENESIS``); the sealed lines and the digest of the last."""
     out = []
-    digest = GENESIS
     for line in lines:
         sealed, digest = seal(line, digest)
         out.append(sealed)
-    return out
+    return out, digest
+
+
+def check_unreserved(events: Sequence[Any], session_id: str) -> None:
+    """Refuse events that already hold a top-level field named ``chain`` (see :func:`reserved_by`)."""
+    for event in events:
+        if reserved_by(event):
+            raise SessionError(
+                "invalid_entry",
+                f"entry {getattr(event, 'id', event.originator_id)!r} of session {session_id} has a field "
+                f"named {CHAIN_KEY!r}, which the tamper-evidence chain reserves",
+            )
 
 
 def reserved_by(event: Any) -> bool:

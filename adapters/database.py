@@ -1,6 +1,6 @@
 """Sessions in a database, through eventsourcing's stock persistence modules.
 
-``DatabaseSessionRepo`` is an eventsourcing ``Application`` (``SessionLog``, named
+``DatabaseStore`` keeps an eventsourcing ``Application`` (``SessionLog``, named
 ``sessiontree``) configured by environment, as every eventsourcing application is:
 ``PERSISTENCE_MODULE`` picks ``eventsourcing.popo``, ``eventsourcing.sqlite`` or
 ``eventsourcing.postgres``; ``ORIGINATOR_ID_TYPE=text`` keeps session ids as they are.
@@ -45,8 +45,8 @@ from sessiontree.adapters.database_index import (
     postgres_view_class,
     process_once,
 )
-from sessiontree.adapters.repo import SessionInfo, SessionRepo, check_session_id
 from sessiontree.adapters.storage import RecorderSessionStorage, SessionMapper, SessionStorage
+from sessiontree.adapters.store import SessionInfo, SessionStore, check_session_id
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
 from sessiontree.domain.ids import now_iso
@@ -91,11 +91,10 @@ def _has_setting(key: str) -> bool:
     return any(name in os.environ for name in (key, f"{APP_NAME.upper()}_{key}"))
 
 
-class DatabaseSessionRepo(SessionRepo):
+class DatabaseStore(SessionStore):
     """Sessions in eventsourcing's POPO, SQLite or PostgreSQL module (see the module doc)."""
 
-    def __init__(self, settings: Mapping[str, str], *, url: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, settings: Mapping[str, str], *, url: str) -> None:
         self.url = url
         self.env = _explicit({"ORIGINATOR_ID_TYPE": "text", **settings})
         for attempt in range(_OPEN_TRIES):
@@ -122,17 +121,17 @@ class DatabaseSessionRepo(SessionRepo):
     # -- constructors -----------------------------------------------------------------
 
     @classmethod
-    def popo(cls, **kwargs: Any) -> DatabaseSessionRepo:
+    def popo(cls) -> DatabaseStore:
         """Sessions in eventsourcing's in-memory module (one process, gone on exit)."""
-        return cls({"PERSISTENCE_MODULE": "eventsourcing.popo"}, url="popo:", **kwargs)
+        return cls({"PERSISTENCE_MODULE": "eventsourcing.popo"}, url="popo:")
 
     @classmethod
-    def sqlite(cls, path: str | os.PathLike[str], **kwargs: Any) -> DatabaseSessionRepo:
+    def sqlite(cls, path: str | os.PathLike[str]) -> DatabaseStore:
         """Sessions in one SQLite file (created if missing; WAL mode)."""
         path = os.fspath(path)
         _private_file(path)
         settings = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": path}
-        return cls(settings, url=f"sqlite:///{path}", **kwargs)
+        return cls(settings, url=f"sqlite:///{path}")
 
     @classmethod
     def postgres(
@@ -145,8 +144,7 @@ class DatabaseSessionRepo(SessionRepo):
         password: str | None = None,
         schema: str | None = None,
         settings: Mapping[str, str] | None = None,
-        **kwargs: Any,
-    ) -> DatabaseSessionRepo:
+    ) -> DatabaseStore:
         """Sessions in PostgreSQL (psycopg 3; install ``sessiontree[postgres]``).
 
         ``schema`` is created if missing. ``settings`` passes any other eventsourcing
@@ -176,18 +174,16 @@ class DatabaseSessionRepo(SessionRepo):
         url = f"postgresql://{user}@{host}:{port}/{dbname}" + (f"?schema={schema}" if schema else "")
         if schema:
             ensure_schema(env, schema, url)
-        return cls(env, url=url, **kwargs)
+        return cls(env, url=url)
 
     # -- the backend primitives -------------------------------------------------------
 
     def _storage(self, session_id: str) -> RecorderSessionStorage:
-        storage = RecorderSessionStorage(
-            self.recorder, session_id, location=f"{self.url}#{session_id}", mapper=self.app.mapper  # type: ignore[arg-type]
-        )
+        storage = RecorderSessionStorage(self.recorder, session_id, location=f"{self.url}#{session_id}")
         storage.owner = self  # open_repo(url).open(id) must not lose its connections to the GC
         return storage
 
-    def _store_header(self, header: SessionStarted) -> SessionStorage:
+    def store_header(self, header: SessionStarted) -> SessionStorage:
         storage = self._storage(check_session_id(header.originator_id))  # ids from files too
         try:
             storage.save([header])
@@ -199,7 +195,7 @@ class DatabaseSessionRepo(SessionRepo):
             raise
         return storage
 
-    def _store_lines(self, session_id: str, lines: Sequence[bytes]) -> SessionStorage:
+    def store_lines(self, session_id: str, lines: Sequence[bytes]) -> SessionStorage:
         storage = self._storage(check_session_id(session_id))
         storage.write_lines(lines)
         return storage
@@ -210,12 +206,12 @@ class DatabaseSessionRepo(SessionRepo):
         except PersistenceError as exc:
             raise SessionError("storage", f"could not read session {session_id} in {self.url}: {exc}") from exc
 
-    def _attach(self, session_id: str) -> SessionStorage:
+    def attach(self, session_id: str) -> SessionStorage:
         if not self._exists(session_id):
             raise SessionError("not_found", f"session {session_id} not found in {self.url}")
         return self._storage(session_id)
 
-    def _remove(self, session_id: str) -> None:
+    def remove(self, session_id: str) -> None:
         with self._lock:
             if not self._exists(session_id):
                 return
@@ -225,7 +221,7 @@ class DatabaseSessionRepo(SessionRepo):
             self._delete_events(session_id)
 
     def _mark_deleted(self, session_id: str) -> None:
-        state = orjson.dumps({"type": "deleted", "id": session_id, "timestamp": now_iso(self._clock)})
+        state = orjson.dumps({"type": "deleted", "id": session_id, "timestamp": now_iso()})
         for _ in range(20):
             last = self.recorder.select_events(DELETIONS_STREAM, desc=True, limit=1)
             version = last[0].originator_version + 1 if last else 1
@@ -254,7 +250,7 @@ class DatabaseSessionRepo(SessionRepo):
         with recorder.datastore.transaction(commit=True) as curs:
             curs.execute(statement, (session_id,))
 
-    def _infos(self, cwd: str | None) -> Iterable[SessionInfo]:
+    def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
         self.refresh_index()
         return [SessionInfo.from_summary(s, f"{self.url}#{s.id}") for s in self.view.summaries(cwd)]
 

@@ -223,7 +223,7 @@ class SessionIndexProjection(Projection[Any]):
         if isinstance(domain_event, DeletionMarker):
             data: Any = {"type": "deleted", "id": domain_event.session_id}
         else:
-            data = native_codec().unstructure_event(domain_event)
+            data = native_codec().event_dict(domain_event)
         item = (tracking.notification_id, str(domain_event.originator_id), domain_event.originator_version, data)
         process_once(self.view, [item], tracking)
 

@@ -24,7 +24,8 @@ from typing import Any
 import attrs
 import orjson
 
-from sessiontree.adapters.codec import MAX_LINE_BYTES, line_problem
+from sessiontree.adapters import jsontext
+from sessiontree.adapters.jsontext import line_problem
 from sessiontree.adapters.jsonl_file import open_regular, read_lines
 
 INDEX_FILE = ".sessiontree-index.json"
@@ -108,12 +109,17 @@ def fold_lines(lines: Iterable[bytes | None]) -> Summary | None:
     the size limit); None without a header."""
     summary: Summary | None = None
     for line in lines:
+        summary = fold_line(summary, line)
         if summary is None:
-            summary = Summary.from_header(_parse(line))
-            if summary is None:
-                return None
-            continue
-        summary.apply(_parse(line))
+            return None
+    return summary
+
+
+def fold_line(summary: Summary | None, line: bytes | None) -> Summary | None:
+    """The summary after one more line (the header when ``summary`` is None; None if it is not one)."""
+    if summary is None:
+        return Summary.from_header(_parse(line))
+    summary.apply(_parse(line))
     return summary
 
 
@@ -244,7 +250,7 @@ class DirectoryIndex:
             reached = [offset]  # the end of the last whole line folded
 
             def texts() -> Iterator[bytes | None]:
-                for line, end in read_lines(fd, offset, MAX_LINE_BYTES):
+                for line, end in read_lines(fd, offset, jsontext.MAX_LINE_BYTES):
                     reached[0] = end
                     yield line
 

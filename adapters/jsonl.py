@@ -1,14 +1,11 @@
 """The JSONL session storage: one session per file, header first (SPEC section 4).
 
 ``JsonlSessionStorage.create(path, ...)`` makes a new file, ``JsonlSessionStorage.open(path)``
-opens one; ``__init__`` touches no file. Opening reads and checks the header only;
-``load`` (what ``Session(storage)`` calls) reads the file in one go and checks every line
-(see :mod:`sessiontree.adapters.jsonl_scan`); ``load_prefix`` reads only the lines a
-time-travel view needs. Writes go through the storage's eventsourcing recorder, the
-:class:`~sessiontree.adapters.jsonl_recorder.JsonlAggregateRecorder`: the storage hands it
-the lines (``append_lines``, the lean form of ``insert_events`` for lines that are already
-session lines), so a stale writer gets eventsourcing's ``IntegrityError``, raised here as
-``conflict``.
+opens one; ``__init__`` touches no file. Opening reads and checks the header only; ``load``
+(what ``Session(storage)`` calls) reads the file and checks every line, holding the entries
+lazily (``jsonl_scan.py``); ``load_prefix`` reads only the lines a time-travel view needs.
+``save`` seals the events' lines into the hash chain and appends them with one write under
+the file lock (``LineFile.append_at``); a writer whose view is stale gets ``conflict``.
 """
 
 from __future__ import annotations
@@ -21,25 +18,22 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from eventsourcing.persistence import IntegrityError, PersistenceError
 
-from sessiontree.adapters import codec as codec_module
+from sessiontree.adapters import chain
 from sessiontree.adapters.codec import Codec, native_codec
-from sessiontree.adapters.jsonl_file import DURABILITIES, LineFile, TornLineWarning, is_whole_line
-from sessiontree.adapters.jsonl_recorder import JsonlAggregateRecorder
-from sessiontree.adapters.jsonl_salvage import salvage_entries
-from sessiontree.adapters.jsonl_scan import JsonlEntry, ScanContext, corrupt, read_header, scan_entries
-from sessiontree.adapters.storage import RecorderSessionStorage, SessionMapper
-from sessiontree.domain.aggregate import SessionAggregate
+from sessiontree.adapters.jsonl_file import DURABILITIES, LineFile, StaleFileError, TornLineWarning, is_whole_line
+from sessiontree.adapters.jsonl_loader import LineLoader
+from sessiontree.adapters.jsonl_salvage import salvage_log
+from sessiontree.adapters.jsonl_scan import corrupt, read_header, scan
+from sessiontree.adapters import jsontext
+from sessiontree.adapters.storage import SessionStorage
+from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import FORMAT_VERSION, SessionStarted
 from sessiontree.domain.ids import new_session_id, now_iso
+from sessiontree.domain.log import EntryLog
 
-
-_LINK_REFUSED = (
-    "a symbolic link: a repository holds only its own files (open the file it points to "
-    "directly, or copy it in)"
-)
+LINK_REFUSED = "a symbolic link: a repository holds only its own files (open the file it points to directly, or copy it in)"
 
 
 def _check_durability(durability: Any) -> str:
@@ -48,25 +42,20 @@ def _check_durability(durability: Any) -> str:
     return durability  # type: ignore[no-any-return]
 
 
-class JsonlSessionStorage(RecorderSessionStorage):
+def _storage_error(what: str, exc: OSError, path: Path) -> SessionError:
+    return SessionError("storage", f"cannot {what}: {exc.strerror or exc}", path=str(path))
+
+
+class JsonlSessionStorage(SessionStorage):
     """One session in one JSONL file (the embedded default).
 
-    ``durability``: ``"flush"`` (default) hands each append to the OS with one write
-    before returning, so it survives a crash of the process; ``"fsync"`` also waits until
-    it is on the disk, so it survives a power cut (see docs/file-format.md for the cost).
+    ``durability``: ``"flush"`` (default) hands each append to the OS with one write before
+    returning, so it survives a crash of the process; ``"fsync"`` also waits until it is on
+    the disk, so it survives a power cut (docs/file-format.md gives the cost).
     """
 
-    def __init__(
-        self,
-        path: Path,
-        file: LineFile,
-        header: SessionStarted,
-        *,
-        codec: Codec,
-        read_only: bool = False,
-    ) -> None:
-        recorder = JsonlAggregateRecorder(files={header.originator_id: file}, durability=file.durability)
-        super().__init__(recorder, header.originator_id, location=str(path), mapper=SessionMapper(codec))
+    def __init__(self, path: Path, file: LineFile, header: SessionStarted, *, codec: Codec, read_only: bool = False) -> None:
+        super().__init__()
         self.path = path
         self.header = header
         self.codec = codec
@@ -74,6 +63,31 @@ class JsonlSessionStorage(RecorderSessionStorage):
         self.skipped: list[tuple[int, str]] = []
         self._file = file
         self._salvaged: list[Any] | None = None
+
+    @property
+    def session_id(self) -> str:
+        return self.header.originator_id
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    @property
+    def durability(self) -> str:
+        return self._file.durability
+
+    @property
+    def warnings(self) -> list[str]:
+        """Warnings about the file (a torn last line, a repeated key in a pi line), oldest first."""
+        return self._file.warnings
+
+    @property
+    def bytes_read(self) -> int:
+        """How many bytes of the file this storage has read (time travel reads a prefix)."""
+        return self._file.bytes_read
+
+    def close(self) -> None:
+        self._file.close()
 
     # -- named constructors ---------------------------------------------------------------
 
@@ -84,85 +98,57 @@ class JsonlSessionStorage(RecorderSessionStorage):
 
     @classmethod
     def create(
-        cls,
-        path: str | Path,
-        *,
-        cwd: str = "",
-        metadata: Mapping[str, Any] | None = None,
-        session_id: str | None = None,
-        parent_session: str | None = None,
-        durability: str = "flush",
-        timestamp: str | None = None,
-        codec: Codec | None = None,
+        cls, path: str | Path, *, cwd: str = "", metadata: Mapping[str, Any] | None = None, session_id: str | None = None,
+        parent_session: str | None = None, durability: str = "flush", timestamp: str | None = None, codec: Codec | None = None,
     ) -> JsonlSessionStorage:
         """A new session in a new file at ``path`` (``already_exists`` if there is one)."""
-        path = Path(path)
-        _check_durability(durability)
-        codec = codec or cls.default_codec()
-        agg = SessionAggregate.create(
-            session_id=session_id or new_session_id(),
-            timestamp=timestamp or now_iso(),
-            cwd=cwd,
-            parent_session=parent_session,
-            metadata=metadata,
+        header = aggregate.start(
+            session_id=session_id or new_session_id(), timestamp=timestamp or now_iso(), cwd=cwd,
+            parent_session=parent_session, metadata=metadata,
         )
-        return cls._create_file(path, agg.collect_events()[0], durability, codec)
+        return cls._create_file(Path(path), header, _check_durability(durability), codec or cls.default_codec())
 
     @classmethod
     def create_with_header(
         cls, path: str | Path, header: SessionStarted, *, durability: str = "flush", codec: Codec | None = None
     ) -> JsonlSessionStorage:
-        """A new file whose first line is ``header`` as it is, unknown fields included (a
-        session copied from another storage keeps every field of its header). A header read
-        from another dialect or an older version is written in this file's format version."""
+        """A new file whose first line is ``header`` with every field it has (a copied session
+        keeps its header), in this file's format version."""
         if not isinstance(header, SessionStarted):
             raise TypeError(f"header must be a SessionStarted event, not {header!r}")
-        path = Path(path)
-        _check_durability(durability)
-        codec = codec or cls.default_codec()
         header = attrs.evolve(header, version=FORMAT_VERSION, extra=dict(header.extra))
-        return cls._create_file(path, header, durability, codec)
+        return cls._create_file(Path(path), header, _check_durability(durability), codec or cls.default_codec())
 
     @classmethod
     def create_from_lines(cls, path: str | Path, lines: Sequence[bytes], *, durability: str = "flush") -> JsonlSessionStorage:
         """A new file holding ``lines`` (a whole log, the header first) byte for byte: a
         verified copy keeps its source's bytes, chain digests included."""
         path = Path(path)
-        _check_durability(durability)
+        file = cls._new_file(path, _check_durability(durability))
         try:
-            file = LineFile.create(path, durability=durability)
-        except FileExistsError:
-            raise SessionError("already_exists", "a file already exists there", path=str(path)) from None
+            file.append_at(1, lines)
         except OSError as exc:
-            raise SessionError("storage", f"cannot create the file: {exc.strerror or exc}", path=str(path)) from exc
-        try:
-            file.lock()
-            try:
-                file.append(lines)
-            finally:
-                file.unlock()
-        except BaseException as exc:
             file.close()
             path.unlink(missing_ok=True)
-            if isinstance(exc, OSError):
-                raise SessionError("storage", f"cannot write the file: {exc.strerror or exc}", path=str(path)) from exc
-            raise
+            raise _storage_error("write the file", exc, path) from exc
         file.close()
         return cls.open(path, durability=durability)
 
-    @classmethod
-    def _create_file(cls, path: Path, header: SessionStarted, durability: str, codec: Codec) -> JsonlSessionStorage:
-        events = [header]
-        codec.encode_event(header)  # refuse what cannot be written before making a file
+    @staticmethod
+    def _new_file(path: Path, durability: str) -> LineFile:
         try:
-            file = LineFile.create(path, durability=durability)
+            return LineFile.create(path, durability=durability)
         except FileExistsError:
             raise SessionError("already_exists", "a file already exists there", path=str(path)) from None
         except OSError as exc:
-            raise SessionError("storage", f"cannot create the file: {exc.strerror or exc}", path=str(path)) from exc
-        storage = cls(path, file, events[0], codec=codec)
+            raise _storage_error("create the file", exc, path) from exc
+
+    @classmethod
+    def _create_file(cls, path: Path, header: SessionStarted, durability: str, codec: Codec) -> JsonlSessionStorage:
+        codec.encode_event(header)  # refuse what cannot be written before making a file
+        storage = cls(path, cls._new_file(path, durability), header, codec=codec)
         try:
-            storage.save(events)
+            storage.save([header])
         except BaseException:
             storage.close()
             path.unlink(missing_ok=True)
@@ -171,18 +157,13 @@ class JsonlSessionStorage(RecorderSessionStorage):
 
     @classmethod
     def open(
-        cls,
-        path: str | Path,
-        *,
-        durability: str = "flush",
-        salvage: bool = False,
-        codec: Codec | None = None,
+        cls, path: str | Path, *, durability: str = "flush", salvage: bool = False, codec: Codec | None = None,
         follow_links: bool = True,
     ) -> JsonlSessionStorage:
         """The session in the file at ``path`` (``not_found`` if there is none).
 
-        With ``salvage=True`` the file is opened read-only and every line that cannot be
-        read is skipped and reported in ``skipped`` as ``(line number, reason)``.
+        With ``salvage=True`` the file is opened read-only and every line that cannot be read
+        is skipped and reported in ``skipped`` as ``(line number, reason)``.
         ``follow_links=False`` refuses a symbolic link (repositories open their files so).
         """
         path = Path(path)
@@ -193,22 +174,13 @@ class JsonlSessionStorage(RecorderSessionStorage):
             raise SessionError("not_found", "no session file there", path=str(path)) from None
         except OSError as exc:
             if exc.errno == errno.ELOOP and not follow_links:
-                raise SessionError("storage", _LINK_REFUSED, path=str(path)) from None
-            raise SessionError("storage", f"cannot open the file: {exc.strerror or exc}", path=str(path)) from exc
+                raise SessionError("storage", LINK_REFUSED, path=str(path)) from None
+            raise _storage_error("open the file", exc, path) from exc
         try:
-            first = file.read(0, lines=1, limit=codec_module.MAX_LINE_BYTES)
-            cut = first.find(b"\n")
-            if cut >= 0:
-                first = first[:cut]
-            if len(first) > codec_module.MAX_LINE_BYTES:
-                raise corrupt(path, 1, f"the header line is over the {codec_module.MAX_LINE_BYTES}-byte line limit")
-            if cut < 0 and not (first and is_whole_line(first)):
-                problem = "the file is empty" if not first else "the header line is incomplete (torn)"
-                raise corrupt(path, 1, f"{problem}: no session header")
-            header, chosen = read_header(first, path, codec)
+            header, chosen = read_header(_first_line(file, path), path, codec)
         except OSError as exc:
             file.close()
-            raise SessionError("storage", f"cannot read the file: {exc.strerror or exc}", path=str(path)) from exc
+            raise _storage_error("read the file", exc, path) from exc
         except BaseException:
             file.close()
             raise
@@ -221,150 +193,134 @@ class JsonlSessionStorage(RecorderSessionStorage):
             storage._salvage()
         return storage
 
-    # -- attributes -----------------------------------------------------------------------
-
-    @property
-    def durability(self) -> str:
-        return self._file.durability
-
-    @property
-    def warnings(self) -> list[str]:
-        """Warnings about the file (a torn last line ignored or repaired), oldest first."""
-        return self._file.warnings
-
-    @property
-    def bytes_read(self) -> int:
-        """How many bytes of the file this storage has read (time travel reads a prefix)."""
-        return self._file.bytes_read
-
-    def close(self) -> None:
-        self.recorder.close()  # type: ignore[attr-defined]
-
     # -- reading --------------------------------------------------------------------------
 
-    def _context(self) -> ScanContext:
-        return ScanContext(self.path, self.header.originator_id, self.codec, self._file.warnings)
-
-    def _read_lines(self, lines: int | None = None, *, strict: bool = True) -> tuple[list[bytes], bytes]:
+    def read_lines(self, count: int | None = None, *, strict: bool = False) -> list[bytes]:
+        """The whole lines of the file (the first ``count``), as they are on disk; ``strict``
+        refuses an over-long line (``corrupt``) and warns of a torn last line."""
         try:
-            if lines is None:
+            if count is None:
                 parts, tail, size = self._file.read_split(0)
+                self._file.observe_lines(0, size, len(parts), tail)
             else:
-                data = self._file.read(0, lines=lines)
+                data = self._file.read(0, lines=count)
                 parts = data.split(b"\n")
-                tail = parts.pop()
-                size = len(data)
-                del data
+                tail, size = parts.pop(), len(data)
         except OSError as exc:
-            raise SessionError("storage", f"cannot read the file: {exc.strerror or exc}", path=str(self.path)) from exc
-        if strict and size > codec_module.MAX_LINE_BYTES:  # only then can a line be too long
-            self._check_lengths(parts)
-        if lines is None:
-            self._file.observe_lines(0, size, len(parts), tail)
+            raise _storage_error("read the file", exc, self.path) from exc
+        if strict and size > jsontext.MAX_LINE_BYTES:  # only then can a line be too long
+            for number, part in enumerate(parts, 1):
+                if len(part) > jsontext.MAX_LINE_BYTES:
+                    raise corrupt(self.path, number, f"line of {len(part)} bytes is over the {jsontext.MAX_LINE_BYTES}-byte line limit")
         if tail and is_whole_line(tail):
             parts.append(tail)
-            tail = b""
-        return parts, tail
+        elif tail and strict and count is None:
+            self._warn_torn(len(parts) + 1, tail)
+        return parts
 
-    def read_lines(self) -> list[bytes]:
-        """Every whole line of the file as it is on disk (a torn last line left out)."""
-        lines, _ = self._read_lines(strict=False)
-        return lines
-
-    def _check_lengths(self, parts: list[bytes]) -> None:
-        """Refuse absurdly long lines (``corrupt``, naming the line) before parsing any."""
-        limit = codec_module.MAX_LINE_BYTES
-        if not parts or max(map(len, parts)) <= limit:
-            return
-        for index, part in enumerate(parts):
-            if len(part) > limit:
-                raise corrupt(self.path, index + 1, f"line of {len(part)} bytes is over the {limit}-byte line limit")
-
-    def _check_header(self, first: bytes) -> None:
-        header, _ = read_header(first, self.path, self.codec)
-        if header.originator_id != self.header.originator_id:
-            raise corrupt(self.path, 1, f"the header now names session {header.originator_id}, not {self.session_id}")
-
-    def load(self) -> tuple[SessionStarted, Sequence[Any]]:
-        """The header and every entry (lazy), after checking every line of the file."""
+    def load(self) -> tuple[SessionStarted, EntryLog]:
+        """The header and every entry (held lazily), after checking every line of the file."""
         if self._salvaged is not None:
-            return self.header, list(self._salvaged)
-        lines, tail = self._read_lines()
-        if not lines:
-            raise corrupt(self.path, 1, "no session header")
-        self._check_header(lines[0])
-        entries = self._scan(lines)
-        self.chain_head.observe(len(lines), lines[-1], header=lines[0])  # a file without a chain stays unchained
-        if tail:
-            self._warn_torn(len(lines) + 1, tail)
-        return self.header, entries
+            return self.header, EntryLog.of(self._salvaged)
+        lines = self.read_lines(strict=True)
+        log = self._scan(lines)
+        self.chain_head.observe(len(lines), lines[-1], header=lines[0])
+        return self.header, log
 
-    def load_prefix(self, version: int) -> tuple[SessionStarted, Sequence[Any]]:
+    def load_prefix(self, version: int) -> tuple[SessionStarted, EntryLog]:
         """The header and the entries up to ``version``, reading only that prefix of the file."""
         if self._salvaged is not None:
-            return self.header, self._salvaged[: max(0, version - 1)]
-        lines, _ = self._read_lines(lines=max(1, version))
-        self._check_header(lines[0])
-        return self.header, self._scan(lines[: max(1, version)])
+            return self.header, EntryLog.of(self._salvaged[: max(0, version - 1)])
+        return self.header, self._scan(self.read_lines(max(1, version), strict=True)[: max(1, version)])
 
-    def _scan(self, lines: list[bytes]) -> list[Any]:
-        """Lazy entries for the lines after the header (a dialect with its own rules overrides)."""
-        return scan_entries(lines, self._context())
+    def _loader(self, lines: list[Any]) -> LineLoader:
+        return LineLoader(lines, self.path, self.session_id, self.codec, self._file.warnings)
 
-    def _warn_torn(self, lineno: int, tail: bytes) -> None:
+    def _scan(self, lines: list[bytes]) -> EntryLog:
+        """The checked, lazy log of a file's lines (a dialect with its own rules overrides)."""
+        if not lines:
+            raise corrupt(self.path, 1, "no session header")
+        header, _ = read_header(lines[0], self.path, self.codec)
+        if header.originator_id != self.session_id:
+            raise corrupt(self.path, 1, f"the header now names session {header.originator_id}, not {self.session_id}")
+        return scan(lines, self._loader(lines))
+
+    def _warn_torn(self, number: int, tail: bytes) -> None:
         try:  # an append in flight holds the lock: its unfinished line is not torn
             fcntl.flock(self._file.fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             return
         fcntl.flock(self._file.fd, fcntl.LOCK_UN)
         message = (
-            f"{self.path}: ignoring a torn last line (line {lineno}, {len(tail)} bytes, left by an "
+            f"{self.path}: ignoring a torn last line (line {number}, {len(tail)} bytes, left by an "
             "interrupted append); it is removed before the next append"
         )
         self._file.warnings.append(message)
-        warnings.warn(message, TornLineWarning, stacklevel=3)
+        warnings.warn(message, TornLineWarning, stacklevel=4)
 
     def _salvage(self) -> None:
-        lines, tail = self._read_lines(strict=False)
-        entries, skipped = salvage_entries(lines, self._context())
-        if tail:
-            skipped.append((len(lines) + 1, f"torn last line ({len(tail)} bytes)"))
-        self._salvaged = entries
-        self.skipped = skipped
+        header, entries, skipped = salvage_log(self.read_lines(), str(self.path), self.codec)
+        self._salvaged, self.skipped = entries, skipped
+        if self._file.torn:
+            skipped.append((self._file.count + 1, f"torn last line ({len(self._file.torn)} bytes)"))
 
     # -- writing --------------------------------------------------------------------------
+
+    def _previous_digest(self, version: int) -> bytes | None:
+        """The digest line ``version`` chains to: the head this storage holds, else (a storage
+        that has not read its file) the one recorded on the line before."""
+        head = self.chain_head
+        if version == 1:
+            return chain.GENESIS if self.codec.dialect.name == "native" and self.chain_new_sessions else None
+        if head.version != version - 1:
+            lines = self.read_lines(version - 1)
+            if len(lines) < version - 1:
+                raise self.conflict(version, f"there is no version {version - 1} to follow")
+            head.observe(version - 1, lines[version - 2], header=lines[0])
+        if head.digest is None and head.chained:
+            raise SessionError(
+                "corrupt", f"session {self.session_id} is hash-chained but version {version - 1} carries no chain "
+                "digest: the log was damaged (run verify); it is not extended unchained", path=str(self.path),
+            )
+        return head.digest
 
     def save(self, events: Sequence[Any]) -> None:
         """Append the events' lines (sealed into the chain if the file is chained) with one
         write under the file lock: ``conflict`` if another writer took their versions,
-        ``storage`` if the file cannot be written.
-
-        The recorder's :meth:`~JsonlAggregateRecorder.append_lines` takes the lines as they
-        are: a ``StoredEvent`` per line (what ``insert_events`` takes) would be unwrapped
-        again at once, and this runs on every append.
-        """
-        self.check_writable()
+        ``storage`` if the file cannot be written."""
+        if self.read_only:
+            self.check_writable()
         if not events:
             return
-        lines, digest = self.to_lines(events)
+        first = events[0].originator_version
+        digest = self._previous_digest(first)
+        lines = [self.codec.encode_event(event) for event in events]
+        if digest is not None:
+            chain.check_unreserved(events, self.session_id)
+            lines, digest = chain.seal_lines(lines, digest)
         try:
-            self.recorder.append_lines(self._session_id, events[0].originator_version, lines)  # type: ignore[attr-defined]
-        except IntegrityError as exc:
-            raise self._conflict(exc, events) from None
-        except PersistenceError as exc:
-            raise self._save_failed(exc) from exc
-        self.chain_head.set(events[-1].originator_version, digest)  # self.saved(events, digest), inline
-
-    def _conflict(self, exc: IntegrityError, events: Sequence[Any]) -> SessionError:
-        return SessionError(
-            "conflict",
-            f"session {self.session_id} changed since it was read: "
-            f"{str(exc).removeprefix(f'{self.path}: ')}; reopen it and retry",
-            path=str(self.path),
-        )
-
-    def _save_failed(self, exc: Exception) -> SessionError:
-        return SessionError("storage", f"could not save to session {self.session_id}: {exc}", path=str(self.path))
+            self._file.append_at(first, lines)
+        except StaleFileError as exc:
+            raise SessionError("conflict", f"session {self.session_id} changed since it was read: {exc}; reopen it and retry",
+                               path=str(self.path)) from None
+        except (OSError, TimeoutError) as exc:
+            raise SessionError("storage", f"could not save to session {self.session_id}: could not append to "
+                               f"{self.path}: {getattr(exc, 'strerror', None) or exc}", path=str(self.path)) from exc
+        self.chain_head.set(first + len(lines) - 1, digest)
 
 
-__all__ = ["JsonlEntry", "JsonlSessionStorage", "TornLineWarning"]
+def _first_line(file: LineFile, path: Path) -> bytes:
+    """The header line, read no further than the line limit."""
+    first = file.read(0, lines=1, limit=jsontext.MAX_LINE_BYTES)
+    cut = first.find(b"\n")
+    if cut >= 0:
+        first = first[:cut]
+    if len(first) > jsontext.MAX_LINE_BYTES:
+        raise corrupt(path, 1, f"the header line is over the {jsontext.MAX_LINE_BYTES}-byte line limit")
+    if cut < 0 and not (first and is_whole_line(first)):
+        problem = "the file is empty" if not first else "the header line is incomplete (torn)"
+        raise corrupt(path, 1, f"{problem}: no session header")
+    return first
+
+
+__all__ = ["JsonlSessionStorage", "TornLineWarning"]

@@ -25,11 +25,6 @@ from pathlib import Path
 
 import orjson
 
-from sessiontree.adapters.speedups import compiled
-
-# The common append as one compiled call (adapters/_speedups.c), when it is available.
-_append_if_at = compiled.append_if_at if compiled is not None else None
-
 DURABILITIES = ("flush", "fsync")
 _CHUNK = 1 << 16
 
@@ -332,33 +327,26 @@ class LineFile:
         warnings.warn(message, TornLineWarning, stacklevel=4)
         self.torn = b""
 
-    def try_append(self, lines: Sequence[bytes], count: int) -> bool:
-        """Append ``lines`` (each without newline) in one step when nothing is in the way:
-        this object still knows ``count`` complete lines (what the caller checked the
-        version against), no other thread or process holds the lock, the file ends where
-        this process last saw it end, and no torn or unterminated last line needs care.
-        False, with nothing written, when something is (or the compiled step is not
-        built): take :meth:`lock`, :meth:`sync` and :meth:`append`. On a failed write the
-        file is cut back and the OSError propagates, as from :meth:`append`.
-
-        The same steps as that path (an exclusive ``flock``, the size check, one write,
-        the fsync if asked), in one call that releases the interpreter once.
-        """
-        if _append_if_at is None or not self._mutex.acquire(False):
-            return False
-        try:  # all of it under the thread lock, as the general path: another thread may append
-            if self.count != count or self.size is None or self.torn or self.needs_newline:
-                return False
-            written = _append_if_at(
-                self.fd, lines if lines.__class__ is list else list(lines), self.size, self._fsync, *self._ident
-            )
-            if not written:
-                return False
-            self.size += written
-            self.count += len(lines)
-            return True
+    def append_at(self, version: int, lines: Sequence[bytes], timeout: float = 30.0) -> None:
+        """Append ``lines`` (each without newline) as line ``version`` and the ones after it,
+        under the exclusive lock: catch up with what other writers appended, cut a torn last
+        line, check that ``version`` is the next line (``StaleFileError`` if not), write.
+        ``TimeoutError`` if the lock is not free within ``timeout``; an ``OSError`` of the
+        write leaves the file as it was."""
+        self.lock(timeout)
+        try:
+            self.sync()
+            if self.torn:
+                self.repair()
+            if version != self.count + 1:
+                raise StaleFileError(
+                    f"version {version} is "
+                    + ("taken (another writer appended since this one last read the file)" if version <= self.count
+                       else f"not the next one ({self.count + 1} is)")
+                )
+            self.append(lines)
         finally:
-            self._mutex.release()
+            self.unlock()
 
     def append(self, lines: Sequence[bytes]) -> None:
         """Write ``lines`` (each without newline) with one ``os.write``; lock held, state synced.

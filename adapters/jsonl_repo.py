@@ -1,14 +1,16 @@
-"""A directory of JSONL session files: the embedded, default repository.
+"""A directory of JSONL session files: the embedded, default store.
 
-Each session is ``<root>/<session id>.jsonl`` (:class:`JsonlSessionStorage`). Other
+Each session is ``<root>/<session id>.jsonl`` (:class:`JsonlSessionStorage`). Other regular
 ``*.jsonl`` files in the directory whose first line is a session header (pi's
 ``<timestamp>_<id>.jsonl`` files, for instance) are listed and opened by their header id
 too. Session ids are checked before they reach a path: no separators, no ``..``, no NUL.
+A symbolic link is never a session of the directory: it is not listed, and opening or
+deleting its id is refused.
 
-``list()`` reads a cross-session index (``.sessiontree-index.json``, a cache of
+Listing reads a cross-session index (``.sessiontree-index.json``, a cache of
 :class:`~sessiontree.adapters.index.DirectoryIndex`) and only the parts of the logs it has
-not seen, so listing stays cheap as sessions pile up. The directory is created on the
-first ``create``; listing a directory that does not exist gives an empty list.
+not seen. The directory is created on the first ``create``; listing a directory that does
+not exist gives an empty list.
 """
 
 from __future__ import annotations
@@ -16,31 +18,23 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from sessiontree.adapters.index import DirectoryIndex
-from sessiontree.adapters.jsonl import _LINK_REFUSED, JsonlSessionStorage
+from sessiontree.adapters.jsonl import LINK_REFUSED, JsonlSessionStorage
 from sessiontree.adapters.jsonl_file import make_private_dirs
-from sessiontree.adapters.repo import SessionInfo, SessionRepo, check_session_id
 from sessiontree.adapters.storage import SessionStorage
+from sessiontree.adapters.store import SessionInfo, SessionStore, check_session_id
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
 
-if TYPE_CHECKING:
-    from sessiontree.session import Session
 
-
-class JsonlSessionRepo(SessionRepo):
+class JsonlStore(SessionStore):
     """Sessions as JSONL files in one directory (``durability``: ``"flush"`` or ``"fsync"``)."""
 
-    def __init__(self, root: str | os.PathLike[str], *, durability: str = "flush", **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, root: str | os.PathLike[str], *, durability: str = "flush") -> None:
         self.root = Path(root)
         self.durability = durability
         self.index = DirectoryIndex(self.root)
-
-    def __repr__(self) -> str:
-        return f"JsonlSessionRepo({str(self.root)!r})"
 
     def path_for(self, session_id: str) -> Path:
         """Where a session created here lives (whether or not it exists)."""
@@ -49,7 +43,7 @@ class JsonlSessionRepo(SessionRepo):
     def _find(self, session_id: str) -> Path | None:
         path = self.path_for(session_id)
         if path.is_symlink():
-            raise SessionError("storage", f"session {session_id}: {_LINK_REFUSED}", path=str(path))
+            raise SessionError("storage", f"session {session_id}: {LINK_REFUSED}", path=str(path))
         if path.is_file():
             return path
         for name, summary in self.index.refresh().items():
@@ -57,35 +51,32 @@ class JsonlSessionRepo(SessionRepo):
                 return self.root / name
         return None
 
-    def _store_header(self, header: SessionStarted) -> SessionStorage:
-        path = self.path_for(header.originator_id)  # create() refuses an existing file
+    def _private_root(self) -> None:
         try:
             make_private_dirs(self.root)
         except OSError as exc:
             raise SessionError("storage", f"cannot create the directory: {exc.strerror or exc}", path=str(self.root)) from exc
+
+    def store_header(self, header: SessionStarted) -> SessionStorage:
+        path = self.path_for(header.originator_id)  # create() refuses an existing file
+        self._private_root()
         return JsonlSessionStorage.create_with_header(path, header, durability=self.durability)
 
-    def _store_lines(self, session_id: str, lines: Sequence[bytes]) -> SessionStorage:
-        path = self.path_for(session_id)
-        try:
-            make_private_dirs(self.root)
-        except OSError as exc:
-            raise SessionError("storage", f"cannot create the directory: {exc.strerror or exc}", path=str(self.root)) from exc
-        return JsonlSessionStorage.create_from_lines(path, lines, durability=self.durability)
+    def store_lines(self, session_id: str, lines: Sequence[bytes]) -> SessionStorage:
+        self._private_root()
+        return JsonlSessionStorage.create_from_lines(self.path_for(session_id), lines, durability=self.durability)
 
-    def _attach(self, session_id: str) -> SessionStorage:
+    def attach(self, session_id: str) -> SessionStorage:
         path = self._find(session_id)
         if path is None:
             raise SessionError("not_found", f"session {session_id} not found in {self.root}", path=str(self.path_for(session_id)))
         storage = JsonlSessionStorage.open(path, durability=self.durability, follow_links=False)
         if storage.session_id != session_id:
             storage.close()
-            raise SessionError(
-                "corrupt", f"the file holds session {storage.session_id}, not {session_id}", path=str(path)
-            )
+            raise SessionError("corrupt", f"the file holds session {storage.session_id}, not {session_id}", path=str(path))
         return storage
 
-    def _remove(self, session_id: str) -> None:
+    def remove(self, session_id: str) -> None:
         path = self._find(session_id)
         if path is None:
             return
@@ -95,14 +86,13 @@ class JsonlSessionRepo(SessionRepo):
             raise SessionError("storage", f"cannot delete the file: {exc.strerror or exc}", path=str(path)) from exc
         self.index.forget(path.name)
 
-    def _infos(self, cwd: str | None) -> Iterable[SessionInfo]:
+    def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
         root = os.fspath(self.root)
-        join = os.path.join
         return [
-            SessionInfo.from_summary(summary, join(root, name))
+            SessionInfo.from_summary(summary, os.path.join(root, name))
             for name, summary in self.index.refresh().items()
             if cwd is None or summary.cwd == cwd
         ]
 
-    def _parent_reference(self, session: Session) -> str:
-        return session.storage.location  # a fork's header names the source file, as pi's does
+    def parent_reference(self, storage: SessionStorage) -> str:
+        return storage.location  # a fork's header names the source file, as pi's does

@@ -7,8 +7,8 @@ from typing import Any
 
 from eventsourcing.popo import POPOAggregateRecorder
 
-from sessiontree.adapters.storage import RecorderSessionStorage, SessionMapper
-from sessiontree.domain.aggregate import SessionAggregate
+from sessiontree.adapters.storage import RecorderSessionStorage
+from sessiontree.domain import aggregate
 from sessiontree.domain.ids import new_session_id, now_iso
 
 
@@ -33,16 +33,12 @@ class InMemorySessionStorage(RecorderSessionStorage):
         if session_id is not None and (not isinstance(session_id, str) or not session_id):
             raise TypeError(f"session_id must be a non-empty str or None, not {session_id!r}")
         sid = session_id if session_id is not None else new_session_id()
-        super().__init__(recorder or POPOAggregateRecorder(), sid, location=f"memory:{sid}", mapper=SessionMapper())
+        super().__init__(recorder or POPOAggregateRecorder(), sid, location=f"memory:{sid}")
         if not _existing:
-            agg = SessionAggregate.create(
-                session_id=sid,
-                timestamp=timestamp or now_iso(),
-                cwd=cwd,
-                parent_session=parent_session,
-                metadata=metadata,
+            header = aggregate.start(
+                session_id=sid, timestamp=timestamp or now_iso(), cwd=cwd, parent_session=parent_session, metadata=metadata
             )
-            self.save(agg.collect_events())
+            self.save([header])
 
     @classmethod
     def create(

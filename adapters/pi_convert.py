@@ -14,17 +14,15 @@ pi files written by pi come back byte for byte after ``import_pi`` then ``export
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+
 
 import attrs
 
 from sessiontree.adapters.chain import seal_lines
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.jsonl import JsonlSessionStorage
-from sessiontree.adapters.pi import PiCodec, PiExtra, pi_codec, rename_parent_key
-from sessiontree.domain import messages as m
+from sessiontree.adapters.pi import PiCodec, pi_codec, rename_parent_key
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import ContextCompacted, Entry, SessionStarted, UnknownEntryAppended
 
@@ -42,105 +40,18 @@ class Conversion:
     notes: tuple[str, ...] = ()
 
 
-_PLAIN = (str, int, float, bool, type(None), dict, list)
-_VALUE_TYPES = ("Message", "Content", "Usage", "Cost")
-
-
-def _may_nest(annotation: Any) -> bool:
-    """Can a field with this annotation hold messages, blocks or usage (objects with extras)?"""
-    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
-    return any(name in text for name in _VALUE_TYPES)
-_NO_PLAN = object()
-
-
-class _Retarget:
-    """Rewrites the names of absent fields from ``src``'s dialect to ``dst``'s, recursively.
-
-    Objects are changed only where needed, by copying them (no validators run again: the
-    values were valid when they were read).
-    """
-
-    def __init__(self, src: Codec, dst: Codec) -> None:
-        self.src = src
-        self.dst = dst
-        self._plans: dict[type, Any] = {}
-
-    def _plan(self, cls: type) -> Any:
-        plan = self._plans.get(cls)
-        if plan is None:
-            names = self.src._wire.get(cls)
-            if names is None:
-                plan = _NO_PLAN
-            else:
-                by_wire = {wire: name for name, wire in names.items()}
-                fields = attrs.fields_dict(cls)
-                # A field the domain requires (pi's omitted label/name) is written out as null.
-                required = {name for name, a in fields.items() if a.default is attrs.NOTHING}
-                nested = tuple(name for name in names if _may_nest(fields[name].type))
-                plan = (nested, by_wire, self.dst._wire[cls], required, tuple(fields))
-            self._plans[cls] = plan
-        return plan
-
-    def __call__(self, value: Any) -> Any:
-        kind = type(value)
-        if kind in _PLAIN:
-            return value
-        if kind is tuple:
-            out = None
-            for index, item in enumerate(value):
-                new = self(item)
-                if new is not item:
-                    out = out or list(value)
-                    out[index] = new
-            return value if out is None else tuple(out)
-        plan = self._plan(kind)
-        if plan is _NO_PLAN:
-            return value
-        names, by_wire, target, required, slots = plan
-        changes: dict[str, Any] = {}
-        for name in names:
-            item = getattr(value, name)
-            new = self(item)
-            if new is not item:
-                changes[name] = new
-        extra = value.extra
-        absent = m.absent_fields(extra)
-        if absent or isinstance(extra, PiExtra):  # pi's explicit nulls mean nothing elsewhere
-            moved = frozenset(
-                target.get(by_wire.get(wire, ""), wire) for wire in absent if by_wire.get(wire) not in required
-            )
-            changes["extra"] = m.Extra(dict(extra), moved)
-        if not changes:
-            return value
-        copied = object.__new__(kind)
-        if hasattr(value, "__dict__"):
-            copied.__dict__.update(value.__dict__)
-        else:
-            for name in slots:
-                object.__setattr__(copied, name, getattr(value, name))
-        for name, new in changes.items():
-            object.__setattr__(copied, name, new)
-        return copied
-
-
-def _convert_entry(entry: Entry, src: Codec, dst: Codec, retarget: _Retarget) -> Entry:
-    if src.dialect.name == dst.dialect.name:
-        return entry
-    if isinstance(entry, UnknownEntryAppended):
-        old, new = src.dialect.parent_key, dst.dialect.parent_key
-        return attrs.evolve(entry, data=rename_parent_key(entry.data, old, new))
-    return retarget(entry)  # type: ignore[no-any-return]
+def _convert_entry(entry: Entry, src: Codec, dst: Codec) -> Entry:
+    """An entry as the other dialect writes it: the same object (what a producer left out is
+    remembered by attribute name, whatever the dialect), except that an entry of a type
+    neither side knows is copied verbatim with its parent key renamed."""
+    if isinstance(entry, UnknownEntryAppended) and src.dialect.name != dst.dialect.name:
+        return attrs.evolve(entry, data=rename_parent_key(entry.data, src.dialect.parent_key, dst.dialect.parent_key))
+    return entry
 
 
 def _header(header: SessionStarted) -> SessionStarted:
     """The header of the copy: version 3 (an older pi file's entries come out migrated)."""
     return attrs.evolve(header, version=3) if header.version != 3 else header
-
-
-def _entries(storage: JsonlSessionStorage) -> Iterable[Entry]:
-    _, entries = storage.load()
-    for item in entries:
-        yield item if isinstance(item, Entry) else item.load()
 
 
 def _notes(entry: Entry, dst: Codec) -> list[str]:
@@ -162,15 +73,14 @@ def convert(src_path: str | os.PathLike[str], dest_path: str | os.PathLike[str],
         src = source.codec
         lines = [dst.encode_event(_header(source.header))]
         notes: list[str] = []
-        retarget = _Retarget(src, dst)
-        for entry in _entries(source):
-            converted = _convert_entry(entry, src, dst, retarget)
+        for entry in source.load()[1]:
+            converted = _convert_entry(entry, src, dst)
             notes.extend(_notes(converted, dst))
             lines.append(dst.encode_event(converted))
     finally:
         source.close()
     if dst.dialect.name == "native":  # a new native file is hash-chained (adapters/chain.py)
-        lines = seal_lines(lines)
+        lines = seal_lines(lines)[0]
     data = b"\n".join(lines) + b"\n"
     try:
         with open(dest, "xb", opener=_private) as out:

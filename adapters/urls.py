@@ -1,62 +1,59 @@
-"""One way in: ``open_repo(url)`` picks the repository a URL names.
+"""One way in: ``open_store(url)`` picks the store a URL names (``open_repo`` wraps it).
 
 ===================================  =============================================
-``memory:``                          :class:`InMemorySessionRepo` (nothing kept)
-``jsonl:///abs/dir``, ``jsonl:dir``  :class:`JsonlSessionRepo` (one file a session;
+``memory:``                          :class:`MemoryStore` (nothing kept)
+``jsonl:///abs/dir``, ``jsonl:dir``  :class:`JsonlStore` (one file a session;
                                      ``///`` reads as in ``file:`` URLs)
 a plain directory path               the same
-``sqlite:///file.db``                :class:`DatabaseSessionRepo` on SQLite, paths as
+``sqlite:///file.db``                :class:`DatabaseStore` on SQLite, paths as
                                      in SQLAlchemy (``sqlite:///rel.db`` relative,
                                      ``sqlite:////abs/file.db`` absolute)
-``postgresql://user@host:port/db``   :class:`DatabaseSessionRepo` on PostgreSQL
+``postgresql://user@host:port/db``   :class:`DatabaseStore` on PostgreSQL
                                      (``?schema=name`` and other settings, below)
-``popo:``                            :class:`DatabaseSessionRepo` on eventsourcing's
+``popo:``                            :class:`DatabaseStore` on eventsourcing's
                                      in-memory module
 ===================================  =============================================
 
 PostgreSQL query parameters: ``schema`` (created if missing), and any eventsourcing
 setting by name, with or without its ``POSTGRES_`` prefix (``pool_size=10``,
 ``lock_timeout=5``). A password may be in the URL; it never appears in locations or
-messages. Keyword arguments (``options``, ``projections``, ...) go to the repository.
+messages.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from sessiontree.adapters.repo import InMemorySessionRepo, SessionRepo
+from sessiontree.adapters.store import MemoryStore, SessionStore
 from sessiontree.domain.errors import SessionError
 
 _SCHEMES = ("memory", "popo", "jsonl", "sqlite", "postgresql", "postgres")
 
 
-def open_repo(url: str | os.PathLike[str], **kwargs: Any) -> SessionRepo:
-    """The session repository ``url`` names (see the module documentation)."""
+def open_store(url: str | os.PathLike[str], *, durability: str = "flush") -> SessionStore:
+    """The session store ``url`` names (see the module documentation)."""
     if isinstance(url, os.PathLike):
-        return _jsonl(os.fspath(url), kwargs)
+        return _jsonl(os.fspath(url), durability)
     if not isinstance(url, str) or not url:
         raise TypeError(f"a repository URL must be a non-empty str or path, not {url!r}")
     scheme, sep, rest = url.partition(":")
     if not sep or scheme.lower() not in _SCHEMES or (len(scheme) == 1 and os.name == "nt"):
         if "://" in url:
             raise SessionError("storage", f"unknown repository URL scheme in {url!r} (use one of {', '.join(_SCHEMES)})")
-        return _jsonl(url, kwargs)
+        return _jsonl(url, durability)
     scheme = scheme.lower()
     if scheme == "memory":
-        return InMemorySessionRepo(**kwargs)
-    if scheme == "popo":
-        from sessiontree.adapters.database import DatabaseSessionRepo
-
-        return DatabaseSessionRepo.popo(**kwargs)
+        return MemoryStore()
     if scheme == "jsonl":
-        return _jsonl(_path_after(rest, url), kwargs)
-    if scheme == "sqlite":
-        from sessiontree.adapters.database import DatabaseSessionRepo
+        return _jsonl(_path_after(rest, url), durability)
+    from sessiontree.adapters.database import DatabaseStore
 
-        return DatabaseSessionRepo.sqlite(_path_after(rest, url, sqlalchemy=True), **kwargs)
-    return _postgres(url, kwargs)
+    if scheme == "popo":
+        return DatabaseStore.popo()
+    if scheme == "sqlite":
+        return DatabaseStore.sqlite(_path_after(rest, url, sqlalchemy=True))
+    return _postgres(url)
 
 
 def _path_after(rest: str, url: str, *, sqlalchemy: bool = False) -> str:
@@ -78,14 +75,14 @@ def _path_after(rest: str, url: str, *, sqlalchemy: bool = False) -> str:
     return path
 
 
-def _jsonl(path: str, kwargs: dict[str, Any]) -> SessionRepo:
-    from sessiontree.adapters.jsonl_repo import JsonlSessionRepo
+def _jsonl(path: str, durability: str) -> SessionStore:
+    from sessiontree.adapters.jsonl_repo import JsonlStore
 
-    return JsonlSessionRepo(path, **kwargs)
+    return JsonlStore(path, durability=durability)
 
 
-def _postgres(url: str, kwargs: dict[str, Any]) -> SessionRepo:
-    from sessiontree.adapters.database import DatabaseSessionRepo
+def _postgres(url: str) -> SessionStore:
+    from sessiontree.adapters.database import DatabaseStore
 
     parts = urlsplit(url)
     dbname = unquote(parts.path.lstrip("/"))
@@ -111,7 +108,7 @@ def _postgres(url: str, kwargs: dict[str, Any]) -> SessionRepo:
         if not name.startswith("POSTGRES_") and name not in ("ORIGINATOR_ID_TYPE", "CREATE_TABLE", "SINGLE_ROW_TRACKING"):
             name = "POSTGRES_" + name
         settings[name] = value
-    return DatabaseSessionRepo.postgres(
+    return DatabaseStore.postgres(
         dbname,
         host=parts.hostname or "127.0.0.1",
         port=port,
@@ -119,7 +116,6 @@ def _postgres(url: str, kwargs: dict[str, Any]) -> SessionRepo:
         password=unquote(parts.password) if parts.password is not None else None,
         schema=schema,
         settings=settings,
-        **kwargs,
     )
 
 

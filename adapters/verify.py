@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import attrs
-import orjson
 
 from sessiontree.adapters import chain
 from sessiontree.adapters.chain_check import check_chain
-from sessiontree.adapters.codec import MAX_LINE_BYTES, Codec, duplicate_key, line_problem, native_codec
+from sessiontree.adapters.codec import Codec, native_codec
+from sessiontree.adapters import jsontext
+from sessiontree.adapters.jsontext import duplicate_key, line_problem, parse
 from sessiontree.adapters.jsonl_file import is_whole_line, open_regular
 from sessiontree.adapters.jsonl_scan import envelope_problem, read_header, tree_problem
 from sessiontree.domain.errors import SessionError
@@ -271,7 +272,7 @@ def _check(lines: list[bytes], report: VerifyReport, where: Any, wanted: set[int
     report.lines = len(lines)
     codec = native_codec()
     try:
-        if len(lines[0]) > MAX_LINE_BYTES:
+        if len(lines[0]) > jsontext.MAX_LINE_BYTES:
             raise SessionError("corrupt", f"the header line of {len(lines[0])} bytes is over the size limit")
         header, codec = read_header(lines[0], where)
         report.session_id = header.originator_id
@@ -294,8 +295,8 @@ def _loads(line: bytes) -> Any:
     if problem is not None:
         raise ValueError(problem)
     try:
-        return orjson.loads(chain.strip(line))
-    except orjson.JSONDecodeError as exc:
+        return parse(chain.strip(line))
+    except (ValueError, RecursionError) as exc:
         raise ValueError(f"invalid JSON ({exc})") from None
 
 
@@ -342,11 +343,8 @@ def _check_pi(path: Path, report: VerifyReport) -> None:
             report.problem(inner.line, inner.message)
             return
         try:
-            _, entries = storage.load()
-            for entry in entries:
-                if hasattr(entry, "load"):
-                    entry.load()
-            report.entries = len(entries)
+            _, log = storage.load()
+            report.entries = len(list(log))  # every entry decoded
         except SessionError as inner:
             report.problem(inner.line, inner.message)
         finally:

@@ -27,8 +27,7 @@ from sessiontree import (
     UserMessage,
 )
 from sessiontree.adapters.codec import native_codec
-from sessiontree.adapters.jsonl_scan import scan_entries
-from sessiontree.domain.aggregate import SessionAggregate
+from sessiontree.domain import aggregate
 
 TEXT = "lorem ipsum dolor sit amet " * 14
 
@@ -56,11 +55,15 @@ def appends(folder: Path, durability: str, count: int) -> tuple[float, float]:
 def big_file(folder: Path, entries: int) -> Path:
     """A file of ``entries`` messages written in one go (through the codec, not the clock)."""
     path = folder / "big.jsonl"
-    agg = SessionAggregate.create(session_id="0190a000-0000-7000-8000-000000000000", timestamp="2026-01-01T00:00:00.000Z")
+    header = aggregate.start(session_id="0190a000-0000-7000-8000-000000000000", timestamp="2026-01-01T00:00:00.000Z")
+    agg = aggregate.replay(header, aggregate.EntryLog())
     codec = native_codec()
+    lines = [codec.encode_event(header)]
     for n in range(entries):
-        agg.append_message(message(n), id=f"{n:08x}", timestamp="2026-01-01T00:00:00.000Z")
-    path.write_bytes(b"".join(codec.encode_event(e) + b"\n" for e in agg.collect_events()))
+        event = aggregate.append_message(agg, message(n), id=f"{n:08x}", timestamp="2026-01-01T00:00:00.000Z")
+        aggregate.project(agg, event)
+        lines.append(codec.encode_event(event))
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
     return path
 
 
@@ -72,11 +75,11 @@ def load(path: Path, rounds: int = 5, clock: Callable[[], float] = time.perf_cou
         t0 = clock()
         storage = JsonlSessionStorage.open(path)
         t1 = clock()
-        lines, _ = storage._read_lines()
+        lines = storage.read_lines(strict=True)
         t2 = clock()
-        entries = scan_entries(lines, storage._context())
+        entries = storage._scan(lines)
         t3 = clock()
-        SessionAggregate.replay(storage.header, entries)
+        aggregate.replay(storage.header, entries)
         t4 = clock()
         for key, value in zip(steps, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0)):
             steps[key].append(value)

@@ -157,17 +157,7 @@ def machine(pi_home: Path | None) -> dict[str, str]:
         "pi": bench_data.pi_version(pi_home) if pi_home else "-",
         "commit": run("git", "-C", str(HERE.parent), "describe", "--always", "--dirty"),
         "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
-        "compiled": _compiled_parts(),
     }
-
-
-def _compiled_parts() -> str:
-    """Which optional compiled parts the measured processes use (they inherit this
-    environment, SESSIONTREE_PURE_PYTHON included)."""
-    from sessiontree.adapters import speedups
-
-    parts = [name for name, module in (("encoders and append", speedups.compiled), ("seal", speedups.chainseal)) if module]
-    return ", ".join(parts) if parts else "none (pure Python)"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -239,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"python {info['python']}, node {info['node']}, pi {info['pi']}; "
           f"median of {args.repeat} fresh-process runs; {time.perf_counter() - started:.0f} s in all"
           + (f"; every process pinned to CPU {info['pinned']}" if args.pin else ""))
-    print(f"sessiontree {info['commit']} (compiled parts: {info['compiled']}); load average before the run "
+    print(f"sessiontree {info['commit']} (pure Python); load average before the run "
           f"{info['load']}, after " + " ".join(f"{x:.1f}" for x in os.getloadavg()))
     print()
     print(table(results, listing))

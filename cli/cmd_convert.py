@@ -22,34 +22,36 @@ from typing import Any
 
 from rich.text import Text
 
-from sessiontree.adapters.repo import SessionInfo, SessionRepo
+from sessiontree.adapters.store import SessionInfo, SessionStore
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.cli import share
 from sessiontree.cli.output import CliError, print_json, progress, stdout, warn
 from sessiontree.cli.target import feature, open_repository, session_for
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
+from sessiontree.repository import SessionRepo
 
 
-class _OneFile(SessionRepo):
-    """A read-only "repository" holding one opened file: the source of ``copy_from``."""
+class _OneFile(SessionStore):
+    """A read-only store holding one opened file: the source of ``copy_from``."""
 
     def __init__(self, storage: SessionStorage) -> None:
-        super().__init__()
         self._storage = storage
 
-    def _store_header(self, header: SessionStarted) -> SessionStorage:
+    def store_header(self, header: SessionStarted) -> SessionStorage:
         raise SessionError("storage", f"{self._storage.location} is an import source, not a repository")
 
-    def _attach(self, session_id: str) -> SessionStorage:
+    store_lines = store_header  # type: ignore[assignment]
+
+    def attach(self, session_id: str) -> SessionStorage:
         if session_id != self._storage.session_id:
             raise SessionError("not_found", f"{self._storage.location} holds session {self._storage.session_id}, not {session_id}")
         return self._storage
 
-    def _remove(self, session_id: str) -> None:
+    def remove(self, session_id: str) -> None:
         raise SessionError("storage", f"{self._storage.location} is an import source: nothing is deleted from it")
 
-    def _infos(self, cwd: str | None) -> Iterable[SessionInfo]:
+    def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
         return ()
 
 
@@ -77,7 +79,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                 # then copy into the repository through its own API, whatever its backend.
                 conversion = convert(name, os.path.join(tmp, "native.jsonl"), _codec("native"))
                 storage = storage_class.open(conversion.dest)
-                session = repo.copy_from(_OneFile(storage), storage.session_id)
+                session = repo.copy_from(SessionRepo(_OneFile(storage)), storage.session_id)
             try:
                 imported.append(
                     {

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 from rich.text import Text
 
-from sessiontree.adapters.repo import InMemorySessionRepo
+from sessiontree.repository import InMemorySessionRepo
 from sessiontree.cli import render, treeview, views
 from sessiontree.cli.demo import STEP, DemoClock, build_demo, demo_ids
 from sessiontree.cli.output import print_json, stdout

@@ -142,7 +142,7 @@ def tree_rows(roots: list[Node], codec: Any, *, window: int = 0) -> list[dict[st
                 "is_leaf": node.is_leaf,
                 "children": [c.head.id for c in node.children],
                 "branch_depth": node.branch_depth,
-                "entry": codec.unstructure_event(entry),
+                "entry": codec.event_dict(entry),
             }
         )
     return out

@@ -74,7 +74,7 @@ def open_repository(option: str | None, *, create: bool = False) -> Any:
                 f"no session repository at {directory} (run `sessiontree demo` to create one, or pass --repo)",
             )
         make_private_dirs(Path(directory))
-    open_repo = feature("sessiontree.adapters.urls", "open_repo", "opening a repository by URL")
+    open_repo = feature("sessiontree.repository", "open_repo", "opening a repository by URL")
     return open_repo(url)
 
 

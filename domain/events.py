@@ -1,33 +1,22 @@
 """The session header and the entry types: immutable events on the session aggregate.
 
 Each class is named for what happened; its ``type`` is the entry type a user asks for
-(``session.find_entries("message")``). Field names are the wire names of SPEC 2.2. The
-event's ``timestamp`` is the entry's ISO 8601 string, kept verbatim, and ``extra``
-holds unknown wire fields so nothing a producer wrote is lost.
-
-Events are attrs classes built on eventsourcing's ``CanMutateAggregate`` protocol
-(``slots=False``: eventsourcing uses ``vars(event)``). ``apply`` only records the event on
-the aggregate; invariants are checked by the aggregate's commands before an event exists.
+(``session.find_entries("message")``). Field names are the wire names of SPEC 2.2; ``extra``
+holds unknown wire fields so nothing a producer wrote is lost. The events carry what
+eventsourcing's domain events carry (``originator_id``, ``originator_version``,
+``timestamp``), but the timestamp is the entry's ISO 8601 text, kept verbatim: parsing it
+into a datetime and formatting it back would change other producers' lines.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from attrs import field, frozen
-from eventsourcing.domain import (
-    CanInitAggregate,
-    CanMutateAggregate,
-    OriginatorIDError,
-    OriginatorVersionError,
-)
 
 from sessiontree.domain.messages import Content, Message, Usage
-
-if TYPE_CHECKING:
-    from sessiontree.domain.aggregate import SessionAggregate
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 FORMAT_VERSION = 3
@@ -52,13 +41,13 @@ def format_timestamp(moment: datetime) -> str:
     )
 
 
-@frozen(slots=False, kw_only=True)
-class SessionStarted(CanInitAggregate[str]):
+@frozen(kw_only=True)
+class SessionStarted:
     """The header: the session was created (always the first event, version 1)."""
 
     type: ClassVar[str] = "session"
     originator_id: str
-    originator_version: int
+    originator_version: int = 1
     timestamp: str
     cwd: str = ""
     version: int = FORMAT_VERSION
@@ -70,16 +59,9 @@ class SessionStarted(CanInitAggregate[str]):
     def id(self) -> str:
         return self.originator_id
 
-    def mutate(self, aggregate: Any) -> Any:
-        """Create the aggregate (no topic is resolved: the class is fixed)."""
-        from sessiontree.domain.aggregate import SessionAggregate
 
-        assert aggregate is None
-        return SessionAggregate.started(self)
-
-
-@frozen(slots=False, kw_only=True)
-class Entry(CanMutateAggregate[str]):
+@frozen(kw_only=True)
+class Entry:
     """Base of every entry: its id, its parent and when it was appended."""
 
     type: ClassVar[str] = ""
@@ -89,27 +71,6 @@ class Entry(CanMutateAggregate[str]):
     id: str
     parent_id: str | None
     extra: Mapping[str, Any] = field(factory=dict)
-
-    def mutate(self, aggregate: Any) -> Any:
-        """eventsourcing's ``CanMutateAggregate.mutate`` in one call, for eventsourcing's own
-        callers (a projector folding events): the event must be the aggregate's next one;
-        it is applied, then the aggregate's version and modification time are the event's.
-        The commands make events that are the next by construction and record them without
-        these checks (``SessionAggregate._record``)."""
-        expected = aggregate._version + 1
-        if self.originator_id != aggregate._id:
-            raise OriginatorIDError(self.originator_id, aggregate._id)
-        if self.originator_version != expected:
-            raise OriginatorVersionError(self.originator_version, expected)
-        self.apply(aggregate)
-        aggregate._version = expected
-        aggregate._modified_on = self.timestamp
-        return aggregate
-
-    def apply(self, aggregate: SessionAggregate) -> None:
-        """The entry joins the log and becomes the leaf (SPEC 2.4)."""
-        aggregate.log.add(self)
-        aggregate.leaf_id = self.id
 
     @property
     def version(self) -> int:
@@ -122,7 +83,7 @@ class Entry(CanMutateAggregate[str]):
         return parse_timestamp(self.timestamp)
 
 
-@frozen(slots=False, kw_only=True)
+@frozen(kw_only=True)
 class MessageAppended(Entry):
     """A user, assistant, tool-result or other message was appended."""
 
@@ -130,7 +91,7 @@ class MessageAppended(Entry):
     message: Message
 
 
-@frozen(slots=False, kw_only=True)
+@frozen(kw_only=True)
 class ThinkingLevelChanged(Entry):
     """The thinking level changed."""
 
@@ -138,7 +99,7 @@ class ThinkingLevelChanged(Entry):
     thinking_level: str
 
 
-@frozen(slots=False, kw_only=True)
+@frozen(kw_only=True)
 class ModelChanged(Entry):
     """The model changed."""
 
@@ -147,7 +108,7 @@ class ModelChanged(Entry):
     model_id: str
 
 
-@frozen(slots=False, kw_only=True)
+@frozen(kw_only=True)
 class ActiveToolsChanged(Entry):
     """The set of active tools changed."""
 
@@ -155,7 +116,7 @@ class ActiveToolsChanged(Entry):
     active_tool_names: tuple[str, ...]
 
 
-@frozen(slots=False, kw_only=True)
+@frozen(kw_only=True)
 class ContextCompacted(Entry):
     """Older turns were replaced by a summary."""
 
@@ -169,7 +130,7 @@ class ContextCompacted(Entry):
     from_hook: bool = False
 
 
-@frozen(slots=False, kw_only=True)
+@frozen(kw_only=True)
 class BranchSummarized(Entry):
     """A branch that was left was summarised."""
 
@@ -181,7 +142,7 @@ class BranchSummarized(Entry):
     from_hook: bool = False
 
 
-@frozen(slots=False, kw_only=True)
+@frozen(kw_only=True)
 class CustomEntryAppended(Entry):
     """App-defined data was recorded (never sent to the model unless a projector says so)."""
 
@@ -190,7 +151,7 @@ class CustomEntryAppended(Entry):
     data: Any = None
 
 
-@frozen(slots=False, kw_only=True)
+@frozen(kw_only=True)
 class CustomMessageAppended(Entry):
     """An app-defined message for the model was appended."""
 
@@ -201,7 +162,7 @@ class CustomMessageAppended(Entry):
     display: bool = True
 
 
-@frozen(slots=False, kw_only=True)
+@frozen(kw_only=True)
 class LabelChanged(Entry):
     """An entry's label was set (or cleared, with ``None`` or ``""``)."""
 
@@ -210,7 +171,7 @@ class LabelChanged(Entry):
     label: str | None
 
 
-@frozen(slots=False, kw_only=True)
+@frozen(kw_only=True)
 class SessionRenamed(Entry):
     """The session's name was set (or cleared, with ``None`` or ``""``)."""
 
@@ -218,24 +179,19 @@ class SessionRenamed(Entry):
     name: str | None
 
 
-@frozen(slots=False, kw_only=True)
+@frozen(kw_only=True)
 class LeafMoved(Entry):
     """The leaf moved to ``target_id`` (``None``: before the first entry)."""
 
     type: ClassVar[str] = "leaf"
     target_id: str | None
 
-    def apply(self, aggregate: SessionAggregate) -> None:
-        """The record joins the log; the leaf is its target (SPEC 2.4)."""
-        aggregate.log.add(self)
-        aggregate.leaf_id = self.target_id
 
-
-@frozen(slots=False, kw_only=True)
+@frozen(kw_only=True)
 class UnknownEntryAppended(Entry):
-    """An entry of a type this library does not know; ``data`` keeps its own fields."""
+    """An entry of a type this library does not know; ``data`` keeps all its wire fields."""
 
-    type: str  # type: ignore[misc]
+    type: str  # type: ignore[misc]  # a field here, where the known entry classes fix it per class
     data: Mapping[str, Any] = field(factory=dict)
 
 
@@ -254,3 +210,8 @@ ENTRY_CLASSES: tuple[type[Entry], ...] = (
 )
 ENTRY_CLASS_BY_TYPE: dict[str, type[Entry]] = {cls.type: cls for cls in ENTRY_CLASSES}
 ENTRY_TYPES: tuple[str, ...] = tuple(ENTRY_CLASS_BY_TYPE)
+
+
+def leaf_after(entry: Any) -> str | None:
+    """The leaf once ``entry`` is appended (SPEC 2.4): a leaf entry's target, else its id."""
+    return entry.target_id if entry.type == "leaf" else entry.id  # type: ignore[no-any-return]

@@ -17,60 +17,44 @@ from attrs import field, frozen
 _EMPTY: Mapping[str, Any] = {}
 
 
-class Extra(dict):  # type: ignore[type-arg]
+class Extra(dict):  # type: ignore[type-arg]  # dict subclass: Extra[str, Any] is not subscriptable at runtime
     """The ``extra`` of a value read from the wire: its unknown fields, as a plain dict.
 
-    ``absent`` names the known fields the producer left out (they hold their defaults), so
-    writing the value back omits them again and the line round-trips. It takes no part in
+    ``absent`` names the known fields (attribute names) the producer left out, and ``nulls``
+    those it wrote as ``null`` where the writer of its dialect leaves a None out; writing the
+    value back repeats both, so the line round-trips byte for byte. Neither takes part in
     equality: an ``Extra`` equals the plain dict of the same fields.
     """
 
-    __slots__ = ("absent",)
+    __slots__ = ("absent", "nulls")
 
-    def __init__(self, fields: Any = (), absent: frozenset[str] = frozenset()) -> None:
+    def __init__(self, fields: Any = (), absent: frozenset[str] = frozenset(), nulls: frozenset[str] = frozenset()) -> None:
         super().__init__(fields)
         self.absent = absent
+        self.nulls = nulls
 
     def __reduce__(self) -> Any:
-        return (Extra, (dict(self), self.absent))
+        return (Extra, (dict(self), self.absent, self.nulls))
 
     def __copy__(self) -> Extra:
-        return Extra(self, self.absent)
+        return Extra(self, self.absent, self.nulls)
 
     def __deepcopy__(self, memo: Any) -> Extra:
         import copy
 
-        return Extra(copy.deepcopy(dict(self), memo), self.absent)
+        return Extra(copy.deepcopy(dict(self), memo), self.absent, self.nulls)
 
 
-class SharedExtra(Extra):
-    """The ``extra`` of a decoded value with no unknown fields: one read-only instance per
-    set of absent fields, shared by every value decoded with that set.
-
-    A 100k-entry session's context holds ~40k decoded entries with about seven values each;
-    an empty dict apiece was ~450 bytes an entry (docs/performance.md). It equals ``{}``
-    (or the plain dict of its fields) like any ``Extra``; copies of it are ordinary ``Extra``.
-    """
+class FrozenExtra(Extra):
+    """A read-only ``Extra``: decoders share one per set of absent fields between values that
+    have no unknown fields (an empty dict apiece would cost ~64 bytes a value)."""
 
     __slots__ = ()
 
     def _read_only(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("the extra of a decoded value is shared and read-only; copy it (dict(extra)) to change it")
+        raise TypeError("this extra is shared and read-only; copy it (dict(extra)) to change it")
 
     __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _read_only  # type: ignore[assignment]
-
-
-_SHARED: dict[frozenset[str], SharedExtra] = {}
-
-
-def shared_extra(absent: frozenset[str] = frozenset()) -> SharedExtra:
-    """The shared read-only empty ``extra`` with these absent fields (see :class:`SharedExtra`)."""
-    extra = _SHARED.get(absent)
-    if extra is None:
-        if len(_SHARED) >= 4096:  # sets of absent fields are few; never grow without bound
-            return SharedExtra((), absent)
-        extra = _SHARED[absent] = SharedExtra((), absent)
-    return extra
 
 
 def absent_fields(extra: Any) -> frozenset[str]:

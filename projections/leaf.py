@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sessiontree.domain.aggregate import leaf_after
+from sessiontree.domain.events import leaf_after
 
 
 class LeafProjection:

@@ -17,9 +17,9 @@ import sessiontree_pg as pg  # noqa: E402
 import sessiontree_testkit as kit  # noqa: E402
 
 from sessiontree import SessionError  # noqa: E402
-from sessiontree.adapters.database import DatabaseSessionRepo  # noqa: E402
-from sessiontree.adapters.jsonl_repo import JsonlSessionRepo  # noqa: E402
-from sessiontree.adapters.urls import open_repo  # noqa: E402
+from sessiontree.repository import DatabaseSessionRepo  # noqa: E402
+from sessiontree.repository import JsonlSessionRepo  # noqa: E402
+from sessiontree.repository import open_repo  # noqa: E402
 from sessiontree.domain.ids import fixed_clock  # noqa: E402
 
 MODULES = ["popo", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]

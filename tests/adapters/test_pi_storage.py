@@ -22,7 +22,7 @@ from sessiontree import (
     TextContent,
     UserMessage,
 )
-from sessiontree.adapters.jsonl_repo import JsonlSessionRepo
+from sessiontree.repository import JsonlSessionRepo
 from sessiontree.adapters.pi_storage import PiSessionStorage
 from sessiontree.domain.ids import counter_ids, fixed_clock
 

@@ -16,8 +16,8 @@ import sessiontree_testkit as kit  # noqa: E402
 
 from sessiontree import FunctionProjection, SessionError  # noqa: E402
 from sessiontree.adapters.codec import native_codec  # noqa: E402
-from sessiontree.adapters.repo import SessionRepo, materialise  # noqa: E402
-from sessiontree.adapters.urls import open_repo  # noqa: E402
+from sessiontree.repository import SessionRepo  # noqa: E402
+from sessiontree.repository import open_repo  # noqa: E402
 from sessiontree.domain.ids import fixed_clock  # noqa: E402
 
 BACKENDS = ["memory", "jsonl", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
@@ -69,7 +69,7 @@ def lines(session: Any) -> list[bytes]:
     """A session's log as the JSON lines any backend stores."""
     codec = native_codec()
     header, entries = session.storage.load()
-    return [codec.encode_event(header)] + [codec.encode_event(e) for e in materialise(entries)]
+    return [codec.encode_event(header)] + [codec.encode_event(e) for e in entries]
 
 
 def conversation(session: Any) -> dict[str, str]:
@@ -371,7 +371,7 @@ def test_copy_keeps_the_unknown_fields_of_a_header(repo: SessionRepo, tmp_path: 
     header = orjson.loads(raw[0])
     header["x_origin"] = {"tool": "lab", "n": 2}
     raw[0] = orjson.dumps(header)
-    path.write_bytes(b"\n".join(seal_lines(raw)) + b"\n")
+    path.write_bytes(b"\n".join(seal_lines(raw)[0]) + b"\n")
     copied = repo.copy_from(source_repo, source.id)
     assert copied.header.extra == {"x_origin": {"tool": "lab", "n": 2}}
     back_repo = open_repo(tmp_path / "back")

@@ -15,7 +15,7 @@ import sessiontree_strategies as strat  # noqa: E402
 import sessiontree_testkit as kit  # noqa: E402
 
 from sessiontree import SessionError  # noqa: E402
-from sessiontree.adapters.repo import InMemorySessionRepo  # noqa: E402
+from sessiontree.repository import InMemorySessionRepo  # noqa: E402
 from sessiontree.domain.ids import counter_ids, fixed_clock  # noqa: E402
 
 

@@ -18,7 +18,7 @@ import sessiontree_testkit as kit  # noqa: E402
 
 from sessiontree.adapters import index as index_module  # noqa: E402
 from sessiontree.adapters.index import INDEX_FILE, DirectoryIndex, Summary  # noqa: E402
-from sessiontree.adapters.jsonl_repo import JsonlSessionRepo  # noqa: E402
+from sessiontree.repository import JsonlSessionRepo  # noqa: E402
 from sessiontree.domain.ids import fixed_clock  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "pi"

@@ -46,7 +46,7 @@ def write(path: Path, lines: list[bytes]) -> Path:
 
 def reseal(lines: list[bytes]) -> list[bytes]:
     """What an attacker who knows the format does after editing: recompute every digest."""
-    return chain.seal_lines([chain.strip(line) for line in lines])
+    return chain.seal_lines([chain.strip(line) for line in lines])[0]
 
 
 # -- sound logs ---------------------------------------------------------------------------------
@@ -356,7 +356,7 @@ def test_a_database_session_verifies_with_the_same_chain(tmp_path: Path) -> None
     report = verify(session)
     assert report.ok and report.chained and report.lines == 4 and report.entries == 3
     assert report.source == session.storage.location
-    assert verify(repo._attach(session.id)).head == report.head
+    assert verify(repo.store.attach(session.id)).head == report.head
     repo.close()
 
 
@@ -375,7 +375,7 @@ def test_an_edited_or_deleted_row_is_named_by_its_version(tmp_path: Path, change
             )
         else:
             db.execute("DELETE FROM stored_events WHERE originator_id=? AND originator_version=3", (session.id,))
-    report = verify(repo._attach(session.id))
+    report = verify(repo.store.attach(session.id))
     assert not report.ok and report.first_bad_line == 3
     repo.close()
 
@@ -402,7 +402,7 @@ def test_a_postgres_session_verifies_and_an_edited_row_is_found() -> None:
                 SQL("UPDATE {0} SET state=%s WHERE originator_id=%s AND originator_version=2").format(table),
                 (bytes(row[0]).replace(b"question", b"QUESTION"), session.id),
             )
-        report = verify(repo._attach(session.id))
+        report = verify(repo.store.attach(session.id))
         assert not report.ok and report.first_bad_line == 2
         repo.close()
 

@@ -10,14 +10,14 @@ def test_the_import_source_serves_only_its_own_session(tmp_path):
     """Its own id attaches; another id is not_found; nothing can be deleted from it or stored in it."""
     storage = JsonlSessionStorage.create(tmp_path / "s.jsonl", cwd="/p")
     source = _OneFile(storage)
-    assert source._attach(storage.session_id) is storage
+    assert source.attach(storage.session_id) is storage
     with pytest.raises(SessionError) as err:
-        source._attach("0195d5c5-0000-7000-8000-000000000000")
+        source.attach("0195d5c5-0000-7000-8000-000000000000")
     assert err.value.code == "not_found"
     with pytest.raises(SessionError) as err:
-        source._remove(storage.session_id)
+        source.remove(storage.session_id)
     assert err.value.code == "storage"
     with pytest.raises(SessionError) as err:
-        source._store_header(storage.header)
+        source.store_header(storage.header)
     assert err.value.code == "storage"
     storage.close()

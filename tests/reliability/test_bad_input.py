@@ -30,7 +30,7 @@ from sessiontree import (
     sign_checkpoint,
     verify,
 )
-from sessiontree.adapters import codec as codec_module
+from sessiontree.adapters import jsontext as codec_module
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reliability.md"
 SID = kit.SESSION_ID
@@ -139,7 +139,7 @@ CASES: list[Case] = [
     Case("file", "a first line that is not a header", file_with(ENTRY), "SessionError corrupt", "not a session header"),
     Case("file", "a header of an unknown format version", file_with(HEADER.replace(b'"version":3', b'"version":9')), "SessionError unsupported_version", "version 9"),
     Case("file", "a line that is not JSON", file_with(HEADER, b"{not json"), "SessionError corrupt", "invalid JSON"),
-    Case("file", "invalid UTF-8 inside a line", file_with(HEADER, ENTRY.replace(b"hi", b"h\xff")), "SessionError corrupt", "bad.jsonl:2: invalid JSON (str is not valid UTF-8"),
+    Case("file", "invalid UTF-8 inside a line", file_with(HEADER, ENTRY.replace(b"hi", b"h\xff")), "SessionError corrupt", "bad.jsonl:2: invalid JSON (Invalid UTF-8"),
     Case("file", "a line that is JSON but not an object", file_with(HEADER, b"[1, 2]"), "SessionError corrupt", "must be a JSON object"),
     Case("file", "an entry whose parent is not on an earlier line", file_with(HEADER, ENTRY.replace(b'"parent_id":null', b'"parent_id":"ghost"')), "SessionError corrupt", "unknown parent 'ghost'"),
     Case("file", "two entries with one id", file_with(HEADER, ENTRY, ENTRY.replace(b'"parent_id":null', b'"parent_id":"e1"')), "SessionError corrupt", "duplicate entry id"),

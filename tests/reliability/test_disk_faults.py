@@ -135,7 +135,6 @@ class FailingWrites:
         self.real = os.write
         self.fd = fd
         self.plan = plan
-        kit.python_appends(monkeypatch)
         monkeypatch.setattr(jsonl_file.os, "write", self)
 
     def __call__(self, fd: int, data: Any) -> int:
@@ -178,7 +177,6 @@ def test_a_failing_fsync_is_a_storage_error(tmp_path: Path, monkeypatch: pytest.
     def fsync(fd: int) -> None:
         raise OSError(errno.EIO, "Input/output error")
 
-    kit.python_appends(monkeypatch)  # where os.fsync is called
     monkeypatch.setattr(jsonl_file.os, "fsync", fsync)
     error = expect_storage_error(session, lambda: session.append_message(kit.user("two")))
     monkeypatch.undo()

@@ -13,8 +13,8 @@ import pytest
 
 import sessiontree_testkit as kit
 from sessiontree import JsonlSessionStorage, Session, SessionError, verify
-from sessiontree.adapters import codec as codec_module
-from sessiontree.adapters.jsonl_scan import DuplicateKeyWarning
+from sessiontree.adapters import jsontext as codec_module
+from sessiontree.adapters.jsonl_loader import DuplicateKeyWarning
 from sessiontree.adapters.pi_convert import export_pi
 
 

@@ -17,7 +17,7 @@ import pytest
 import sessiontree_testkit as kit
 from sessiontree import JsonlSessionStorage, SessionError, open_repo, verify
 from sessiontree.adapters import index as index_module
-from sessiontree.adapters import jsonl_file
+from sessiontree.adapters import jsonl_file, jsontext
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs and symlinks")
 SCRIPT = str(Path(sys.executable).parent / "sessiontree")
@@ -93,7 +93,7 @@ def test_the_command_line_lists_and_verifies_past_special_files(special: Any, tm
 def test_the_listing_index_never_parses_a_line_over_the_limit(tmp_path: Path, monkeypatch: Any) -> None:
     """A session file with a line over the line limit is still listed, from its other lines;
     the over-long line is skipped without being parsed or held whole."""
-    monkeypatch.setattr(index_module, "MAX_LINE_BYTES", 1 << 20)
+    monkeypatch.setattr(jsontext, "MAX_LINE_BYTES", 1 << 20)
     root, sid = _repo_with(tmp_path, lambda root: None)
     path = root / f"{sid}.jsonl"
     with open(path, "ab") as out:

@@ -119,14 +119,14 @@ def test_a_line_not_visible_yet_is_a_conflict_not_an_unchained_log(tmp_path: Pat
     mine = Session(JsonlSessionStorage.open(path))
     other.append_message(kit.user("two"))  # version 3: mine has not seen it
     mine.storage.chain_head.set(0, None)  # as if it had not looked yet
-    recorder = mine.storage.recorder
-    real = recorder.select_events
+    storage = mine.storage
+    real = storage.read_lines
 
-    def late(originator_id: Any, **kwargs: Any) -> Any:
-        found = real(originator_id, **kwargs)
-        return [] if kwargs.get("lte") == 3 else found  # line 3 "not visible yet"
+    def late(count: Any = None, **kwargs: Any) -> Any:
+        found = real(count, **kwargs)
+        return found[:2] if count == 3 else found  # line 3 "not visible yet"
 
-    monkeypatch.setattr(recorder, "select_events", late)
+    monkeypatch.setattr(storage, "read_lines", late)
     with pytest.raises(SessionError) as caught:
         mine.storage.save([_event(mine, version=4)])
     assert caught.value.code == "conflict"

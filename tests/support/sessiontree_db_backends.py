@@ -14,10 +14,9 @@ from typing import Any
 
 import sessiontree_pg as pg
 
-from sessiontree.adapters.database import DatabaseSessionRepo
+from sessiontree import DatabaseSessionRepo, open_repo
 from sessiontree.adapters.storage import SessionStorage
-from sessiontree.adapters.urls import open_repo
-from sessiontree.domain.aggregate import SessionAggregate
+from sessiontree.domain import aggregate
 from sessiontree.domain.ids import new_session_id, now_iso
 
 _REPOS: dict[str, list[DatabaseSessionRepo]] = defaultdict(list)  # url -> repos opened on it
@@ -28,14 +27,14 @@ MAX_OPEN = 8  # property tests create a store per example; older ones are done w
 
 
 def _store(repo: DatabaseSessionRepo, header: dict[str, Any]) -> SessionStorage:
-    started = SessionAggregate.create(
+    started = aggregate.start(
         session_id=header.get("session_id") or new_session_id(),
         timestamp=header.get("timestamp") or now_iso(),
         cwd=header.get("cwd", ""),
         parent_session=header.get("parent_session"),
         metadata=header.get("metadata"),
-    ).header
-    return repo._store_header(started)
+    )
+    return repo.store.store_header(started)
 
 
 _HOW: dict[str, str] = {}  # a repository's own url -> the URL it was opened with
@@ -68,7 +67,7 @@ def postgres_create(place: Path, **header: Any) -> SessionStorage:
 
 def reopen(storage: SessionStorage) -> SessionStorage:
     own = storage.location.rsplit("#", 1)[0]
-    return _open(_HOW[own])._attach(storage.session_id)
+    return _open(_HOW[own]).store.attach(storage.session_id)
 
 
 def close(root: Path) -> None:

@@ -181,11 +181,3 @@ def _walk(parent_of: dict[str, str | None], leaf: str | None) -> set[str]:
         out.add(leaf)
         leaf = parent_of.get(leaf)
     return out
-
-
-def python_appends(monkeypatch: Any) -> None:
-    """JSONL appends take the pure-Python path (os.write, os.fsync, fcntl.flock), where
-    faults can be injected, rather than the compiled one-call step."""
-    from sessiontree.adapters import jsonl_file
-
-    monkeypatch.setattr(jsonl_file, "_append_if_at", None)

@@ -39,12 +39,12 @@ _LAZY: dict[str, str] = {
     "InMemorySessionStorage": "sessiontree.adapters.memory",
     "JsonlSessionStorage": "sessiontree.adapters.jsonl",
     "SessionStorage": "sessiontree.adapters.storage",
-    "SessionRepo": "sessiontree.adapters.repo",
-    "SessionInfo": "sessiontree.adapters.repo",
-    "InMemorySessionRepo": "sessiontree.adapters.repo",
-    "JsonlSessionRepo": "sessiontree.adapters.jsonl_repo",
-    "DatabaseSessionRepo": "sessiontree.adapters.database",
-    "open_repo": "sessiontree.adapters.urls",
+    "SessionRepo": "sessiontree.repository",
+    "SessionInfo": "sessiontree.adapters.store",
+    "InMemorySessionRepo": "sessiontree.repository",
+    "JsonlSessionRepo": "sessiontree.repository",
+    "DatabaseSessionRepo": "sessiontree.repository",
+    "open_repo": "sessiontree.repository",
     "verify": "sessiontree.adapters.verify",
     "VerifyReport": "sessiontree.adapters.verify",
     "Checkpoint": "sessiontree.adapters.checkpoints",
@@ -59,10 +59,8 @@ if TYPE_CHECKING:
     from sessiontree.adapters.memory import InMemorySessionStorage
     from sessiontree.adapters.jsonl import JsonlSessionStorage
     from sessiontree.adapters.storage import SessionStorage
-    from sessiontree.adapters.repo import InMemorySessionRepo, SessionInfo, SessionRepo
-    from sessiontree.adapters.jsonl_repo import JsonlSessionRepo
-    from sessiontree.adapters.database import DatabaseSessionRepo
-    from sessiontree.adapters.urls import open_repo
+    from sessiontree.adapters.store import SessionInfo
+    from sessiontree.repository import DatabaseSessionRepo, InMemorySessionRepo, JsonlSessionRepo, SessionRepo, open_repo
     from sessiontree.adapters.verify import VerifyReport, verify
     from sessiontree.adapters.checkpoints import Checkpoint, sign_checkpoint
     from sessiontree.reader import ReplayStep, SessionView, TreeNode

@@ -18,37 +18,27 @@ from typing import Any
 import attrs
 
 from sessiontree import compaction as _compaction
-from sessiontree.domain.aggregate import SessionAggregate, leaf_after
+from sessiontree.domain.aggregate import SessionAggregate, leaf_at
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, SessionStarted, parse_timestamp
+from sessiontree.domain.log import Head
 from sessiontree.projections.base import Projection, fold, subscribed_types
 from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionPlan
-from sessiontree.projections.context import (
-    ContextMessages,
-    ContextState,
-    SessionContext,
-    SessionContextBuildOptions,
-    branch_positions,
-    context_state,
-    default_compaction_transform,
-    entry_to_messages,
-    path_to_root_or_compaction,
-)
+from sessiontree.projections.context import Built, SessionContext, SessionContextBuildOptions, build_at
 from sessiontree.projections.labels import LabelsProjection
 from sessiontree.projections.leaf import LeafProjection
 from sessiontree.projections.names import SessionNameProjection
+from sessiontree.projections.path import branch_positions, path_to_root_or_compaction
 from sessiontree.projections.stats import SessionStats, StatsProjection, stats_of
 from sessiontree.projections.tokens import ContextTokens, TokenEstimator
 from sessiontree.projections.tree import TreeProjection
 
-_BUILTINS: dict[str, Any] = {
-    "leaf": LeafProjection(),
-    "labels": LabelsProjection(),
-    "session_name": SessionNameProjection(),
-    "tree": TreeProjection(),
+BUILTINS: dict[str, Any] = {
+    "leaf": LeafProjection(), "labels": LabelsProjection(), "session_name": SessionNameProjection(), "tree": TreeProjection(),
     "stats": StatsProjection(),
 }
-_HEADS_ONLY = frozenset({"tree", "leaf"})
+_HEADS_ONLY = frozenset({"tree"})
+_MISSING = object()
 
 
 @attrs.frozen
@@ -69,15 +59,7 @@ class TreeNode:
     children: list[TreeNode]
 
 
-@attrs.define
-class _ContextCache:
-    leaf_id: str | None
-    entries: list[Any]
-    messages: list[Any]
-    state: ContextState
-
-
-def _check_id(name: str, value: Any) -> str:
+def check_id(name: str, value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, not {value!r}")
     return value
@@ -87,19 +69,13 @@ class SessionReader:
     """Every query of a session, over the first ``limit`` entries of its log."""
 
     def __init__(
-        self,
-        aggregate: SessionAggregate,
-        limit: int,
-        options: SessionContextBuildOptions,
-        projections: Mapping[str, Projection[Any]],
+        self, aggregate: SessionAggregate, limit: int, options: SessionContextBuildOptions, projections: Mapping[str, Projection[Any]]
     ) -> None:
         self._agg = aggregate
         self._limit = limit
         self._options = options
         self._projections = dict(projections)
         self._states: dict[str, Any] = {}
-
-    # -- identity ---------------------------------------------------------------------
 
     @property
     def id(self) -> str:
@@ -114,14 +90,12 @@ class SessionReader:
     @property
     def version(self) -> int:
         """How many events this reader sees (the header is version 1)."""
-        return self._agg.INITIAL_VERSION + self._limit
+        return self._agg.header.originator_version + self._limit
 
     @property
     def leaf_id(self) -> str | None:
         """The current leaf (None: before the first entry)."""
-        if self._limit == 0:
-            return None
-        return leaf_after(self._agg.log.head(self._limit - 1))
+        return leaf_at(self._agg.log, self._limit)
 
     @property
     def options(self) -> SessionContextBuildOptions:
@@ -133,20 +107,15 @@ class SessionReader:
     # -- entries ----------------------------------------------------------------------
 
     def _pos(self, entry_id: Any, what: str = "entry") -> int:
-        _check_id(what, entry_id)
-        pos = self._agg.log.position(entry_id, self._limit)
+        pos = self._agg.log.position(check_id(what, entry_id), self._limit)
         if pos is None:
             raise SessionError("not_found", f"{what} {entry_id!r} not found in session {self.id}")
         return pos
 
     def _branch_end(self, entry_id: Any) -> str:
         """Check ``entry_id`` can end a branch: it exists and is not a ``leaf`` side record."""
-        pos = self._pos(entry_id)
-        if self._agg.log.type_of(pos) == "leaf":
-            raise SessionError(
-                "invalid_entry",
-                f"entry {entry_id!r} of session {self.id} is a leaf record, not part of any branch",
-            )
+        if self._agg.log.type_of(self._pos(entry_id)) == "leaf":
+            raise SessionError("invalid_entry", f"entry {entry_id!r} of session {self.id} is a leaf record, not part of any branch")
         return entry_id  # type: ignore[no-any-return]
 
     def has_entry(self, entry_id: str) -> bool:
@@ -160,36 +129,35 @@ class SessionReader:
         """Every entry, in the order appended (the header excluded)."""
         return list(self._agg.log.iter_entries(self._limit))
 
-    def iter_heads(self) -> Iterator[Any]:
-        """Every entry's ``type``, ``id`` and ``parent_id``, in order, without decoding the
-        rest (items may be lazy: ``get_entry(id)`` gives the whole entry)."""
-        return self._agg.log.iter_heads(self._limit)
+    def iter_heads(self) -> Iterator[Head]:
+        """Every entry's ``type``, ``id`` and ``parent_id``, in order, without decoding the rest
+        (``get_entry(id)`` gives the whole entry)."""
+        return self._agg.log.heads(self._limit)
 
     def find_entries(self, entry_type: str) -> list[Entry]:
         """Every entry of one type (``"message"``, ``"label"``, ...), in order."""
-        _check_id("entry type", entry_type)
         log = self._agg.log
-        return log.get_many(log.positions_of(entry_type, self._limit))
+        return log.get_many(log.positions_of(check_id("entry type", entry_type), self._limit))
 
     def get_children(self, entry_id: str | None) -> list[Entry]:
         """The entries whose parent is ``entry_id`` (None: the roots); ``leaf`` records excluded."""
         if entry_id is not None:
             self._pos(entry_id)
-        tree = self.projection("tree")
         log = self._agg.log
-        return [log.get(log.position(i)) for i in tree.get(entry_id, ())]  # type: ignore[arg-type]
+        return log.get_many([log.position(i) for i in self.projection("tree").get(entry_id, ())])  # type: ignore[misc]
 
     def get_branch(self, leaf_id: str | None = None) -> list[Entry]:
         """The root-to-leaf path ending at ``leaf_id`` (default: the current leaf)."""
-        leaf = self.leaf_id if leaf_id is None else self._branch_end(leaf_id)
         log = self._agg.log
-        return log.get_many(branch_positions(log, leaf, self._limit))
+        return log.get_many(branch_positions(log, self._leaf(leaf_id), self._limit))
 
     def get_path_to_root_or_compaction(self, leaf_id: str | None = None) -> list[Entry]:
         """The shortest root-first suffix of the branch that its context needs (SPEC 3)."""
-        leaf = self.leaf_id if leaf_id is None else self._branch_end(leaf_id)
         log = self._agg.log
-        return log.get_many(path_to_root_or_compaction(log, leaf, self._limit))
+        return log.get_many(path_to_root_or_compaction(log, self._leaf(leaf_id), self._limit))
+
+    def _leaf(self, leaf_id: str | None) -> str | None:
+        return self.leaf_id if leaf_id is None else self._branch_end(leaf_id)
 
     def get_label(self, entry_id: str) -> str | None:
         """The entry's current label, or None."""
@@ -206,12 +174,9 @@ class SessionReader:
 
     def get_tree(self) -> list[TreeNode]:
         """The whole tree from its roots, with labels (``leaf`` records left out)."""
-        tree = self.projection("tree")
-        labels = self.projection("labels")
-        log = self._agg.log
+        tree, labels, log = self.projection("tree"), self.projection("labels"), self._agg.log
         out: list[TreeNode] = []
-        # Iterative build: sessions can be deeper than Python's recursion limit.
-        stack: list[tuple[str | None, list[TreeNode]]] = [(None, out)]
+        stack: list[tuple[str | None, list[TreeNode]]] = [(None, out)]  # not recursive: trees are deep
         while stack:
             parent, sink = stack.pop()
             for child_id in tree.get(parent, ()):
@@ -226,13 +191,11 @@ class SessionReader:
         """The state of a built-in (``labels``, ``session_name``, ``tree``, ``stats``) or
         registered projection, as of this reader's version. Treat it as read-only."""
         state = self._states.get(name, _MISSING)
-        if state is not _MISSING:
-            return state
-        projection = self._projections.get(name) or _BUILTINS.get(name)
-        if projection is None:
-            raise SessionError("not_found", f"no projection named {name!r} on session {self.id}")
-        state = fold(projection, self._entries_for(projection, name))
-        self._states[name] = state
+        if state is _MISSING:
+            projection = self._projections.get(name) or BUILTINS.get(name)
+            if projection is None:
+                raise SessionError("not_found", f"no projection named {name!r} on session {self.id}")
+            state = self._states[name] = fold(projection, self._entries_for(projection, name))
         return state
 
     def _entries_for(self, projection: Any, name: str) -> Iterable[Any]:
@@ -240,55 +203,29 @@ class SessionReader:
         wanted = subscribed_types(projection)
         if wanted is not None:
             lists = [log.positions_of(t, self._limit) for t in wanted]
-            positions = lists[0] if len(lists) == 1 else merge(*lists)
-            return (log.get(p) for p in positions)
-        if name in _HEADS_ONLY and projection is _BUILTINS.get(name):
-            return log.iter_heads(self._limit)
+            return log.get_many(lists[0] if len(lists) == 1 else list(merge(*lists)))
+        if name in _HEADS_ONLY and projection is BUILTINS.get(name):
+            return log.heads(self._limit)
         return log.iter_entries(self._limit)
 
     @property
     def projection_names(self) -> list[str]:
-        return sorted({*_BUILTINS, *self._projections})
+        return sorted({*BUILTINS, *self._projections})
 
     # -- context and stats ------------------------------------------------------------
 
-    def _merged(self, options: SessionContextBuildOptions | None) -> SessionContextBuildOptions:
-        if options is not None and not isinstance(options, SessionContextBuildOptions):
-            raise TypeError(f"options must be SessionContextBuildOptions or None, not {options!r}")
-        return self._options.merged(options)
-
-    def _context_parts(self, leaf: str | None, options: SessionContextBuildOptions) -> _ContextCache:
-        log = self._agg.log
-        path = log.get_many(path_to_root_or_compaction(log, leaf, self._limit))
-        state = context_state(log, leaf, self._limit)
-        entries = default_compaction_transform(path)
-        for transform in options.entry_transforms:
-            entries = list(transform(entries))
-        messages: list[Any] = []
-        for index, entry in enumerate(entries):
-            messages.extend(entry_to_messages(entry, index, entries, options))
-        return _ContextCache(leaf, entries, messages, state)
-
-    def build_context(
-        self, options: SessionContextBuildOptions | None = None, *, leaf_id: str | None = None
-    ) -> SessionContext:
+    def build_context(self, options: SessionContextBuildOptions | None = None, *, leaf_id: str | None = None) -> SessionContext:
         """The messages the model sees on the current branch (or the one ending at ``leaf_id``),
         with the thinking level, model and active tools in force there."""
-        merged = self._merged(options)
-        if leaf_id is not None:
-            parts = self._context_parts(self._branch_end(leaf_id), merged)
-        else:
-            parts = self._cached_context(merged, options is None)
-        state = parts.state
-        return SessionContext(
-            messages=ContextMessages(parts.messages, len(parts.messages)),  # a snapshot, not a copy
-            thinking_level=state.thinking_level,
-            model=dict(state.model) if state.model is not None else None,
-            active_tool_names=list(state.active_tool_names) if state.active_tool_names is not None else None,
-        )
+        if options is not None and not isinstance(options, SessionContextBuildOptions):
+            raise TypeError(f"options must be SessionContextBuildOptions or None, not {options!r}")
+        if leaf_id is None and options is None:
+            return self._current_context().context()
+        leaf = self._leaf(leaf_id)
+        return build_at(self._agg.log, leaf, self._options.merged(options), self._limit).context()
 
-    def _cached_context(self, merged: SessionContextBuildOptions, cacheable: bool) -> _ContextCache:
-        return self._context_parts(self.leaf_id, merged)
+    def _current_context(self) -> Built:
+        return build_at(self._agg.log, self.leaf_id, self._options, self._limit)
 
     def get_session_stats(self) -> SessionStats:
         """Counts, tokens and cost for the whole session, with ``.branch`` for the current one."""
@@ -297,15 +234,14 @@ class SessionReader:
         whole.branch = stats_of(log.get_many(branch_positions(log, self.leaf_id, self._limit)))
         return whole
 
-    # -- compaction (facade/compaction.py; docs/compaction.md) --------------------------
+    # -- compaction (application/compaction.py; docs/compaction.md) ---------------------
 
     def estimate_context_tokens(self, estimator: TokenEstimator | None = None) -> ContextTokens:
         """The current context's size: the last reply's reported usage plus an estimate."""
         return _compaction.estimate_context_tokens(self, estimator)
 
     def should_compact(
-        self, context_window: int, reserve_tokens: int = DEFAULT_RESERVE_TOKENS, *,
-        estimator: TokenEstimator | None = None,
+        self, context_window: int, reserve_tokens: int = DEFAULT_RESERVE_TOKENS, *, estimator: TokenEstimator | None = None
     ) -> bool:
         """True when the context is larger than ``context_window - reserve_tokens``."""
         return _compaction.should_compact(self, context_window, reserve_tokens, estimator)
@@ -323,12 +259,9 @@ class SessionReader:
         """A read-only view of the session as it was after its first ``version`` events."""
         if isinstance(version, bool) or not isinstance(version, int):
             raise TypeError(f"version must be an int, not {version!r}")
-        if not self._agg.INITIAL_VERSION <= version <= self.version:
-            raise SessionError(
-                "not_found",
-                f"session {self.id} has no version {version} (versions are 1..{self.version})",
-            )
-        return SessionView(self._agg, version - self._agg.INITIAL_VERSION, self._options, self._projections)
+        if not 1 <= version <= self.version:
+            raise SessionError("not_found", f"session {self.id} has no version {version} (versions are 1..{self.version})")
+        return SessionView(self._agg, version - 1, self._options, self._projections)
 
     def as_of(self, moment: datetime | str) -> SessionView:
         """A read-only view of the session as it was at ``moment`` (aware datetime or ISO string)."""
@@ -343,10 +276,9 @@ class SessionReader:
             raise SessionError("invalid_entry", f"as_of needs a timezone-aware time, not {moment!r}")
         if parse_timestamp(self.header.timestamp) > moment:
             raise SessionError("not_found", f"session {self.id} did not exist yet at {moment.isoformat()}")
-        log = self._agg.log
         count = 0
-        for pos in range(self._limit):
-            if parse_timestamp(log.get(pos).timestamp) > moment:
+        for pos, entry in enumerate(self._agg.log.iter_entries(self._limit)):
+            if parse_timestamp(entry.timestamp) > moment:
                 break
             count = pos + 1
         return SessionView(self._agg, count, self._options, self._projections)
@@ -354,13 +286,8 @@ class SessionReader:
     def replay(self) -> Iterator[ReplayStep]:
         """Step through the log: each event with a view of the session right after it."""
         yield ReplayStep(1, self.header, self.at(1))
-        log = self._agg.log
-        for pos in range(self._limit):
-            version = pos + 1 + self._agg.INITIAL_VERSION
-            yield ReplayStep(version, log.get(pos), SessionView(self._agg, pos + 1, self._options, self._projections))
-
-
-_MISSING = object()
+        for pos, entry in enumerate(self._agg.log.iter_entries(self._limit)):
+            yield ReplayStep(pos + 2, entry, SessionView(self._agg, pos + 1, self._options, self._projections))
 
 
 class SessionView(SessionReader):
@@ -368,5 +295,6 @@ class SessionView(SessionReader):
 
     def __repr__(self) -> str:
         return f"<SessionView {self.id} at version {self.version}>"
+
 
 __all__ = ["ReplayStep", "SessionReader", "SessionView", "TreeNode"]

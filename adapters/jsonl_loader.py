@@ -1,0 +1,103 @@
+"""Decoding a file's entries on demand, and the memory handling that goes with it.
+
+:class:`LineLoader` is what a JSONL storage hands its entry log (the log's loader port): it
+holds the file's lines and decodes the ones asked for, in batches, through the file's codec.
+A decoded line's bytes are dropped, so a context's lines do not stay in memory beside its
+entries.
+
+This is the one module that plays with the process's memory machinery, for bulk reads only:
+the cyclic collector is paused while a scan or a batch makes objects that all survive (its
+full passes over a growing heap cost about a fifth of an open), and after every 2,048
+dropped lines glibc's ``malloc_trim`` hands their memory back (lines come from the C
+allocator, whose free memory new Python objects would not reuse). docs/performance.md
+measures both.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from sessiontree.adapters.codec import Codec
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import Entry
+
+RELEASE_EVERY = 2048
+
+
+class DuplicateKeyWarning(UserWarning):
+    """A pi line repeats a key in one object; its last value is read, as pi's reader does."""
+
+
+@contextmanager
+def pausing_collector() -> Iterator[None]:
+    """Pause the cyclic collector while a loop makes objects that all survive."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _find_malloc_trim() -> Callable[[], Any]:
+    if sys.platform != "linux":
+        return lambda: None
+    try:
+        trim = ctypes.CDLL(None).malloc_trim  # the process's own C library (glibc has it; musl not)
+    except (OSError, AttributeError):
+        return lambda: None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return lambda: trim(0)
+
+
+release_free_memory = _find_malloc_trim()
+
+
+class LineLoader:
+    """The lines of one file, decoded into entries when the log asks (line ``k`` of the file,
+    1-based, is version ``k``; position ``p`` of the log is line ``p + 2``)."""
+
+    def __init__(self, lines: list[Any], path: Any, session_id: str, codec: Codec, warned: list[str]) -> None:
+        self.lines = lines
+        self.path = path
+        self.session_id = session_id
+        self.codec = codec
+        self.parent_key = codec.dialect.parent_key
+        self.warned = warned
+        self.decoded: dict[int, Entry] = {}  # entries decoded before the log asked (leaf markers, migrations)
+
+    def warn(self, message: str) -> None:
+        self.warned.append(message)
+        warnings.warn(message, DuplicateKeyWarning, stacklevel=6)
+
+    def load(self, positions: Sequence[int]) -> list[Entry]:
+        out = []
+        dropped = 0
+        lines, decode, sid = self.lines, self.codec.decode_line, self.session_id
+        with pausing_collector():
+            for pos in positions:
+                entry = self.decoded.pop(pos, None)
+                if entry is None:
+                    line = lines[pos + 1]
+                    version = pos + 2
+                    try:
+                        entry = decode(line, sid, version, lambda m, v=version: self.warn(f"{self.path}:{v}: {m}"))
+                    except SessionError as exc:
+                        raise SessionError(exc.code, f"session {sid}: {exc.message}", path=str(self.path), line=version) from None
+                    lines[pos + 1] = None
+                    dropped += 1
+                    if dropped % RELEASE_EVERY == 0:
+                        release_free_memory()
+                out.append(entry)
+        if dropped >= RELEASE_EVERY // 2:
+            release_free_memory()
+        return out

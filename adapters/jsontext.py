@@ -1,0 +1,106 @@
+"""JSON text: parsing with exact integers, writing, and the checks a line passes before
+anyone builds objects from it (size, the number of values, a key repeated in one object)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import msgspec
+import orjson
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+# Keys and array items a line may hold: parsed, each costs ~150 bytes of Python objects, so a
+# 54 MB line of 5M keys would take ~750 MB. Only lines longer than this can reach it.
+MAX_VALUES = 1_000_000
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def parse(line: bytes | str) -> Any:
+    """One JSON value, integers of any size kept exact (orjson reads those above 64 bits as
+    floats); ``ValueError`` (``msgspec.DecodeError``) or ``RecursionError`` if it is not JSON."""
+    return _parse(line)
+
+
+_parse = msgspec.json.Decoder().decode
+
+
+def line_problem(line: bytes, *, duplicates: bool = True) -> str | None:
+    """What makes a line unsafe or ambiguous to parse, checked before it is used, or None:
+    over the size limit, more than ``MAX_VALUES`` keys and items, or (``duplicates``) a key
+    twice in one object (parsers disagree on which value counts)."""
+    if len(line) > MAX_LINE_BYTES:
+        return f"line of {len(line)} bytes is over the {MAX_LINE_BYTES}-byte line limit"
+    if len(line) > MAX_VALUES and _values(line) > MAX_VALUES:
+        return f"line holds more than {MAX_VALUES:,} keys and items (the limit that bounds a parse)"
+    if duplicates:
+        key = duplicate_key(line)
+        if key is not None:
+            return f"key {key!r} appears twice in one object (which value counts is ambiguous)"
+    return None
+
+
+def _values(line: bytes) -> int:
+    """An upper bound on the values a parse of ``line`` makes: its commas and opening
+    brackets, less those inside strings (counted in place: nothing is copied)."""
+    count = line.count(b",") + line.count(b"{") + line.count(b"[")
+    if count <= MAX_VALUES:
+        return count
+    for match in _STRING.finditer(line):
+        start, end = match.span()
+        count -= line.count(b",", start, end) + line.count(b"{", start, end) + line.count(b"[", start, end)
+    return count
+
+
+def duplicate_key(line: bytes) -> str | None:
+    """A key that appears twice in one object of the JSON line, or None (also for lines that
+    are not JSON: parsing reports those)."""
+    try:  # the common case in one C pass: a line that re-encodes as itself has no repeats
+        if orjson.dumps(orjson.loads(line)) == line:
+            return None
+    except (orjson.JSONDecodeError, TypeError):
+        pass
+    return repeated_key(line)
+
+
+def repeated_key(line: bytes) -> str | None:
+    """:func:`duplicate_key` without its shortcut, for a caller that knows the line does not
+    re-encode as itself (the standard library's parser, which shows every key)."""
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(items)
+        if len(out) != len(items) and not found:
+            seen: set[str] = set()
+            found.append(next(k for k, _ in items if k in seen or seen.add(k)))  # type: ignore[func-returns-value]
+        return out
+
+    try:
+        json.loads(line, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return None
+    return found[0] if found else None
+
+
+def dumps(obj: Any) -> bytes:
+    """orjson's bytes for ``obj``; integers beyond 64 bits (which orjson refuses) are
+    written as their exact digits."""
+    try:
+        return orjson.dumps(obj)
+    except TypeError:
+        return orjson.dumps(exact_ints(obj))
+
+
+def exact_ints(value: Any) -> Any:
+    """``value`` with every int orjson cannot write replaced by its digits as raw JSON."""
+    kind = type(value)
+    if kind is int or (isinstance(value, int) and not isinstance(value, bool)):
+        return value if -(1 << 63) <= value < (1 << 64) else orjson.Fragment(str(int(value)).encode())
+    if isinstance(value, dict):
+        return {key: exact_ints(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [exact_ints(item) for item in value]
+    return value
+
+

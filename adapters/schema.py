@@ -1,0 +1,158 @@
+"""The wire format, described once: every class's wire names, tag, field kinds and omit rules.
+
+A :class:`Dialect` names things (SPEC 2.2's snake_case natively; pi's camelCase and role
+names in ``pi.py``) and says which fields its writer leaves out when they are None and in
+which order it writes keys. :func:`schemas` derives from it and from the attrs fields of the
+domain classes one :class:`Schema` per class. Encoding (``codec.py``) and both ways of
+decoding (``wire.py``, ``structure.py``) follow from these schemas; nothing else in the
+package knows a wire name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from sessiontree.domain import messages as m
+from sessiontree.domain.events import ENTRY_CLASSES, Entry
+
+BLOCK_CLASSES: tuple[type, ...] = (m.TextContent, m.ImageContent, m.ThinkingContent, m.ToolCall)
+MESSAGE_CLASSES: tuple[type, ...] = (
+    m.UserMessage, m.AssistantMessage, m.ToolResultMessage, m.CustomMessage,
+    m.CompactionSummaryMessage, m.BranchSummaryMessage,
+)
+VALUE_CLASSES: tuple[type, ...] = (m.Cost, m.Usage)
+ENVELOPE = ("id", "parent_id", "timestamp")
+_NOT_ON_THE_WIRE = frozenset({"originator_id", "originator_version", "extra"})
+
+# A field's kind, from its annotation in the domain classes: how it is checked and written.
+_KINDS = {
+    "str": "str", "int": "int", "float": "number", "bool": "bool", "str | None": "opt_str", "Any": "free",
+    "Mapping[str, Any]": "object", "Usage": "value", "Cost": "value", "Usage | None": "opt_value",
+    "tuple[Content, ...]": "blocks", "str | tuple[Content, ...]": "content", "Message": "message",
+    "tuple[Message, ...] | None": "messages", "tuple[str, ...]": "names",
+}
+_NESTED = {"Usage": m.Usage, "Cost": m.Cost, "Usage | None": m.Usage}
+# Fields every writer leaves out when they are None (optional extras of a message or block).
+_OMIT_NONE = {
+    m.ThinkingContent: {"signature"}, m.AssistantMessage: {"api", "usage", "error_message"},
+    m.ToolResultMessage: {"details"}, m.CustomMessage: {"details"},
+}
+
+
+class Dialect:
+    """Names on the wire. The native dialect is SPEC 2.2 as it is (snake_case)."""
+
+    name = "native"
+    parent_key = "parent_id"
+
+    def field_name(self, cls: type, name: str) -> str:
+        return name
+
+    def role(self, role: str) -> str:
+        """A message role's wire name."""
+        return role
+
+    def block_type(self, kind: str) -> str:
+        """A content block type's wire name."""
+        return kind
+
+    def tag(self, cls: type) -> str:
+        """The wire tag of a class: an entry's type, a message's role, a block's type."""
+        role = getattr(cls, "role", None)
+        if isinstance(role, str):
+            return self.role(role)
+        return cls.type if issubclass(cls, Entry) else self.block_type(cls.type)  # type: ignore[attr-defined]
+
+    def omit_none(self, cls: type) -> frozenset[str]:
+        """Fields (attribute names) this dialect's writer leaves out when they are None."""
+        return frozenset(_OMIT_NONE.get(cls, ()))
+
+    def optional(self, cls: type) -> frozenset[str]:
+        """Fields the domain requires that this dialect may leave out (read as None)."""
+        return frozenset()
+
+    def key_order(self, cls: type) -> tuple[str, ...] | None:
+        """Wire keys in the order this dialect's writer puts them (None: the class's order)."""
+        return None
+
+
+NATIVE = Dialect()
+
+
+@attrs.frozen
+class Field:
+    name: str  # the attribute
+    wire: str  # its key on the wire
+    kind: str  # see _KINDS; also "envelope_parent" (a parent id: present, str or null)
+    nested: type | None  # the class of a "value" / "opt_value" field
+    required: bool  # must be on the wire
+    default: Any  # the value of a field the wire leaves out (an attrs Factory, or a value)
+    omit_none: bool  # the dialect's writer leaves it out when it is None
+
+
+@attrs.frozen
+class Schema:
+    cls: type
+    tag_key: str | None  # "type" (entries, blocks), "role" (messages), None (usage, cost)
+    tag: str | None
+    fields: tuple[Field, ...]  # in the dialect's key order (the tag comes before them)
+    known: frozenset[str]  # every wire key of the class, the tag included
+
+    def field(self, name: str) -> Field:
+        return next(f for f in self.fields if f.name == name)
+
+
+def annotation(cls: type, name: str) -> str:
+    """A field's annotation as written in the domain class (``"str | None"``, ...)."""
+    for klass in cls.__mro__:
+        found = klass.__dict__.get("__annotations__", {}).get(name)
+        if found is not None:
+            return found if isinstance(found, str) else getattr(found, "__name__", str(found))
+    raise TypeError(f"{cls.__name__}.{name} has no annotation")
+
+
+def _kind(cls: type, name: str) -> tuple[str, type | None]:
+    if issubclass(cls, Entry) and name == "parent_id":
+        return "envelope_parent", None
+    if name == "tokens_before":  # written by some producers as a float
+        return "number", None
+    text = annotation(cls, name)
+    return _KINDS[text], _NESTED.get(text)
+
+
+def _schema(cls: type, dialect: Dialect) -> Schema:
+    entry = issubclass(cls, Entry)
+    omit, optional = dialect.omit_none(cls), dialect.optional(cls)
+    fields = []
+    for a in attrs.fields(cls):
+        if a.name in _NOT_ON_THE_WIRE:
+            continue
+        kind, nested = _kind(cls, a.name)
+        wire = dialect.parent_key if entry and a.name == "parent_id" else dialect.field_name(cls, a.name)
+        has_default = a.default is not attrs.NOTHING or a.name in optional
+        fields.append(Field(a.name, wire, kind, nested, not has_default, None if a.default is attrs.NOTHING else a.default,
+                            a.name in omit))
+    if entry:  # the envelope first, as every writer puts it, then the entry's own fields
+        fields.sort(key=lambda f: ENVELOPE.index(f.name) if f.name in ENVELOPE else len(ENVELOPE))
+    tag_key = "type" if entry or cls in BLOCK_CLASSES else "role" if cls in MESSAGE_CLASSES else None
+    tag = dialect.tag(cls) if tag_key else None
+    order = dialect.key_order(cls)
+    if order:
+        rank = {key: i for i, key in enumerate(order)}
+        fields.sort(key=lambda f: rank.get(f.wire, len(order)))  # stable: keys it does not name keep their place
+    known = frozenset({*(f.wire for f in fields), *((tag_key,) if tag_key else ())})
+    return Schema(cls, tag_key, tag, tuple(fields), known)
+
+
+def schemas(dialect: Dialect) -> Mapping[type, Schema]:
+    """The schema of every value and entry class in ``dialect``."""
+    return {cls: _schema(cls, dialect) for cls in (*VALUE_CLASSES, *BLOCK_CLASSES, *MESSAGE_CLASSES, *ENTRY_CLASSES)}
+
+
+def default_of(field: Field) -> Any:
+    """A fresh default value for a field the wire leaves out."""
+    default = field.default
+    return default.factory() if isinstance(default, attrs.Factory) else default  # type: ignore[arg-type]

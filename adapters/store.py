@@ -1,0 +1,182 @@
+"""Where many sessions live: the port every repository backend implements, and the in-memory one.
+
+A :class:`SessionStore` hands out storages: it stores a new header (or a whole log line for
+line), attaches to an existing session, deletes one and summarises them all for listings.
+The application's repository (``sessiontree.repository``) builds sessions on top of it;
+stores never make sessions themselves.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+from eventsourcing.popo import POPOAggregateRecorder
+
+from sessiontree.adapters.index import Summary
+from sessiontree.adapters.memory import InMemorySessionStorage
+from sessiontree.adapters.storage import SessionStorage
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import SessionStarted, format_timestamp, parse_timestamp
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+
+@attrs.frozen
+class SessionInfo:
+    """One row of ``repo.list()``: what a session picker shows."""
+
+    id: str
+    path: str  # where it lives: a file path, a database URL with ``#id``, ``memory:<id>``
+    cwd: str
+    created: str  # the header timestamp (ISO 8601)
+    modified: str  # the last entry's timestamp (the header's for an empty session)
+    name: str | None
+    message_count: int  # message entries on every branch
+    first_message: str | None  # text of the first user message in log order
+    parent_session: str | None = None
+
+    @property
+    def location(self) -> str:
+        return self.path
+
+    @classmethod
+    def from_summary(cls, summary: Summary, path: str) -> SessionInfo:
+        return cls(
+            id=summary.id, path=path, cwd=summary.cwd, created=summary.created, modified=summary.modified, name=summary.name,
+            message_count=summary.message_count, first_message=summary.first_message, parent_session=summary.parent_session,
+        )
+
+
+def check_session_id(session_id: Any) -> str:
+    """Refuse ids that could leave a directory or a table key: separators, ``..``, NUL."""
+    if not isinstance(session_id, str):
+        raise TypeError(f"session id must be a str, not {session_id!r}")
+    if not _SAFE_ID.fullmatch(session_id):
+        raise SessionError(
+            "invalid_entry",
+            f"invalid session id {session_id!r}: use letters, digits, '.', '_' and '-' "
+            "(no path separators, no leading dot, at most 200 characters)",
+        )
+    return session_id
+
+
+def newest_first(infos: Iterable[SessionInfo]) -> list[SessionInfo]:
+    """A listing sorted by modification time, newest first (ties: newest creation, then id)."""
+    return sorted(infos, key=lambda i: (_sortable(i.modified), _sortable(i.created), i.id), reverse=True)
+
+
+def _sortable(timestamp: str) -> str:
+    """A string that sorts chronologically: our own ``...sss.mmmZ`` form as it is (the common
+    case, no parsing), anything else converted to it."""
+    if len(timestamp) == 24 and timestamp[-1] == "Z" and timestamp[10] == "T":
+        return timestamp
+    try:
+        return format_timestamp(parse_timestamp(timestamp))
+    except (ValueError, TypeError, IndexError, OverflowError):
+        return ""
+
+
+class SessionStore(ABC):
+    """Many sessions in one place (see the module documentation)."""
+
+    @abstractmethod
+    def store_header(self, header: SessionStarted) -> SessionStorage:
+        """Create the session's log holding ``header`` (``already_exists`` if taken)."""
+
+    @abstractmethod
+    def store_lines(self, session_id: str, lines: Sequence[bytes]) -> SessionStorage:
+        """Create the session's log from whole lines, byte for byte (a verified copy)."""
+
+    @abstractmethod
+    def attach(self, session_id: str) -> SessionStorage:
+        """The storage of an existing session (``not_found`` otherwise)."""
+
+    @abstractmethod
+    def remove(self, session_id: str) -> None:
+        """Delete a session if it exists."""
+
+    @abstractmethod
+    def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
+        """Every session (with ``cwd`` given, only those started there), any order."""
+
+    def exists(self, session_id: str) -> bool:
+        try:
+            self.attach(session_id).close()
+        except SessionError as exc:
+            if exc.code == "not_found":
+                return False
+            raise
+        return True
+
+    def parent_reference(self, storage: SessionStorage) -> str:
+        """What a fork of the session in ``storage`` records as its ``parent_session``."""
+        return storage.session_id
+
+    def close(self) -> None:
+        """Release connections and handles."""
+
+
+class MemoryStore(SessionStore):
+    """Sessions held in memory, in one eventsourcing POPO recorder (tests, ephemeral agents)."""
+
+    def __init__(self) -> None:
+        self.recorder = POPOAggregateRecorder()
+        self._lock = threading.RLock()
+        self._ids: dict[str, None] = {}
+        self._summaries: dict[str, Summary] = {}
+
+    def _new(self, session_id: str) -> InMemorySessionStorage:
+        if session_id in self._ids:
+            raise SessionError("already_exists", f"session {session_id} already exists in memory")
+        return InMemorySessionStorage.attach(self.recorder, session_id)
+
+    def store_header(self, header: SessionStarted) -> SessionStorage:
+        with self._lock:
+            storage = self._new(check_session_id(header.originator_id))
+            storage.save([header])
+            self._ids[header.originator_id] = None
+        return storage
+
+    def store_lines(self, session_id: str, lines: Sequence[bytes]) -> SessionStorage:
+        with self._lock:
+            storage = self._new(session_id)
+            storage.write_lines(lines)
+            self._ids[session_id] = None
+        return storage
+
+    def attach(self, session_id: str) -> SessionStorage:
+        if session_id not in self._ids:
+            raise SessionError("not_found", f"session {session_id} not found in memory")
+        return InMemorySessionStorage.attach(self.recorder, session_id)
+
+    def remove(self, session_id: str) -> None:
+        with self._lock, self.recorder._database_lock:
+            self._ids.pop(session_id, None)
+            self._summaries.pop(session_id, None)
+            # POPO has no delete: forget the session's index so nothing can read it again.
+            self.recorder._stored_events_index.pop(session_id, None)
+
+    def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
+        out = []
+        for sid in list(self._ids):
+            summary = self._summary(sid)
+            if summary is not None and (cwd is None or summary.cwd == cwd):
+                out.append(SessionInfo.from_summary(summary, f"memory:{sid}"))
+        return out
+
+    def _summary(self, sid: str) -> Summary | None:
+        from sessiontree.adapters.index import fold_line
+
+        summary = self._summaries.get(sid)
+        for stored in self.recorder.select_events(sid, gt=summary.version if summary else None):
+            summary = fold_line(summary, stored.state)
+            if summary is None:
+                return None
+        if summary is not None:
+            self._summaries[sid] = summary
+        return summary

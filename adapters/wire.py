@@ -1,0 +1,162 @@
+"""Reading, the common case: a whole line decoded by msgspec into wire structs, then into
+domain objects.
+
+From each :class:`~sessiontree.adapters.schema.Schema` a msgspec ``Struct`` is derived
+(``msgspec.defstruct``: the wire names, the tag, the field types, ``UNSET`` for a field the
+wire may leave out, unknown fields forbidden). msgspec checks the JSON and every type in C;
+the struct is then turned into the domain object by setting its slots (the types were just
+checked, against the same annotations the domain's validators check). A line outside that
+shape (an unknown field, role, block or entry type; a value of another type) is refused
+here and read by ``structure.py`` instead, which gives the same objects and names what is
+wrong (``tests/adapters/test_codec.py`` holds the two to each other).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Union
+
+import msgspec
+from msgspec import UNSET
+
+from sessiontree.adapters.schema import BLOCK_CLASSES, MESSAGE_CLASSES, Field, Schema, default_of
+from sessiontree.domain import messages as m
+from sessiontree.domain.events import Entry
+
+_PLAIN: dict[str, Any] = {
+    "str": str, "int": int, "number": Union[int, float], "bool": bool, "opt_str": Union[str, None],  # noqa: UP007
+    "free": Any, "object": dict[str, Any], "names": list[str], "envelope_parent": Union[str, None],  # noqa: UP007
+}
+
+
+class WireDecoder:
+    """Typed decoding of one dialect's entry lines (see the module documentation)."""
+
+    def __init__(self, schemas: Mapping[type, Schema], chain_key: str | None) -> None:
+        self._schemas = schemas
+        self._structs: dict[type, type] = {}
+        self._convert: dict[type, Callable[..., Any]] = {}
+        self._chain_key = chain_key
+        self._blocks = Union[tuple(self._struct(c) for c in BLOCK_CLASSES)]  # type: ignore[valid-type]  # noqa: UP007
+        self._messages = Union[tuple(self._struct(c) for c in MESSAGE_CLASSES)]  # type: ignore[valid-type]  # noqa: UP007
+        entries = [self._struct(cls) for cls in schemas if issubclass(cls, Entry)]
+        self._decode = msgspec.json.Decoder(Union[tuple(entries)]).decode  # type: ignore[valid-type]  # noqa: UP007
+
+    def decode(self, line: bytes, session_id: str, version: int) -> tuple[Any, Any] | None:
+        """The entry a line holds and its struct, or None when it is outside the typed shape."""
+        try:
+            struct = self._decode(line)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        return self._convert[type(struct)](struct, session_id, version), struct
+
+    # -- the structs -------------------------------------------------------------------------
+
+    def _type(self, field: Field) -> Any:
+        kind = field.kind
+        if kind in _PLAIN:
+            return _PLAIN[kind]
+        if kind == "value":
+            return self._struct(field.nested)  # type: ignore[arg-type]
+        if kind == "opt_value":
+            return Union[self._struct(field.nested), None]  # type: ignore[arg-type]  # noqa: UP007
+        if kind == "blocks":
+            return list[self._blocks]  # type: ignore[name-defined]
+        if kind == "content":
+            return Union[str, list[self._blocks]]  # type: ignore[name-defined]  # noqa: UP007
+        if kind == "message":
+            return self._messages
+        return Union[list[self._messages], None]  # type: ignore[name-defined]  # noqa: UP007  # "messages"
+
+    def _struct(self, cls: type) -> type:
+        found = self._structs.get(cls)
+        if found is not None:
+            return found
+        schema = self._schemas[cls]
+        fields: list[Any] = [
+            (f.name, self._type(f)) if f.required else (f.name, self._type(f), UNSET) for f in schema.fields
+        ]
+        if issubclass(cls, Entry) and self._chain_key:
+            fields.append(("chain_", str, UNSET))  # the hash chain's field, read past here
+        options: dict[str, Any] = {"tag_field": schema.tag_key, "tag": schema.tag} if schema.tag_key else {}
+        rename = {f.name: f.wire for f in schema.fields}
+        if issubclass(cls, Entry) and self._chain_key:
+            rename["chain_"] = self._chain_key
+        struct = msgspec.defstruct(
+            f"Wire{cls.__name__}", fields, rename=rename, forbid_unknown_fields=True, kw_only=True, **options
+        )
+        self._structs[cls] = struct
+        self._convert[struct] = self._converter(schema)
+        return struct
+
+    # -- struct to domain object -------------------------------------------------------------
+
+    def _value(self, struct: Any) -> Any:
+        return self._convert[type(struct)](struct)
+
+    def _expression(self, f: Field, ns: dict[str, Any]) -> str:
+        kind = f.kind
+        if kind in ("value", "opt_value", "message"):
+            return "_v(v)"
+        if kind == "names":
+            return "tuple(v)"
+        if kind in ("blocks", "messages"):
+            return "tuple([_v(x) for x in v])"
+        if kind == "content":
+            return "v if v.__class__ is str else tuple([_v(x) for x in v])"
+        return "v"
+
+    def _converter(self, schema: Schema) -> Callable[..., Any]:
+        """A function from the struct to the domain object: slots set one by one in field order
+        (``object.__new__``: the types were checked by msgspec), defaults for what the line left
+        out, and the shared ``extra`` that records what was left out or written as null."""
+        cls, entry = schema.cls, issubclass(schema.cls, Entry)
+        extras = _SharedExtras()
+        ns: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_U": UNSET, "_v": self._value,
+                              "_extra": extras.get, "_E": extras.get(frozenset(), frozenset())}
+        lines = ["def convert(s, sid='', version=0):", "    o = _new(_cls)", "    gone = nulls = ()"]
+        for i, f in enumerate(schema.fields):
+            ns[f"_s{i}"] = _slot(cls, f.name)
+            lines.append(f"    v = s.{f.name}")
+            if not f.required:
+                ns[f"_d{i}"] = f
+                remember = "" if f.omit_none else f"\n        gone += ({f.name!r},)"
+                lines.append(f"    if v is _U:\n        v = _default(_d{i}){remember}")
+                lines.append(f"    elif v is not None:\n        v = {self._expression(f, ns)}")
+            elif f.kind in ("opt_value", "messages"):
+                lines.append(f"    if v is not None:\n        v = {self._expression(f, ns)}")
+            elif self._expression(f, ns) != "v":
+                lines.append(f"    v = {self._expression(f, ns)}")
+            if f.omit_none:
+                lines.append(f"    if v is None and s.{f.name} is None:\n        nulls += ({f.name!r},)")
+            lines.append(f"    _s{i}(o, v)")
+        ns["_sx"] = _slot(cls, "extra")
+        ns["_default"] = default_of
+        lines.append("    _sx(o, _extra(frozenset(gone), frozenset(nulls)) if gone or nulls else _E)")
+        if entry:
+            ns["_sid"], ns["_sver"] = _slot(cls, "originator_id"), _slot(cls, "originator_version")
+            lines.append("    _sid(o, sid)\n    _sver(o, version)")
+        lines.append("    return o")
+        exec(compile("\n".join(lines), f"<sessiontree converter {cls.__name__}>", "exec"), ns)  # noqa: S102
+        return ns["convert"]  # type: ignore[no-any-return]
+
+
+def _slot(cls: type, name: str) -> Callable[[Any, Any], None]:
+    """The setter of an attrs slot (set directly: a frozen class refuses ``setattr``)."""
+    return next(k.__dict__[name] for k in cls.__mro__ if name in k.__dict__).__set__  # type: ignore[no-any-return]
+
+
+class _SharedExtras:
+    """One read-only empty ``extra`` per set of absent and null fields (most values share one)."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[frozenset[str], frozenset[str]], m.FrozenExtra] = {}
+
+    def get(self, absent: frozenset[str], nulls: frozenset[str]) -> m.FrozenExtra:
+        key = (absent, nulls)
+        found = self._made.get(key)
+        if found is None:
+            found = m.FrozenExtra((), absent, nulls)
+            if len(self._made) < 1024:  # sets of absent fields are few; never grow without bound
+                self._made[key] = found
+        return found

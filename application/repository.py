@@ -1,0 +1,266 @@
+"""Session repositories: create, open, list, delete, fork and copy whole sessions.
+
+:class:`SessionRepo` is the application service over a store (``sessiontree.adapters.store``:
+where the logs live) that makes ``Session`` objects with the repository's options, app
+projections, clock and id generator. The backends are named classes for convenience
+(:class:`JsonlSessionRepo`, :class:`InMemorySessionRepo`, :class:`DatabaseSessionRepo`), and
+:func:`open_repo` picks one from a URL.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from sessiontree.adapters.database import DatabaseStore
+from sessiontree.adapters.jsonl_repo import JsonlStore
+from sessiontree.adapters.jsonl_salvage import salvage_log
+from sessiontree.adapters.memory import InMemorySessionStorage
+from sessiontree.adapters.storage import SessionStorage
+from sessiontree.adapters.store import MemoryStore, SessionInfo, SessionStore, check_session_id, newest_first
+from sessiontree.adapters.urls import open_store
+from sessiontree.adapters.verify import verify
+from sessiontree.domain import aggregate
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import Entry, SessionStarted
+from sessiontree.domain.ids import Clock, IdGenerator, new_entry_id, new_session_id, now_iso, utc_now
+from sessiontree.forking import fork_entries, fork_leaf
+from sessiontree.projections.context import SessionContextBuildOptions
+from sessiontree.session import Session
+
+POSITIONS = ("before", "at")
+SOURCE_KEY = "source"  # a header field: where a fork or a salvaged copy came from (docs/file-format.md)
+
+
+class SessionRepo:
+    """Many sessions in one store. ``create``, ``open`` and ``fork`` return ``Session``."""
+
+    def __init__(
+        self, store: SessionStore, *, options: SessionContextBuildOptions | None = None, projections: Sequence[Any] = (),
+        clock: Clock | None = None, id_generator: IdGenerator | None = None,
+    ) -> None:
+        self.store = store
+        self.options = options
+        self.projections = tuple(projections)
+        self._clock = clock or utc_now
+        self._new_entry_id = id_generator or new_entry_id
+
+    def __enter__(self) -> SessionRepo:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release connections and handles."""
+        self.store.close()
+
+    def _session(self, storage: SessionStorage) -> Session:
+        return Session(storage, self.options, clock=self._clock, id_generator=self._new_entry_id, projections=self.projections)
+
+    def create(
+        self, cwd: str = "", name: str | None = None, metadata: Mapping[str, Any] | None = None, *,
+        session_id: str | None = None, parent_session: str | None = None,
+    ) -> Session:
+        """A new, empty session (with a ``session_info`` entry when ``name`` is given)."""
+        sid = check_session_id(session_id) if session_id is not None else new_session_id()
+        header = aggregate.start(session_id=sid, timestamp=now_iso(self._clock), cwd=cwd, parent_session=parent_session, metadata=metadata)
+        session = self._session(self.store.store_header(header))
+        if name is not None:
+            session.append_session_info(name)
+        return session
+
+    def open(self, session_id: str) -> Session:
+        """The session with this id (``SessionError('not_found')`` if there is none)."""
+        return self._session(self.store.attach(check_session_id(session_id)))
+
+    def exists(self, session_id: str) -> bool:
+        return self.store.exists(check_session_id(session_id))
+
+    def list(self, cwd: str | None = None) -> list[SessionInfo]:
+        """Every session (or those started in ``cwd``), most recently modified first."""
+        return newest_first(self.store.infos(cwd))
+
+    def delete(self, session_id: str) -> None:
+        """Delete a session; deleting one that does not exist is not an error."""
+        self.store.remove(check_session_id(session_id))
+
+    def fork(self, session_id: str, entry_id: str | None = None, position: str = "before", *, salvage: bool = False) -> Session:
+        """A new session holding the path from the root to a target, with the same ids.
+
+        ``position="at"`` keeps the target; ``"before"`` (the default) needs a user message and
+        stops at its parent, so the message can be asked again. Without ``entry_id`` the whole
+        current branch is copied. Labels on the path and the session name come along;
+        ``parent_session`` records the source.
+
+        The source is verified first: a log that fails verify is refused (``corrupt``), since the
+        fork would be sealed into a new, valid chain; ``salvage=True`` forks what salvage mode
+        reads and records the skipped lines. The fork's header records the source's chain head
+        (``source``), so its provenance can be checked later.
+        """
+        if position not in POSITIONS:
+            raise SessionError("invalid_fork_target", f"fork position must be 'before' or 'at', not {position!r}")
+        storage, record, salvaged = _verified(self.store, check_session_id(session_id), salvage)
+        parent = self.store.parent_reference(storage)
+        source = self._session(storage) if salvaged is None else self._session(_in_memory(storage, *salvaged))
+        try:
+            leaf = fork_leaf(source, entry_id, position)
+            path = source.get_branch(leaf) if leaf is not None else []
+            header = aggregate.start(
+                session_id=new_session_id(), timestamp=now_iso(self._clock), cwd=source.header.cwd,
+                parent_session=parent, metadata=source.header.metadata,
+            )
+            header = attrs.evolve(header, extra={SOURCE_KEY: record})
+            entries = fork_entries(source, path, header.originator_id, self._new_entry_id, now_iso(self._clock))
+        finally:
+            source.close()
+        return self._write_session(header, entries)
+
+    def copy_from(self, other: SessionRepo, session_id: str, *, salvage: bool = False) -> Session:
+        """Copy a session from another repository: same id, same header, same entries.
+
+        The source is verified first. A native log that verifies is copied line for line, byte
+        for byte, so the copy has the source's chain digests (and head). A pi file is converted
+        to the native dialect and sealed into a new chain. A log that fails verify is refused
+        (``corrupt``) unless ``salvage=True``: then what salvage mode reads is copied and the
+        header records it (``source``: the source's head and the skipped lines).
+        """
+        storage, record, salvaged = _verified(other.store, check_session_id(session_id), salvage)
+        try:
+            if salvaged is None and record["dialect"] == "native":
+                return self._session(self.store.store_lines(session_id, storage.read_lines()))
+            if salvaged is None:
+                header, log = storage.load()
+                events = list(log)
+            else:
+                header, events = salvaged
+                header = attrs.evolve(header, extra={**header.extra, SOURCE_KEY: record})
+        finally:
+            storage.close()
+        return self._write_session(header, events)
+
+    def _write_session(self, header: SessionStarted, entries: Sequence[Entry]) -> Session:
+        storage = self.store.store_header(header)
+        try:
+            if entries:
+                storage.save(entries)
+        except BaseException:
+            storage.close()
+            self.store.remove(header.originator_id)
+            raise
+        return self._session(storage)
+
+
+def _verified(
+    store: SessionStore, session_id: str, salvage: bool
+) -> tuple[SessionStorage, dict[str, Any], tuple[SessionStarted, list[Entry]] | None]:
+    """The source's storage, what a copy records of it, and (salvaging a log that fails
+    verify) the header and entries salvage mode reads from it; None when it verifies."""
+    storage = store.attach(session_id)
+    try:
+        report = verify(storage)
+        record: dict[str, Any] = {"session_id": session_id, "lines": report.lines, "head": report.head}
+        if report.ok:
+            return storage, {**record, "dialect": report.dialect}, None
+        if not salvage:
+            raise SessionError(
+                "corrupt",
+                f"session {session_id} at {storage.location} does not verify ({report.problems[0]}); it is not "
+                "copied (salvage copies what can be read, and records what it skipped)",
+            )
+        header, entries, skipped = salvage_log(storage.read_lines(), storage.location)
+    except BaseException:
+        storage.close()
+        raise
+    record["skipped"] = sorted({line for line, _ in skipped} | {p.line for p in report.problems if p.line})
+    return storage, record, (header, entries)
+
+
+def _in_memory(storage: SessionStorage, header: SessionStarted, entries: list[Entry]) -> SessionStorage:
+    """The entries salvage mode read from ``storage``, as a session in memory."""
+    storage.close()
+    copy = InMemorySessionStorage(
+        session_id=header.originator_id, cwd=header.cwd, timestamp=header.timestamp, metadata=header.metadata,
+        parent_session=header.parent_session,
+    )
+    copy.save([attrs.evolve(e, originator_id=header.originator_id, originator_version=v) for v, e in enumerate(entries, 2)])
+    return copy
+
+
+class JsonlSessionRepo(SessionRepo):
+    """Sessions as JSONL files in one directory (``durability``: ``"flush"`` or ``"fsync"``)."""
+
+    store: JsonlStore
+
+    def __init__(self, root: str | os.PathLike[str], *, durability: str = "flush", **kwargs: Any) -> None:
+        super().__init__(JsonlStore(root, durability=durability), **kwargs)
+
+    def __repr__(self) -> str:
+        return f"JsonlSessionRepo({str(self.root)!r})"
+
+    @property
+    def root(self) -> Any:
+        return self.store.root
+
+    @property
+    def index(self) -> Any:
+        return self.store.index
+
+    @property
+    def durability(self) -> str:
+        return self.store.durability
+
+    def path_for(self, session_id: str) -> Any:
+        """Where a session created here lives (whether or not it exists)."""
+        return self.store.path_for(session_id)
+
+
+class InMemorySessionRepo(SessionRepo):
+    """Sessions held in memory, in one eventsourcing POPO recorder (tests, ephemeral agents)."""
+
+    store: MemoryStore
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(MemoryStore(), **kwargs)
+
+    @property
+    def recorder(self) -> Any:
+        return self.store.recorder
+
+
+class DatabaseSessionRepo(SessionRepo):
+    """Sessions in eventsourcing's POPO, SQLite or PostgreSQL module (``adapters/database.py``)."""
+
+    store: DatabaseStore
+
+    def __getattr__(self, name: str) -> Any:  # url, app, recorder, module, refresh_index, index_runner, ...
+        if name == "store":
+            raise AttributeError(name)
+        return getattr(self.store, name)
+
+    @classmethod
+    def popo(cls, **kwargs: Any) -> DatabaseSessionRepo:
+        return cls(DatabaseStore.popo(), **kwargs)
+
+    @classmethod
+    def sqlite(cls, path: str | os.PathLike[str], **kwargs: Any) -> DatabaseSessionRepo:
+        return cls(DatabaseStore.sqlite(path), **kwargs)
+
+    @classmethod
+    def postgres(cls, dbname: str, *, settings: Mapping[str, str] | None = None, **kwargs: Any) -> DatabaseSessionRepo:
+        own = {k: kwargs.pop(k) for k in ("host", "port", "user", "password", "schema") if k in kwargs}
+        return cls(DatabaseStore.postgres(dbname, settings=settings, **own), **kwargs)
+
+
+def open_repo(url: str | os.PathLike[str], *, durability: str = "flush", **kwargs: Any) -> SessionRepo:
+    """The session repository ``url`` names (``adapters/urls.py`` lists the URLs); keyword
+    arguments (``options``, ``projections``, ...) go to the repository."""
+    store = open_store(url, durability=durability)
+    if isinstance(store, JsonlStore):
+        return JsonlSessionRepo(store.root, durability=durability, **kwargs)
+    if isinstance(store, MemoryStore):
+        return InMemorySessionRepo(**kwargs)
+    return DatabaseSessionRepo(store, **kwargs)

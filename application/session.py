@@ -1,0 +1,332 @@
+"""The live Session: the SPEC section 7 API over an aggregate, its projections and a storage.
+
+``Session`` adds the append commands to every query of :class:`~sessiontree.reader.SessionReader`.
+An append runs a command of the aggregate (which checks the invariants and returns the
+event), saves the event through the storage, folds it into the aggregate, and advances the
+projections computed so far (the kept context among them). Nothing is folded before it is
+saved, so a refused or failed append leaves no trace in memory or in the log.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from sessiontree import compaction as _compaction
+from sessiontree.adapters.storage import SessionStorage
+from sessiontree.domain import aggregate as commands
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import Entry
+from sessiontree.domain.ids import Clock, IdGenerator, now_iso
+from sessiontree.domain.messages import Cost, Usage
+from sessiontree.projections.base import Projection, subscribed_types
+from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS
+from sessiontree.projections.context import Built, ContextProjection, SessionContextBuildOptions
+from sessiontree.projections.tokens import TokenEstimator
+from sessiontree.reader import BUILTINS, ReplayStep, SessionReader, SessionView, TreeNode, check_id
+
+
+def _random_id() -> str:
+    """8 random lowercase hex characters (SPEC 2.2; ``domain.ids.new_entry_id``, here inline:
+    every append asks)."""
+    return os.urandom(4).hex()
+
+
+class _UtcText:
+    """The default clock, as entry timestamps: appends in the same millisecond share one text."""
+
+    __slots__ = ("_ms", "_text", "_second", "_second_text")
+
+    def __init__(self) -> None:
+        self._ms = self._second = -1
+        self._text = self._second_text = ""
+
+    def __call__(self) -> str:
+        ms = time.time_ns() // 1_000_000
+        if ms != self._ms:
+            second, frac = divmod(ms, 1000)
+            if second != self._second:
+                self._second, self._second_text = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            self._ms, self._text = ms, f"{self._second_text}.{frac:03d}Z"
+        return self._text
+
+
+class Session(SessionReader):
+    """A live session: every query of :class:`SessionReader`, plus the append commands.
+
+    ``Session(storage)`` replays the storage's log. ``clock`` and ``id_generator`` are
+    injectable (deterministic tests); ``options`` are session-level context options that every
+    ``build_context`` call merges with its own; ``projections`` are app projections (see
+    :meth:`register_projection`). A Session may be shared by threads: each append (the command
+    and its save) and each cache a read fills runs under one lock.
+    """
+
+    def __init__(
+        self, storage: SessionStorage, options: SessionContextBuildOptions | None = None, *, clock: Clock | None = None,
+        id_generator: IdGenerator | None = None, projections: Sequence[Projection[Any]] = (),
+    ) -> None:
+        if not isinstance(storage, SessionStorage):
+            raise TypeError(f"storage must be a SessionStorage, not {storage!r}")
+        if options is not None and not isinstance(options, SessionContextBuildOptions):
+            raise TypeError(f"options must be SessionContextBuildOptions or None, not {options!r}")
+        if clock is not None and not callable(clock):
+            raise TypeError(f"clock must be a callable returning an aware datetime, not {clock!r}")
+        if id_generator is not None and not callable(id_generator):
+            raise TypeError(f"id_generator must be a callable returning str ids, not {id_generator!r}")
+        header, log = storage.load()
+        aggregate = commands.replay(header, log)
+        base = getattr(storage, "context_options", None) or SessionContextBuildOptions()  # a format's own rules (pi)
+        super().__init__(aggregate, len(log), base.merged(options), {})
+        self._storage = storage
+        self._now: Callable[[], str] = _UtcText() if clock is None else (lambda: now_iso(clock))
+        self._new_id = id_generator or _random_id
+        self._context = ContextProjection(self._options)
+        self._kept: Built | None = None
+        self._lock = threading.RLock()
+        for projection in projections:
+            self.register_projection(projection)
+
+    def __repr__(self) -> str:
+        return f"<Session {self.id} at {self._storage.location}, version {self.version}>"
+
+    @property
+    def storage(self) -> SessionStorage:
+        return self._storage
+
+    @property
+    def leaf_id(self) -> str | None:
+        return self._agg.leaf_id
+
+    def close(self) -> None:
+        self._storage.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def register_projection(self, projection: Projection[Any]) -> None:
+        """Add an app projection: replayed now (lazily), updated on append, and present in every
+        time-travel view, exactly like the built-ins."""
+        if not isinstance(projection, Projection):
+            raise TypeError(f"{projection!r} is not a projection (needs name, initial, apply)")
+        name = projection.name
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"projection name must be a non-empty str, not {name!r}")
+        if name in self._projections or name in BUILTINS:
+            raise SessionError("already_exists", f"a projection named {name!r} is already registered")
+        self._projections[name] = projection
+
+    # -- reads that fill caches -----------------------------------------------------------
+
+    def projection(self, name: str) -> Any:
+        with self._lock:
+            return super().projection(name)
+
+    def _current_context(self) -> Built:
+        with self._lock:
+            if self._kept is None or self._kept.leaf_id != self.leaf_id:
+                self._kept = super()._current_context()
+            return self._kept
+
+    def get_session_stats(self) -> Any:
+        with self._lock:
+            return super().get_session_stats()
+
+    # -- writing ----------------------------------------------------------------------
+
+    def _save(self, events: list[Entry]) -> None:
+        """Save the events, then fold them in and advance what was computed from the log."""
+        self._storage.save(events)
+        agg = self._agg
+        for event in events:
+            commands.project(agg, event)
+            self._kept = self._context.apply(self._kept, event)
+            if self._states:
+                self._advance(event)
+        self._limit = len(agg.log)
+
+    def _advance(self, entry: Entry) -> None:
+        """Feed a saved entry to every projection computed so far. It is durable already, so an
+        app projection whose ``apply`` raises must not make the append look failed (a retry would
+        duplicate it): its state is dropped and the next read replays the log, raising there."""
+        for name, state in list(self._states.items()):
+            projection = self._projections.get(name) or BUILTINS[name]
+            wanted = subscribed_types(projection)
+            if wanted is None or entry.type in wanted:
+                try:
+                    self._states[name] = projection.apply(state, entry)
+                except Exception:  # noqa: BLE001 - the app's bug surfaces on the next read
+                    if name in BUILTINS:
+                        raise
+                    del self._states[name]
+
+    def _run(self, command: Any, *args: Any, entry_id: str | None = None, **kwargs: Any) -> str:
+        with self._lock:
+            if entry_id is not None:
+                if not check_id("entry_id", entry_id):
+                    raise SessionError("invalid_entry", "entry_id must not be empty")
+                if entry_id in self._agg:
+                    return self._repeated(entry_id, command, args, kwargs)
+            event = command(self._agg, *args, id=entry_id or self._fresh_id(), timestamp=self._now(), **kwargs)
+            try:
+                self._save([event])
+            except SessionError as exc:
+                # A retry whose earlier attempt did land (its acknowledgement was lost): the
+                # stored line holds this id. Take the log in and answer as the first time.
+                if entry_id is None or exc.code != "conflict" or not self.refresh() or entry_id not in self._agg:
+                    raise
+                return self._repeated(entry_id, command, args, kwargs)
+            return event.id  # type: ignore[no-any-return]
+
+    def _fresh_id(self) -> str:
+        """A new entry id, generated again on a collision (SPEC 2.2)."""
+        for _ in range(100):
+            candidate = self._new_id()
+            if not isinstance(candidate, str) or not candidate:
+                raise TypeError(f"the id generator must return non-empty str ids, not {candidate!r}")
+            if candidate not in self._agg:
+                return candidate
+        raise SessionError("invalid_entry", "the id generator kept returning ids already in use")
+
+    def _repeated(self, entry_id: str, command: Any, args: Any, kwargs: Any) -> str:
+        """An append with an ``entry_id`` the session holds: the same append again is answered
+        with that id and writes nothing (a safe retry); anything else is ``already_exists``."""
+        probe = command(self._agg, *args, id="\x00probe", timestamp=self._now(), **kwargs)
+        held = self.get_entry(entry_id)
+        same = attrs.evolve(probe, id=held.id, parent_id=held.parent_id, timestamp=held.timestamp, originator_version=held.originator_version)
+        if same != held:
+            raise SessionError("already_exists", f"entry {entry_id!r} already exists in session {self.id} and is not this append")
+        return entry_id
+
+    def refresh(self) -> int:
+        """Take in the entries other writers appended since this session read its log; returns
+        how many. ``conflict`` if the log changed under it in another way."""
+        with self._lock:
+            _, log = self._storage.load()
+            known = len(self._agg.log)
+            if len(log) < known or any(log.id_of(p) != self._agg.log.id_of(p) for p in {0, known - 1} if known):
+                raise SessionError("conflict", f"session {self.id} changed under this session (reopen it)")
+            new = log.get_many(range(known, len(log)))
+            for event in new:
+                commands.project(self._agg, event)
+                self._kept = self._context.apply(self._kept, event)
+                if self._states:
+                    self._advance(event)
+            self._limit = len(self._agg.log)
+            return len(new)
+
+    def append_message(self, message: Any, *, entry_id: str | None = None) -> str:
+        """Append a user, assistant or tool-result message; returns the entry id.
+
+        ``entry_id`` chooses the id: a retry with the same id and message writes nothing (see
+        docs/reliability.md, *Retrying an append*). Every append method takes it."""
+        return self._run(commands.append_message, message, entry_id=entry_id)
+
+    def append_thinking_level_change(self, level: str, *, entry_id: str | None = None) -> str:
+        return self._run(commands.append_thinking_level_change, level, entry_id=entry_id)
+
+    def append_model_change(self, provider: str, model_id: str, *, entry_id: str | None = None) -> str:
+        return self._run(commands.append_model_change, provider, model_id, entry_id=entry_id)
+
+    def append_active_tools_change(self, names: Sequence[str], *, entry_id: str | None = None) -> str:
+        return self._run(commands.append_active_tools_change, names, entry_id=entry_id)
+
+    def append_compaction(
+        self, summary: str, first_kept_entry_id: str | None, tokens_before: int, details: Any = None, from_hook: bool = False,
+        usage: Usage | None = None, retained_tail: Sequence[Any] | None = None, *, entry_id: str | None = None,
+    ) -> str:
+        """Record that older turns are replaced by ``summary`` (SPEC 2.2, 3)."""
+        return self._run(
+            commands.append_compaction, summary, first_kept_entry_id, tokens_before, details=details, from_hook=from_hook,
+            usage=usage, retained_tail=retained_tail, entry_id=entry_id,
+        )
+
+    def append_custom_entry(self, custom_type: str, data: Any = None, *, entry_id: str | None = None) -> str:
+        return self._run(commands.append_custom_entry, custom_type, data, entry_id=entry_id)
+
+    def append_custom_message_entry(
+        self, custom_type: str, content: Any, details: Any = None, display: bool = True, *, entry_id: str | None = None
+    ) -> str:
+        return self._run(
+            commands.append_custom_message_entry, custom_type, content, details=details, display=display, entry_id=entry_id
+        )
+
+    def append_label_change(self, target_id: str, label: str | None, *, entry_id: str | None = None) -> str:
+        return self._run(commands.append_label_change, target_id, label, entry_id=entry_id)
+
+    def append_session_info(self, name: str | None, *, entry_id: str | None = None) -> str:
+        return self._run(commands.append_session_info, name, entry_id=entry_id)
+
+    def move_to(self, entry_id: str | None, summary: Mapping[str, Any] | None = None, *, summarize: Any = None) -> str | None:
+        """Move the leaf to ``entry_id`` (None: before the first entry).
+
+        With ``summary`` (a dict with ``"summary"`` and optionally ``"details"``, ``"usage"``,
+        ``"from_hook"``) a branch summary is appended under the target and becomes the leaf; its
+        id is returned. Both entries are saved together. With ``summarize`` (a summariser,
+        docs/compaction.md) the branch being left is summarised first; ``summary`` and
+        ``summarize`` are mutually exclusive.
+        """
+        if summarize is not None:
+            if summary is not None:
+                raise TypeError("move_to takes summary= or summarize=, not both")
+            return _compaction.move_summarized(self, entry_id, summarize)
+        self._storage.check_writable()
+        checked = _check_summary(summary) if summary is not None else None
+        with self._lock:
+            moved_id, moved_at = self._fresh_id(), self._now()
+            summary_id, summary_at = (self._fresh_id(), self._now()) if checked is not None else ("", "")
+            events = commands.move_to(
+                self._agg, entry_id, id=moved_id, timestamp=moved_at, summary=checked, summary_id=summary_id,
+                summary_timestamp=summary_at,
+            )
+            self._save(events)
+            return events[1].id if len(events) > 1 else None
+
+    async def amove_to(self, entry_id: str | None, summarize: Any) -> str | None:
+        """:meth:`move_to` with ``summarize=`` an async (or plain) summariser."""
+        return await _compaction.amove_summarized(self, entry_id, summarize)
+
+    def compact(
+        self, summarize: Any, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, retain_tail: bool = False,
+        details: Any = None, from_hook: bool = False, *, estimator: TokenEstimator | None = None,
+    ) -> str | None:
+        """Summarise the older turns with ``summarize`` and append the compaction entry; returns
+        its id, or None when there is nothing to summarise (docs/compaction.md)."""
+        return _compaction.compact(self, summarize, keep_recent_tokens, retain_tail, details, from_hook, estimator)
+
+    async def acompact(
+        self, summarize: Any, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, retain_tail: bool = False,
+        details: Any = None, from_hook: bool = False, *, estimator: TokenEstimator | None = None,
+    ) -> str | None:
+        """:meth:`compact` with an async (or plain) summariser."""
+        return await _compaction.acompact(self, summarize, keep_recent_tokens, retain_tail, details, from_hook, estimator)
+
+
+def _check_summary(summary: Any) -> dict[str, Any]:
+    if not isinstance(summary, Mapping):
+        raise TypeError(f"summary must be a dict with a 'summary' key, not {summary!r}")
+    unknown = set(summary) - {"summary", "details", "usage", "from_hook"}
+    if unknown:
+        raise SessionError("invalid_entry", f"unknown branch summary keys: {', '.join(sorted(unknown))}")
+    if not isinstance(summary.get("summary"), str):
+        raise SessionError("invalid_entry", f"branch summary needs a str 'summary', got {summary.get('summary')!r}")
+    out = dict(summary)
+    usage = out.get("usage")
+    if isinstance(usage, Mapping):
+        fields = dict(usage)
+        cost = fields.pop("cost", None)
+        try:
+            out["usage"] = Usage(**fields, cost=Cost(**cost) if isinstance(cost, Mapping) else Cost())
+        except TypeError as exc:
+            raise SessionError("invalid_entry", f"branch summary usage is not a valid usage: {exc}") from None
+    return out
+
+
+__all__ = ["ReplayStep", "Session", "SessionReader", "SessionView", "TreeNode"]
