@@ -111,30 +111,6 @@ def seal_lines(lines: list[bytes], digest: bytes = GENESIS) -> tuple[list[bytes]
     return out, digest
 
 
-def check_unreserved(events: Sequence[Any], session_id: str) -> None:
-    """Refuse events that already hold a top-level field named ``chain`` (see :func:`reserved_by`)."""
-    for event in events:
-        if reserved_by(event):
-            raise SessionError(
-                "invalid_entry",
-                f"entry {getattr(event, 'id', event.originator_id)!r} of session {session_id} has a field "
-                f"named {CHAIN_KEY!r}, which the tamper-evidence chain reserves",
-            )
-
-
-def reserved_by(event: Any) -> bool:
-    """Does an event already hold a top-level field named ``chain`` (so sealing it would
-    repeat the key)? Its unknown fields, or all the fields of an entry of a type this
-    library does not know; not a key inside a value (a custom entry's ``data``)."""
-    extra = getattr(event, "extra", None)
-    if extra and CHAIN_KEY in extra:
-        return True
-    if isinstance(event, UnknownEntryAppended):
-        data = event.data
-        return isinstance(data, Mapping) and CHAIN_KEY in data
-    return False
-
-
 class ChainHead:
     """What a storage knows of its log's chain: the digest of line ``version``.
 
@@ -175,7 +151,6 @@ __all__ = [
     "ChainHead",
     "link",
     "recorded",
-    "reserved_by",
     "seal",
     "seal_lines",
     "split",

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from sessiontree.adapters.jsonl_file import open_regular
+from sessiontree.adapters.files import open_regular
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.ids import now_iso
 

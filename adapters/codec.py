@@ -100,7 +100,7 @@ class Encoders:
 
     def _make(self, schema: Schema) -> Encode:
         ns: dict[str, Any] = {
-            "_e": self.encode, "_number": self._writers.number, "_free": self._writers.free, "_finish": _finisher(schema, self._writers),
+            "_e": self.encode, "_NONE": m.NO_EXTRA, "_number": self._writers.number, "_free": self._writers.free, "_finish": _finisher(schema, self._writers),
         }
         items = [f"{schema.tag_key!r}: {schema.tag!r}"] if schema.tag_key else []
         items += [f"{f.wire!r}: {self._value_expression(f, ns)}" for f in schema.fields]
@@ -108,7 +108,7 @@ class Encoders:
             "def encode(o):",
             f"    out = {{{', '.join(items)}}}",
             "    extra = o.extra",
-            "    if extra.__class__ is not dict or extra:",
+            "    if extra is not _NONE and (extra.__class__ is not dict or extra):",
             "        return _finish(out, extra)",
         ]
         lines += [f"    if out[{f.wire!r}] is None:\n        del out[{f.wire!r}]" for f in schema.fields if f.omit_none]
@@ -168,6 +168,11 @@ class Codec:
         try:
             encoder = self._entry_encoders.get(event.__class__)
             data = encoder(event) if encoder is not None else self.event_dict(event)
+            if self._chained and CHAIN_KEY in data:
+                raise SessionError(  # an unknown field, or an unknown entry type's: sealing would repeat the key
+                    "invalid_entry", f"entry {getattr(event, 'id', event.originator_id)!r} of session "
+                    f"{event.originator_id} has a field named {CHAIN_KEY!r}, which the tamper-evidence chain reserves",
+                )
             try:
                 return orjson.dumps(data)
             except TypeError:  # an integer beyond 64 bits: written as its digits

@@ -300,7 +300,7 @@ def _private_file(path: str) -> None:
     files the database's mode, so the sessions stay private (docs/reliability.md)."""
     if path in ("", ":memory:") or path.startswith("file:") or os.path.exists(path):
         return
-    from sessiontree.adapters.jsonl_file import make_private_dirs
+    from sessiontree.adapters.files import make_private_dirs
 
     try:
         make_private_dirs(Path(path).resolve().parent)

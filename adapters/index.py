@@ -26,7 +26,7 @@ import orjson
 
 from sessiontree.adapters import jsontext
 from sessiontree.adapters.jsontext import line_problem
-from sessiontree.adapters.jsonl_file import open_regular, read_lines
+from sessiontree.adapters.files import open_regular, read_lines
 
 INDEX_FILE = ".sessiontree-index.json"
 INDEX_FORMAT = 1

@@ -4,14 +4,14 @@
 opens one; ``__init__`` touches no file. Opening reads and checks the header only; ``load``
 (what ``Session(storage)`` calls) reads the file and checks every line, holding the entries
 lazily (``jsonl_scan.py``); ``load_prefix`` reads only the lines a time-travel view needs.
-``save`` seals the events' lines into the hash chain and appends them with one write under
-the file lock (``LineFile.append_at``); a writer whose view is stale gets ``conflict``.
+``save`` seals the events' lines into the hash chain and appends them with one write; the
+first save takes the file's writer lease (``jsonl_file.py``), so a second writer gets
+``conflict`` naming the holder, and a writer whose view is stale gets ``conflict`` too.
 """
 
 from __future__ import annotations
 
 import errno
-import fcntl
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,7 +21,8 @@ import attrs
 
 from sessiontree.adapters import chain
 from sessiontree.adapters.codec import Codec, native_codec
-from sessiontree.adapters.jsonl_file import DURABILITIES, LineFile, StaleFileError, TornLineWarning, is_whole_line
+from sessiontree.adapters.files import is_whole_line
+from sessiontree.adapters.jsonl_file import DURABILITIES, LineFile, StaleFileError, TornLineWarning, WriterBusyError
 from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsonl_salvage import salvage_log
 from sessiontree.adapters.jsonl_scan import corrupt, read_header, scan
@@ -42,6 +43,12 @@ def _check_durability(durability: Any) -> str:
     return durability  # type: ignore[no-any-return]
 
 
+def _check_wait(wait: Any) -> float:
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
+        raise ValueError(f"wait must be a number of seconds >= 0, not {wait!r}")
+    return float(wait)
+
+
 def _storage_error(what: str, exc: OSError, path: Path) -> SessionError:
     return SessionError("storage", f"cannot {what}: {exc.strerror or exc}", path=str(path))
 
@@ -52,6 +59,9 @@ class JsonlSessionStorage(SessionStorage):
     ``durability``: ``"flush"`` (default) hands each append to the OS with one write before
     returning, so it survives a crash of the process; ``"fsync"`` also waits until it is on
     the disk, so it survives a power cut (docs/file-format.md gives the cost).
+    ``wait``: the storage that appends first holds the file's writer lease until it closes;
+    another writer's append waits up to ``wait`` seconds for it (default 0: refused at once
+    with ``conflict``, naming the holder's pid).
     """
 
     def __init__(self, path: Path, file: LineFile, header: SessionStarted, *, codec: Codec, read_only: bool = False) -> None:
@@ -100,27 +110,31 @@ class JsonlSessionStorage(SessionStorage):
     def create(
         cls, path: str | Path, *, cwd: str = "", metadata: Mapping[str, Any] | None = None, session_id: str | None = None,
         parent_session: str | None = None, durability: str = "flush", timestamp: str | None = None, codec: Codec | None = None,
+        wait: float = 0.0,
     ) -> JsonlSessionStorage:
         """A new session in a new file at ``path`` (``already_exists`` if there is one)."""
         header = aggregate.start(
             session_id=session_id or new_session_id(), timestamp=timestamp or now_iso(), cwd=cwd,
             parent_session=parent_session, metadata=metadata,
         )
-        return cls._create_file(Path(path), header, _check_durability(durability), codec or cls.default_codec())
+        return cls._create_file(Path(path), header, _check_durability(durability), codec or cls.default_codec(), wait)
 
     @classmethod
     def create_with_header(
-        cls, path: str | Path, header: SessionStarted, *, durability: str = "flush", codec: Codec | None = None
+        cls, path: str | Path, header: SessionStarted, *, durability: str = "flush", codec: Codec | None = None,
+        wait: float = 0.0,
     ) -> JsonlSessionStorage:
         """A new file whose first line is ``header`` with every field it has (a copied session
         keeps its header), in this file's format version."""
         if not isinstance(header, SessionStarted):
             raise TypeError(f"header must be a SessionStarted event, not {header!r}")
         header = attrs.evolve(header, version=FORMAT_VERSION, extra=dict(header.extra))
-        return cls._create_file(Path(path), header, _check_durability(durability), codec or cls.default_codec())
+        return cls._create_file(Path(path), header, _check_durability(durability), codec or cls.default_codec(), wait)
 
     @classmethod
-    def create_from_lines(cls, path: str | Path, lines: Sequence[bytes], *, durability: str = "flush") -> JsonlSessionStorage:
+    def create_from_lines(
+        cls, path: str | Path, lines: Sequence[bytes], *, durability: str = "flush", wait: float = 0.0,
+    ) -> JsonlSessionStorage:
         """A new file holding ``lines`` (a whole log, the header first) byte for byte: a
         verified copy keeps its source's bytes, chain digests included."""
         path = Path(path)
@@ -132,33 +146,36 @@ class JsonlSessionStorage(SessionStorage):
             path.unlink(missing_ok=True)
             raise _storage_error("write the file", exc, path) from exc
         file.close()
-        return cls.open(path, durability=durability)
+        return cls.open(path, durability=durability, wait=wait)
 
     @staticmethod
-    def _new_file(path: Path, durability: str) -> LineFile:
+    def _new_file(path: Path, durability: str, wait: float = 0.0) -> LineFile:
         try:
-            return LineFile.create(path, durability=durability)
+            return LineFile.create(path, durability=durability, wait=_check_wait(wait))
         except FileExistsError:
             raise SessionError("already_exists", "a file already exists there", path=str(path)) from None
         except OSError as exc:
             raise _storage_error("create the file", exc, path) from exc
 
     @classmethod
-    def _create_file(cls, path: Path, header: SessionStarted, durability: str, codec: Codec) -> JsonlSessionStorage:
+    def _create_file(
+        cls, path: Path, header: SessionStarted, durability: str, codec: Codec, wait: float = 0.0,
+    ) -> JsonlSessionStorage:
         codec.encode_event(header)  # refuse what cannot be written before making a file
-        storage = cls(path, cls._new_file(path, durability), header, codec=codec)
+        storage = cls(path, cls._new_file(path, durability, wait), header, codec=codec)
         try:
             storage.save([header])
         except BaseException:
             storage.close()
             path.unlink(missing_ok=True)
             raise
+        storage._file.release_lease()  # writing a header is not writing the session: its first append leases
         return storage
 
     @classmethod
     def open(
         cls, path: str | Path, *, durability: str = "flush", salvage: bool = False, codec: Codec | None = None,
-        follow_links: bool = True,
+        follow_links: bool = True, wait: float = 0.0,
     ) -> JsonlSessionStorage:
         """The session in the file at ``path`` (``not_found`` if there is none).
 
@@ -169,7 +186,7 @@ class JsonlSessionStorage(SessionStorage):
         path = Path(path)
         _check_durability(durability)
         try:
-            file = LineFile.open(path, durability=durability, read_only=salvage, follow=follow_links)
+            file = LineFile.open(path, durability=durability, read_only=salvage, follow=follow_links, wait=_check_wait(wait))
         except FileNotFoundError:
             raise SessionError("not_found", "no session file there", path=str(path)) from None
         except OSError as exc:
@@ -246,11 +263,8 @@ class JsonlSessionStorage(SessionStorage):
         return scan(lines, self._loader(lines))
 
     def _warn_torn(self, number: int, tail: bytes) -> None:
-        try:  # an append in flight holds the lock: its unfinished line is not torn
-            fcntl.flock(self._file.fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if self._file.append_in_flight():  # another writer's unfinished line is not torn
             return
-        fcntl.flock(self._file.fd, fcntl.LOCK_UN)
         message = (
             f"{self.path}: ignoring a torn last line (line {number}, {len(tail)} bytes, left by an "
             "interrupted append); it is removed before the next append"
@@ -293,13 +307,16 @@ class JsonlSessionStorage(SessionStorage):
         if not events:
             return
         first = events[0].originator_version
-        digest = self._previous_digest(first)
+        head = self.chain_head
+        digest = head.digest if head.version == first - 1 and head.digest is not None else self._previous_digest(first)
         lines = [self.codec.encode_event(event) for event in events]
         if digest is not None:
-            chain.check_unreserved(events, self.session_id)
             lines, digest = chain.seal_lines(lines, digest)
         try:
             self._file.append_at(first, lines)
+        except WriterBusyError as exc:
+            raise SessionError("conflict", f"session {self.session_id} has another writer: {exc}; close that "
+                               "writer, or open this one with wait=SECONDS to wait for it", path=str(self.path)) from None
         except StaleFileError as exc:
             raise SessionError("conflict", f"session {self.session_id} changed since it was read: {exc}; reopen it and retry",
                                path=str(self.path)) from None

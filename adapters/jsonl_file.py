@@ -1,14 +1,20 @@
-"""One append-only JSONL file: locked, whole-line appends and prefix reads.
+"""One append-only JSONL file: leased, whole-line appends and prefix reads.
 
 :class:`LineFile` is the single place that touches a log file's bytes. It knows how many
 complete lines the file holds (as far as this process has looked), appends whole lines
-with one ``os.write`` under an exclusive ``flock``, repairs a torn last line before it
-appends, and reads the file or only a prefix of it. Readers never lock.
+with one ``os.write``, repairs a torn last line before it appends, and reads the file or
+only a prefix of it. Readers never lock.
+
+A writer holds a *lease*: the file's exclusive ``flock``, taken at its first append and
+kept until it closes (the OS drops it when the process dies). While it holds the lease no
+other writer appends, so an append only checks that the file still ends where this writer
+left it; a second writer is refused at once, naming the holder's pid, or waits up to its
+``wait`` seconds.
 
 A *torn* line is a last line without its newline: what a crash in the middle of an append
 leaves. Every proper prefix of a JSON object line is invalid JSON, so a torn line can
 never be mistaken for a complete one; it is ignored on read and cut off, with a warning,
-by the next append (which holds the lock, so no append is in flight at that moment).
+when the next writer takes the lease.
 """
 
 from __future__ import annotations
@@ -16,77 +22,30 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import stat
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-import orjson
+from sessiontree.adapters.files import is_whole_line, lock_holder, make_private_dirs, open_regular
 
 DURABILITIES = ("flush", "fsync")
 _CHUNK = 1 << 16
 
 
-class NotRegularFileError(OSError):
-    """The path names a FIFO, a device, a socket or a directory: no session log is read from
-    it (a FIFO would block, a device read without end)."""
+class _Forks:
+    """How many forks separate this process from the one that loaded the module: a lease
+    taken in an earlier generation belongs to a parent (its descriptor's lock is shared)."""
+
+    generation = 0
 
 
-def open_regular(path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, follow: bool = True) -> int:
-    """A descriptor on the regular file at ``path``, or ``NotRegularFileError``.
-
-    Opened without blocking (a FIFO with no writer would hang the open) and checked with
-    ``fstat`` before a byte is read; ``follow=False`` refuses a symlink (``O_NOFOLLOW``).
-    """
-    flags |= os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
-    fd = os.open(path, flags)
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
-            raise NotRegularFileError(errno.EINVAL, f"not a regular file ({kind})", os.fspath(path))
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+def _forked() -> None:
+    _Forks.generation += 1
 
 
-def read_lines(fd: int, start: int, limit: int, chunk: int = 1 << 20) -> Iterator[tuple[bytes | None, int]]:
-    """Each newline-terminated line from byte ``start`` on, with the offset just after it;
-    a line longer than ``limit`` comes as None and is never held whole (memory stays within
-    ``chunk`` plus ``limit``). Bytes after the last newline (a torn line) are not given."""
-    pending: list[bytes] = []
-    held = 0  # bytes of the current line so far (None once it is over the limit)
-    over = False
-    pos = start
-    while True:
-        data = os.pread(fd, chunk, pos)
-        if not data:
-            return
-        begin = 0
-        while True:
-            cut = data.find(b"\n", begin)
-            if cut < 0:
-                if not over:
-                    piece = data[begin:]
-                    held += len(piece)
-                    if held > limit:
-                        over, pending = True, []
-                    else:
-                        pending.append(piece)
-                break
-            line_end = pos + cut + 1
-            if over or held + cut - begin > limit:
-                yield None, line_end
-            else:
-                pending.append(data[begin:cut])
-                yield b"".join(pending), line_end
-            pending, held, over = [], 0, False
-            begin = cut + 1
-        pos += len(data)
+os.register_at_fork(after_in_child=_forked)
 
 
 class TornLineWarning(UserWarning):
@@ -97,24 +56,34 @@ class StaleFileError(Exception):
     """The file changed under this writer in a way appends cannot continue from."""
 
 
+class WriterBusyError(StaleFileError):
+    """Another writer holds the file's lease; ``pid`` is its process where the OS tells it."""
+
+    def __init__(self, message: str, pid: int | None) -> None:
+        super().__init__(message)
+        self.pid = pid
+
+
 class LineFile:
     """An open JSONL log file and what this process knows of it.
 
     ``size``: bytes up to the end of the last complete line seen; ``count``: complete
     lines seen; ``torn``: the bytes of an unterminated last line seen after them (empty if
-    none). ``size`` is None until the file is scanned (:meth:`sync`).
+    none). ``size`` is None until the file is scanned (:meth:`sync`). ``wait``: how long
+    an append waits for another writer's lease before it gives up.
     """
 
-    def __init__(self, path: Path, fd: int, *, durability: str = "flush", writable: bool = True) -> None:
+    def __init__(
+        self, path: Path, fd: int, *, durability: str = "flush", writable: bool = True, wait: float = 0.0,
+    ) -> None:
         if durability not in DURABILITIES:
             raise ValueError(f"durability must be one of {DURABILITIES}, not {durability!r}")
         self.path = path
         self.fd = fd
         self._durability = durability
         self._fsync = durability == "fsync"
-        st = os.fstat(fd)
-        self._ident = (st.st_dev, st.st_ino)  # which file fd is (see try_append)
         self.writable = writable
+        self.wait = wait
         self.size: int | None = None
         self.count = 0
         self.torn = b""
@@ -122,6 +91,8 @@ class LineFile:
         self.bytes_read = 0
         self.warnings: list[str] = []
         self._mutex = threading.Lock()
+        self._lease_pid = 0  # the process that took the lease through this descriptor (0: none)
+        self._lease_generation = -1
 
     @property
     def durability(self) -> str:
@@ -131,29 +102,40 @@ class LineFile:
     # -- opening ------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, path: Path, *, durability: str = "flush") -> LineFile:
+    def create(cls, path: Path, *, durability: str = "flush", wait: float = 0.0) -> LineFile:
         """Create a new, empty file (mode 0600, parent folders 0700); FileExistsError if any."""
         make_private_dirs(path.parent)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        out = cls(path, fd, durability=durability)
+        out = cls(path, fd, durability=durability, wait=wait)
         out.size = 0
         return out
 
     @classmethod
-    def open(cls, path: Path, *, durability: str = "flush", read_only: bool = False, follow: bool = True) -> LineFile:
+    def open(
+        cls, path: Path, *, durability: str = "flush", read_only: bool = False, follow: bool = True, wait: float = 0.0,
+    ) -> LineFile:
         """Open an existing file (FileNotFoundError if none); read-only if it is not writable.
         ``follow=False`` refuses a symlink (a repository's files are its own)."""
         if not read_only:
             try:
-                return cls(path, open_regular(path, os.O_RDWR | os.O_APPEND, follow=follow), durability=durability)
+                fd = open_regular(path, os.O_RDWR | os.O_APPEND, follow=follow)
+                return cls(path, fd, durability=durability, wait=wait)
             except PermissionError:
                 pass
         return cls(path, open_regular(path, follow=follow), durability=durability, writable=False)
 
     def close(self) -> None:
+        """Close the file, which ends the lease if this writer held it."""
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+            self._lease_pid, self._lease_generation = 0, -1
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except OSError:
+            pass
 
     # -- reading ------------------------------------------------------------------------
 
@@ -275,40 +257,53 @@ class LineFile:
 
     # -- appending ----------------------------------------------------------------------
 
-    def lock(self, timeout: float = 30.0) -> None:
-        """Take the exclusive OS lock (and this object's thread lock), waiting up to ``timeout``."""
-        # acquire(timeout=...) costs ~0.3 µs more than a try that does not wait
-        if not (self._mutex.acquire(False) or self._mutex.acquire(timeout=timeout)):
-            raise TimeoutError(f"timed out waiting for the write lock on {self.path}")
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            pass
-        except BaseException:
-            self._mutex.release()
-            raise
-        deadline = time.monotonic() + timeout
+    @property
+    def leased(self) -> bool:
+        """Does this process hold the file's lease through this descriptor?"""
+        return self._lease_generation == _Forks.generation
+
+    def take_lease(self) -> None:
+        """Take the exclusive lock and keep it until :meth:`close`, waiting up to ``wait``
+        seconds for another writer's (``WriterBusyError`` if it does not end by then)."""
+        if self._lease_pid:
+            if self.leased:
+                return
+            raise WriterBusyError(  # inherited through fork(): the descriptor's lock is the parent's
+                f"process {self._lease_pid} took its writer lease before it forked; open it again in this process",
+                self._lease_pid,
+            )
+        deadline = time.monotonic() + self.wait
         delay = 0.0005
         while True:
             try:
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
+                break
             except BlockingIOError:
-                if time.monotonic() > deadline:
-                    self._mutex.release()
-                    raise TimeoutError(f"timed out waiting for the write lock on {self.path}") from None
+                if time.monotonic() >= deadline:
+                    pid = lock_holder(self.fd)
+                    holder = f"process {pid}" if pid is not None else "another process"
+                    raise WriterBusyError(f"{holder} holds its writer lease", pid) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.02)
-            except BaseException:
-                self._mutex.release()
-                raise
+        self._lease_pid, self._lease_generation = os.getpid(), _Forks.generation
 
-    def unlock(self) -> None:
-        try:
+    def release_lease(self) -> None:
+        """End the lease early (a new file's creator, done with its header)."""
+        if self.leased:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
-        finally:
-            self._mutex.release()
+            self._lease_pid, self._lease_generation = 0, -1
+
+    def append_in_flight(self) -> bool:
+        """Might another writer be in the middle of an append (so an unterminated last line
+        is not torn but still being written)? Only while someone else holds the lease."""
+        if self.leased:
+            return False
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        return False
 
     def repair(self) -> None:
         """Cut off a torn last line (call with the lock held, after :meth:`sync`)."""
@@ -327,15 +322,20 @@ class LineFile:
         warnings.warn(message, TornLineWarning, stacklevel=4)
         self.torn = b""
 
-    def append_at(self, version: int, lines: Sequence[bytes], timeout: float = 30.0) -> None:
-        """Append ``lines`` (each without newline) as line ``version`` and the ones after it,
-        under the exclusive lock: catch up with what other writers appended, cut a torn last
-        line, check that ``version`` is the next line (``StaleFileError`` if not), write.
-        ``TimeoutError`` if the lock is not free within ``timeout``; an ``OSError`` of the
-        write leaves the file as it was."""
-        self.lock(timeout)
-        try:
-            self.sync()
+    def append_at(self, version: int, lines: Sequence[bytes]) -> None:
+        """Append ``lines`` (each without newline) as line ``version`` and the ones after it.
+
+        The first append takes the lease, catches up with the file and cuts a torn last line;
+        later ones only check that the file still ends where this writer left it (a writer
+        that ignores the lock is caught up with). ``StaleFileError`` if ``version`` is not
+        the next line; an ``OSError`` of the write leaves the file as it was.
+        """
+        with self._mutex:
+            if not self.leased:
+                self.take_lease()
+                self.sync()
+            elif self.size is None or os.lseek(self.fd, 0, os.SEEK_END) != self.size + len(self.torn):
+                self.sync()
             if self.torn:
                 self.repair()
             if version != self.count + 1:
@@ -345,8 +345,6 @@ class LineFile:
                        else f"not the next one ({self.count + 1} is)")
                 )
             self.append(lines)
-        finally:
-            self.unlock()
 
     def append(self, lines: Sequence[bytes]) -> None:
         """Write ``lines`` (each without newline) with one ``os.write``; lock held, state synced.
@@ -377,29 +375,3 @@ class LineFile:
         self.size = start + len(data)
         self.count += len(lines)
         self.needs_newline = False
-
-
-def make_private_dirs(folder: Path) -> None:
-    """Create ``folder`` and every missing parent with mode 0700, whatever the umask."""
-    missing = []
-    while not folder.exists():
-        missing.append(folder)
-        if folder.parent == folder:
-            break
-        folder = folder.parent
-    for item in reversed(missing):
-        try:
-            item.mkdir(mode=0o700)
-        except FileExistsError:
-            continue  # made meanwhile by someone else: theirs to set
-        os.chmod(item, 0o700)  # the umask may have taken bits away
-
-
-def is_whole_line(tail: bytes) -> bool:
-    """Is an unterminated last line a whole JSON object (rather than a torn one)?"""
-    if not (tail.startswith(b"{") and tail.rstrip().endswith(b"}")):
-        return False
-    try:
-        return isinstance(orjson.loads(tail), dict)
-    except orjson.JSONDecodeError:
-        return False

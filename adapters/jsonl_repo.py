@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sessiontree.adapters.index import DirectoryIndex
 from sessiontree.adapters.jsonl import LINK_REFUSED, JsonlSessionStorage
-from sessiontree.adapters.jsonl_file import make_private_dirs
+from sessiontree.adapters.files import make_private_dirs
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.adapters.store import SessionInfo, SessionStore, check_session_id
 from sessiontree.domain.errors import SessionError
@@ -29,11 +29,13 @@ from sessiontree.domain.events import SessionStarted
 
 
 class JsonlStore(SessionStore):
-    """Sessions as JSONL files in one directory (``durability``: ``"flush"`` or ``"fsync"``)."""
+    """Sessions as JSONL files in one directory (``durability``: ``"flush"`` or ``"fsync"``;
+    ``wait``: how long a writer waits for another's lease, see ``JsonlSessionStorage``)."""
 
-    def __init__(self, root: str | os.PathLike[str], *, durability: str = "flush") -> None:
+    def __init__(self, root: str | os.PathLike[str], *, durability: str = "flush", wait: float = 0.0) -> None:
         self.root = Path(root)
         self.durability = durability
+        self.wait = wait
         self.index = DirectoryIndex(self.root)
 
     def path_for(self, session_id: str) -> Path:
@@ -60,17 +62,19 @@ class JsonlStore(SessionStore):
     def store_header(self, header: SessionStarted) -> SessionStorage:
         path = self.path_for(header.originator_id)  # create() refuses an existing file
         self._private_root()
-        return JsonlSessionStorage.create_with_header(path, header, durability=self.durability)
+        return JsonlSessionStorage.create_with_header(path, header, durability=self.durability, wait=self.wait)
 
     def store_lines(self, session_id: str, lines: Sequence[bytes]) -> SessionStorage:
         self._private_root()
-        return JsonlSessionStorage.create_from_lines(self.path_for(session_id), lines, durability=self.durability)
+        return JsonlSessionStorage.create_from_lines(
+            self.path_for(session_id), lines, durability=self.durability, wait=self.wait
+        )
 
     def attach(self, session_id: str) -> SessionStorage:
         path = self._find(session_id)
         if path is None:
             raise SessionError("not_found", f"session {session_id} not found in {self.root}", path=str(self.path_for(session_id)))
-        storage = JsonlSessionStorage.open(path, durability=self.durability, follow_links=False)
+        storage = JsonlSessionStorage.open(path, durability=self.durability, follow_links=False, wait=self.wait)
         if storage.session_id != session_id:
             storage.close()
             raise SessionError("corrupt", f"the file holds session {storage.session_id}, not {session_id}", path=str(path))

@@ -81,7 +81,6 @@ class SessionStorage(ABC):
         lines = [self.codec.encode_event(event) for event in events]
         if digest is None:
             return lines, None
-        chain.check_unreserved(events, self.session_id)
         return chain.seal_lines(lines, digest)
 
     def conflict(self, version: int, why: str = "") -> SessionError:

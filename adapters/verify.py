@@ -34,7 +34,7 @@ from sessiontree.adapters.chain_check import check_chain
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters import jsontext
 from sessiontree.adapters.jsontext import duplicate_key, line_problem, parse
-from sessiontree.adapters.jsonl_file import is_whole_line, open_regular
+from sessiontree.adapters.files import is_whole_line, open_regular
 from sessiontree.adapters.jsonl_scan import envelope_problem, read_header, tree_problem
 from sessiontree.domain.errors import SessionError
 

@@ -152,7 +152,9 @@ class _SharedExtras:
     def __init__(self) -> None:
         self._made: dict[tuple[frozenset[str], frozenset[str]], m.FrozenExtra] = {}
 
-    def get(self, absent: frozenset[str], nulls: frozenset[str]) -> m.FrozenExtra:
+    def get(self, absent: frozenset[str], nulls: frozenset[str]) -> Any:
+        if not absent and not nulls:
+            return m.NO_EXTRA
         key = (absent, nulls)
         found = self._made.get(key)
         if found is None:

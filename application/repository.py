@@ -191,12 +191,13 @@ def _in_memory(storage: SessionStorage, header: SessionStarted, entries: list[En
 
 
 class JsonlSessionRepo(SessionRepo):
-    """Sessions as JSONL files in one directory (``durability``: ``"flush"`` or ``"fsync"``)."""
+    """Sessions as JSONL files in one directory (``durability``: ``"flush"`` or ``"fsync"``;
+    ``wait``: how long a writer waits for another writer's lease on a file, default 0)."""
 
     store: JsonlStore
 
-    def __init__(self, root: str | os.PathLike[str], *, durability: str = "flush", **kwargs: Any) -> None:
-        super().__init__(JsonlStore(root, durability=durability), **kwargs)
+    def __init__(self, root: str | os.PathLike[str], *, durability: str = "flush", wait: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(JsonlStore(root, durability=durability, wait=wait), **kwargs)
 
     def __repr__(self) -> str:
         return f"JsonlSessionRepo({str(self.root)!r})"

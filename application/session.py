@@ -31,10 +31,22 @@ from sessiontree.projections.tokens import TokenEstimator
 from sessiontree.reader import BUILTINS, ReplayStep, SessionReader, SessionView, TreeNode, check_id
 
 
-def _random_id() -> str:
-    """8 random lowercase hex characters (SPEC 2.2; ``domain.ids.new_entry_id``, here inline:
-    every append asks)."""
-    return os.urandom(4).hex()
+class _RandomIds:
+    """Entry ids of 8 random lowercase hex characters (SPEC 2.2), cut from one read of the OS's
+    random source per 256 ids. (A forked child that appends through its parent's session would
+    repeat the parent's next ids, but that append is refused: see the writer lease.)"""
+
+    __slots__ = ("_hex", "_at")
+
+    def __init__(self) -> None:
+        self._hex, self._at = "", 0
+
+    def __call__(self) -> str:
+        at = self._at
+        if at >= len(self._hex):
+            self._hex, at = os.urandom(1024).hex(), 0
+        self._at = at + 8
+        return self._hex[at : at + 8]
 
 
 class _UtcText:
@@ -84,9 +96,10 @@ class Session(SessionReader):
         super().__init__(aggregate, len(log), base.merged(options), {})
         self._storage = storage
         self._now: Callable[[], str] = _UtcText() if clock is None else (lambda: now_iso(clock))
-        self._new_id = id_generator or _random_id
+        self._new_id = id_generator or _RandomIds()
         self._context = ContextProjection(self._options)
         self._kept: Built | None = None
+        self._unseen: list[Entry] = []  # saved since the kept context was read
         self._lock = threading.RLock()
         for projection in projections:
             self.register_projection(projection)
@@ -130,10 +143,19 @@ class Session(SessionReader):
             return super().projection(name)
 
     def _current_context(self) -> Built:
+        """The kept context, first extended with the entries saved since it was last read
+        (an append only queues its entry: an agent appends several times per context read)."""
         with self._lock:
-            if self._kept is None or self._kept.leaf_id != self.leaf_id:
-                self._kept = super()._current_context()
-            return self._kept
+            kept = self._kept
+            for event in self._unseen:
+                if kept is None:
+                    break
+                kept = self._context.apply(kept, event)
+            self._unseen.clear()
+            if kept is None or kept.leaf_id != self.leaf_id:
+                kept = super()._current_context()
+            self._kept = kept
+            return kept
 
     def get_session_stats(self) -> Any:
         with self._lock:
@@ -144,13 +166,18 @@ class Session(SessionReader):
     def _save(self, events: list[Entry]) -> None:
         """Save the events, then fold them in and advance what was computed from the log."""
         self._storage.save(events)
+        self._fold(events)
+
+    def _fold(self, events: Sequence[Entry]) -> None:
+        """Fold saved events into the aggregate, and advance what was computed from the log."""
         agg = self._agg
         for event in events:
             commands.project(agg, event)
-            self._kept = self._context.apply(self._kept, event)
+            if self._kept is not None:
+                self._unseen.append(event)
             if self._states:
                 self._advance(event)
-        self._limit = len(agg.log)
+        self._limit = agg.version - 1
 
     def _advance(self, entry: Entry) -> None:
         """Feed a saved entry to every projection computed so far. It is durable already, so an
@@ -174,7 +201,9 @@ class Session(SessionReader):
                     raise SessionError("invalid_entry", "entry_id must not be empty")
                 if entry_id in self._agg:
                     return self._repeated(entry_id, command, args, kwargs)
-            event = command(self._agg, *args, id=entry_id or self._fresh_id(), timestamp=self._now(), **kwargs)
+                event = command(self._agg, *args, id=entry_id, timestamp=self._now(), **kwargs)
+            else:
+                event = self._fresh(command, args, kwargs)
             try:
                 self._save([event])
             except SessionError as exc:
@@ -185,14 +214,29 @@ class Session(SessionReader):
                 return self._repeated(entry_id, command, args, kwargs)
             return event.id  # type: ignore[no-any-return]
 
+    def _fresh(self, command: Any, args: Any, kwargs: Any) -> Any:
+        """The command's event under a new id; an id in use (the command refuses it) is drawn
+        again (SPEC 2.2)."""
+        for _ in range(100):
+            new_id = self._new_id()
+            if not isinstance(new_id, str) or not new_id:
+                raise TypeError(f"the id generator must return non-empty str ids, not {new_id!r}")
+            try:
+                return command(self._agg, *args, id=new_id, timestamp=self._now(), **kwargs)
+            except SessionError as exc:
+                if exc.code != "already_exists" or new_id not in self._agg:
+                    raise
+        raise SessionError("invalid_entry", "the id generator kept returning ids already in use")
+
     def _fresh_id(self) -> str:
         """A new entry id, generated again on a collision (SPEC 2.2)."""
+        candidate = self._new_id()
         for _ in range(100):
-            candidate = self._new_id()
             if not isinstance(candidate, str) or not candidate:
                 raise TypeError(f"the id generator must return non-empty str ids, not {candidate!r}")
             if candidate not in self._agg:
                 return candidate
+            candidate = self._new_id()
         raise SessionError("invalid_entry", "the id generator kept returning ids already in use")
 
     def _repeated(self, entry_id: str, command: Any, args: Any, kwargs: Any) -> str:
@@ -214,12 +258,7 @@ class Session(SessionReader):
             if len(log) < known or any(log.id_of(p) != self._agg.log.id_of(p) for p in {0, known - 1} if known):
                 raise SessionError("conflict", f"session {self.id} changed under this session (reopen it)")
             new = log.get_many(range(known, len(log)))
-            for event in new:
-                commands.project(self._agg, event)
-                self._kept = self._context.apply(self._kept, event)
-                if self._states:
-                    self._advance(event)
-            self._limit = len(self._agg.log)
+            self._fold(new)
             return len(new)
 
     def append_message(self, message: Any, *, entry_id: str | None = None) -> str:

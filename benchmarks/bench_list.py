@@ -34,7 +34,7 @@ from typing import Any
 
 from sessiontree import AssistantMessage, TextContent, UserMessage, open_repo
 from sessiontree.adapters.index import INDEX_FILE
-from sessiontree.adapters.repo import SessionRepo
+from sessiontree.repository import SessionRepo
 
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/test"
 

@@ -79,11 +79,11 @@ def breakdown(file: Path) -> dict[str, float]:
     replay, path walk, decoding, context state, messages); if those internals change, this
     raises and ``--breakdown`` says so.
     """
-    from sessiontree.domain.aggregate import SessionAggregate
+    from sessiontree.domain.aggregate import replay
     from sessiontree.projections.context import (
-        context_state, default_compaction_transform, entry_to_messages, path_to_root_or_compaction,
+        DEFAULT_OPTIONS, default_compaction_transform, entry_to_messages, settings_at,
     )
-    from sessiontree.projections.context import DEFAULT_OPTIONS
+    from sessiontree.projections.path import path_to_root_or_compaction
 
     out: dict[str, float] = {}
     in_gc: dict[str, float] = {}
@@ -99,15 +99,15 @@ def breakdown(file: Path) -> dict[str, float]:
         storage = JsonlSessionStorage.open(file)
         header, entries = storage.load()
         step("storage open + load (read, scan every line)")
-        agg = SessionAggregate.replay(header, entries)
+        agg = replay(header, entries)
         step("aggregate replay (index every entry)")
         log, leaf, limit = agg.log, agg.leaf_id, len(agg.log)
         positions = path_to_root_or_compaction(log, leaf, limit)
         step("path walk (leaf to compaction)")
         path = log.get_many(positions)
         step(f"decode the {len(path):,} path entries")
-        context_state(log, leaf, limit)
-        step("context state (walk back for model/thinking/tools)")
+        settings_at(log, leaf, limit)
+        step("context settings (walk back for model/thinking/tools)")
         kept = default_compaction_transform(path)
         messages: list[object] = []
         for index, entry in enumerate(kept):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from sessiontree.adapters.jsonl_file import make_private_dirs
+from sessiontree.adapters.files import make_private_dirs
 from sessiontree.cli.output import CliError
 from sessiontree.domain.errors import SessionError
 

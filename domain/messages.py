@@ -57,6 +57,10 @@ class FrozenExtra(Extra):
     __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _read_only  # type: ignore[assignment]
 
 
+NO_EXTRA: Mapping[str, Any] = FrozenExtra()
+"""The ``extra`` of every value read from the wire with nothing unknown, absent or null."""
+
+
 def absent_fields(extra: Any) -> frozenset[str]:
     """The known fields a producer left out (see :class:`Extra`)."""
     return getattr(extra, "absent", frozenset())

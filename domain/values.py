@@ -20,6 +20,7 @@ from sessiontree.domain.messages import (
     MESSAGE_TYPES,
     Cost,
     CustomMessage,
+    TextContent,
     ToolCall,
     ToolResultMessage,
     UnknownContent,
@@ -152,15 +153,17 @@ def check_message(where: str, message: Any) -> None:
         raise SessionError("invalid_entry", f"{where}: role {message.role!r} is known; build its message class instead")
     _check_value_object(where, message, "role")
     content = getattr(message, "content", None)
-    if isinstance(content, tuple):  # a str, or the blocks (a tuple subclass too)
+    if content.__class__ is not str and isinstance(content, tuple):  # the blocks (a tuple subclass too)
         for block in content:
+            if block.__class__ is TextContent and not block.extra:
+                continue  # the common block: nothing free-form in it
             if isinstance(block, UnknownContent) and block.type in _KNOWN_BLOCKS:
                 raise SessionError(
                     "invalid_entry", f"{where}: block type {block.type!r} is known; build its block class instead"
                 )
             _check_value_object(where, block, "type")
     usage = getattr(message, "usage", None)
-    if usage is not None:
+    if usage is not None and (usage.extra or usage.cost.extra):
         _check_value_object(where, usage, "")
         _check_value_object(where, usage.cost, "")
 

@@ -107,9 +107,10 @@ def test_a_storage_that_never_loaded_reads_the_previous_line_once(tmp_path: Path
     """Saving through a storage that was opened but not loaded still chains correctly."""
     session = kit.open_session(JsonlSessionStorage.create(tmp_path / "s.jsonl"))
     session.append_message(kit.user("one"))
+    entry = session.get_entries()[-1]
+    session.close()  # its writer lease ends, so the fresh storage may write
     fresh = JsonlSessionStorage.open(tmp_path / "s.jsonl")
     assert fresh.chain_head.version == 0
-    entry = session.get_entries()[-1]
     from sessiontree.domain.events import CustomEntryAppended
 
     fresh.save(
@@ -176,6 +177,7 @@ def test_a_failed_save_leaves_the_head_where_it_was(tmp_path: Path) -> None:
         second.append_message(kit.user("stale"))
     assert caught.value.code == "conflict"
     assert second.storage.chain_head.digest == head  # type: ignore[attr-defined]
+    first.close()
     Session(JsonlSessionStorage.open(path)).append_message(kit.user("after"))
     assert_chained(file_lines(path))
 

@@ -140,6 +140,7 @@ def test_a_last_line_without_newline_is_kept_and_completed(tmp_path: Path) -> No
     session = kit.open_session(new_file(tmp_path))
     first = session.append_message(kit.user("one"))
     path = session.storage.path  # type: ignore[attr-defined]
+    session.close()
     path.write_bytes(path.read_bytes()[:-1])
     again = Session(JsonlSessionStorage.open(path))
     assert again.leaf_id == first and again.storage.warnings == []

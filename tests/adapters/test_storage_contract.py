@@ -88,7 +88,8 @@ def test_random_work_matches_memory_and_survives_reopen(storage_factory: Any, op
 
 
 def test_stale_writer_gets_conflict_and_can_retry(storage_factory: Any) -> None:
-    """A writer whose view is stale gets ``conflict``, appends nothing, and succeeds after reopening."""
+    """A writer whose view is stale gets ``conflict``, appends nothing, and succeeds after
+    reopening (once the first writer is done: a JSONL file has one writer at a time)."""
     storage = storage_factory.create(**HEADER)
     first = Session(storage)
     first.append_message(kit.user("one"))
@@ -99,6 +100,7 @@ def test_stale_writer_gets_conflict_and_can_retry(storage_factory: Any) -> None:
         second.append_message(kit.user("stale"))
     assert caught.value.code == "conflict"
     assert second.version == before and [kit.said([e.message]) for e in second.get_entries()] == [["user:one"]]
+    first.close()
     retried = Session(storage_factory.reopen(storage))
     retried.append_message(kit.user("three"))
     final = Session(storage_factory.reopen(storage))
@@ -144,6 +146,7 @@ def test_unknown_entry_types_and_fields_survive(storage_factory: Any) -> None:
         parent_id="f0f0f0f0", name="n", extra={"xNew": {"deep": [True]}},
     )
     storage.save([unknown, extra])
+    session.close()
     again = Session(storage_factory.reopen(storage))
     assert again.get_entries()[1:] == [unknown, extra]
     assert again.leaf_id == "e0e0e0e0"

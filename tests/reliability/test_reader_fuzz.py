@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 import sessiontree_faults as faults
 from sessiontree import InMemorySessionStorage, JsonlSessionStorage, Session, SessionError, verify
-from sessiontree.adapters.jsonl_file import is_whole_line
+from sessiontree.adapters.files import is_whole_line
 from sessiontree.adapters.pi_convert import export_pi
 from sessiontree.cli.demo import DemoClock, build_demo, demo_ids
 

@@ -17,7 +17,7 @@ import pytest
 import sessiontree_testkit as kit
 from sessiontree import JsonlSessionStorage, SessionError, open_repo, verify
 from sessiontree.adapters import index as index_module
-from sessiontree.adapters import jsonl_file, jsontext
+from sessiontree.adapters import files, jsonl_file, jsontext
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs and symlinks")
 SCRIPT = str(Path(sys.executable).parent / "sessiontree")
@@ -113,7 +113,7 @@ def test_read_lines_holds_no_over_long_line(tmp_path: Path) -> None:
     path.write_bytes(b"ab\n" + b"x" * 5000 + b"\ncd\ntorn")
     fd = os.open(path, os.O_RDONLY)
     try:
-        got = list(jsonl_file.read_lines(fd, 0, 100, chunk=64))
+        got = list(files.read_lines(fd, 0, 100, chunk=64))
     finally:
         os.close(fd)
     assert got == [(b"ab", 3), (None, 5004), (b"cd", 5007)]

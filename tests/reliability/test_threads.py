@@ -101,6 +101,7 @@ def test_a_session_shared_by_threads_keeps_its_chain_and_every_append(backend: s
     assert set(acked) <= set(present)
     report = verify(session)
     assert report.ok and report.chained, report.problems
+    session.close()  # its writer is done (a JSONL file has one writer at a time)
     again = reopen()
     assert [e.id for e in again.get_entries()] == present
     again.append_message(kit.user("after the threads"))

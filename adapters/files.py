@@ -1,0 +1,119 @@
+"""Opening, reading and creating the library's files safely.
+
+Nothing here knows the log format: a regular file is opened without blocking (a FIFO or a
+device is refused before a byte is read), long lines are read within a bound, folders are
+made private, and the process holding a file's write lock is named.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+
+class NotRegularFileError(OSError):
+    """The path names a FIFO, a device, a socket or a directory: no session log is read from
+    it (a FIFO would block, a device read without end)."""
+
+
+def open_regular(path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, follow: bool = True) -> int:
+    """A descriptor on the regular file at ``path``, or ``NotRegularFileError``.
+
+    Opened without blocking (a FIFO with no writer would hang the open) and checked with
+    ``fstat`` before a byte is read; ``follow=False`` refuses a symlink (``O_NOFOLLOW``).
+    """
+    flags |= os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+            raise NotRegularFileError(errno.EINVAL, f"not a regular file ({kind})", os.fspath(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_lines(fd: int, start: int, limit: int, chunk: int = 1 << 20) -> Iterator[tuple[bytes | None, int]]:
+    """Each newline-terminated line from byte ``start`` on, with the offset just after it;
+    a line longer than ``limit`` comes as None and is never held whole (memory stays within
+    ``chunk`` plus ``limit``). Bytes after the last newline (a torn line) are not given."""
+    pending: list[bytes] = []
+    held = 0  # bytes of the current line so far (None once it is over the limit)
+    over = False
+    pos = start
+    while True:
+        data = os.pread(fd, chunk, pos)
+        if not data:
+            return
+        begin = 0
+        while True:
+            cut = data.find(b"\n", begin)
+            if cut < 0:
+                if not over:
+                    piece = data[begin:]
+                    held += len(piece)
+                    if held > limit:
+                        over, pending = True, []
+                    else:
+                        pending.append(piece)
+                break
+            line_end = pos + cut + 1
+            if over or held + cut - begin > limit:
+                yield None, line_end
+            else:
+                pending.append(data[begin:cut])
+                yield b"".join(pending), line_end
+            pending, held, over = [], 0, False
+            begin = cut + 1
+        pos += len(data)
+
+
+def make_private_dirs(folder: Path) -> None:
+    """Create ``folder`` and every missing parent with mode 0700, whatever the umask."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    for item in reversed(missing):
+        try:
+            item.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # made meanwhile by someone else: theirs to set
+        os.chmod(item, 0o700)  # the umask may have taken bits away
+
+
+def is_whole_line(tail: bytes) -> bool:
+    """Is an unterminated last line a whole JSON object (rather than a torn one)?"""
+    if not (tail.startswith(b"{") and tail.rstrip().endswith(b"}")):
+        return False
+    try:
+        return isinstance(orjson.loads(tail), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def lock_holder(fd: int) -> int | None:
+    """The pid of the process holding an ``flock`` on the file of ``fd``, where the system
+    tells it (Linux's /proc/locks); None if it does not."""
+    st = os.fstat(fd)
+    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            for row in fh:
+                fields = row.split()
+                # "1: FLOCK ADVISORY WRITE 1234 fe:00:5678 0 EOF" (blocked waiters are marked "->")
+                if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == device:
+                    return int(fields[4])
+    except (OSError, ValueError):
+        return None
+    return None
