@@ -83,13 +83,13 @@ class Encoders:
             call = f"_e_{f.name}({attr})"
             return call if kind == "value" else f"(None if {attr} is None else {call})"
         if kind == "message":
-            return f"_e({attr})"
+            return f"_by({attr}.__class__, _e)({attr})"
         if kind == "blocks":
-            return f"[_e(b) for b in {attr}]"
+            return f"[_by(b.__class__, _e)(b) for b in {attr}]"
         if kind == "content":
-            return f"({attr} if {attr}.__class__ is str else [_e(b) for b in {attr}])"
+            return f"({attr} if {attr}.__class__ is str else [_by(b.__class__, _e)(b) for b in {attr}])"
         if kind == "messages":
-            return f"(None if {attr} is None else [_e(x) for x in {attr}])"
+            return f"(None if {attr} is None else [_by(x.__class__, _e)(x) for x in {attr}])"
         if kind == "names":
             return f"list({attr})"
         if kind == "number" and self._writers.number is not None:
@@ -100,7 +100,7 @@ class Encoders:
 
     def _make(self, schema: Schema) -> Encode:
         ns: dict[str, Any] = {
-            "_e": self.encode, "_NONE": m.NO_EXTRA, "_number": self._writers.number, "_free": self._writers.free, "_finish": _finisher(schema, self._writers),
+            "_e": self.encode, "_by": self._by_class.get, "_NONE": m.NO_EXTRA, "_number": self._writers.number, "_free": self._writers.free, "_finish": _finisher(schema, self._writers),
         }
         items = [f"{schema.tag_key!r}: {schema.tag!r}"] if schema.tag_key else []
         items += [f"{f.wire!r}: {self._value_expression(f, ns)}" for f in schema.fields]

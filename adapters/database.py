@@ -45,7 +45,8 @@ from sessiontree.adapters.database_index import (
     postgres_view_class,
     process_once,
 )
-from sessiontree.adapters.storage import RecorderSessionStorage, SessionMapper, SessionStorage
+from sessiontree.adapters.recorder import RecorderSessionStorage, SessionMapper
+from sessiontree.adapters.storage import SessionStorage
 from sessiontree.adapters.store import SessionInfo, SessionStore, check_session_id
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted

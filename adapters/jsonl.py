@@ -309,7 +309,8 @@ class JsonlSessionStorage(SessionStorage):
         first = events[0].originator_version
         head = self.chain_head
         digest = head.digest if head.version == first - 1 and head.digest is not None else self._previous_digest(first)
-        lines = [self.codec.encode_event(event) for event in events]
+        encode = self.codec.encode_event
+        lines = [encode(events[0])] if len(events) == 1 else [encode(event) for event in events]
         if digest is not None:
             lines, digest = chain.seal_lines(lines, digest)
         try:

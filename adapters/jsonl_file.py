@@ -331,7 +331,7 @@ class LineFile:
         the next line; an ``OSError`` of the write leaves the file as it was.
         """
         with self._mutex:
-            if not self.leased:
+            if self._lease_generation != _Forks.generation:  # not leased (in this process)
                 self.take_lease()
                 self.sync()
             elif self.size is None or os.lseek(self.fd, 0, os.SEEK_END) != self.size + len(self.torn):
@@ -353,9 +353,7 @@ class LineFile:
         OSError propagates.
         """
         assert self.size is not None and not self.torn
-        data = b"\n".join(lines) + b"\n"
-        if self.needs_newline:
-            data = b"\n" + data
+        data = b"\n".join((b"", *lines, b"") if self.needs_newline else (*lines, b""))
         start = self.size
         try:
             written = os.write(self.fd, data)

@@ -44,6 +44,8 @@ def pausing_collector() -> Iterator[None]:
     try:
         yield
     finally:
+        gc.freeze()  # then unfreeze: every object made meanwhile joins the oldest generation untraversed
+        gc.unfreeze()
         gc.enable()
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from eventsourcing.popo import POPOAggregateRecorder
 
-from sessiontree.adapters.storage import RecorderSessionStorage
+from sessiontree.adapters.recorder import RecorderSessionStorage
 from sessiontree.domain import aggregate
 from sessiontree.domain.ids import new_session_id, now_iso
 

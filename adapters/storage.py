@@ -1,10 +1,11 @@
-"""What a session storage is, and the storage every eventsourcing recorder can back.
+"""What a session storage is: the port the Session service writes through.
 
 A storage keeps one session's event log. ``load`` returns the header and the entry log;
 ``save`` appends new events atomically or raises ``SessionError`` (``conflict`` when
 another writer got there first, ``storage`` when the medium failed). Every backend stores
 the same thing, the JSON line of each event sealed into the hash chain (``chain.py``), so a
-session reads back identically from any backend.
+session reads back identically from any backend. ``recorder.py`` backs it with an
+eventsourcing recorder (memory, SQLite, PostgreSQL), ``jsonl.py`` with a file.
 """
 
 from __future__ import annotations
@@ -13,24 +14,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-from eventsourcing.persistence import (
-    AggregateRecorder,
-    ConnectionPoolClosedError,
-    IntegrityError,
-    Mapper,
-    PersistenceError,
-    StoredEvent,
-)
-
 from sessiontree.adapters import chain
-from sessiontree.adapters.codec import Codec, native_codec
+from sessiontree.adapters.codec import Codec
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
 from sessiontree.domain.log import EntryLog
-
-TOPIC_PREFIX = "sessiontree:"
-
 
 class SessionStorage(ABC):
     """One session's durable log (the port the Session service writes through)."""
@@ -89,167 +77,3 @@ class SessionStorage(ABC):
             f"session {self.session_id} changed since it was read (version {version} is not the next one"
             f"{': ' + why if why else ''}); reopen it and retry",
         )
-
-
-class SessionMapper(Mapper[str]):
-    """eventsourcing's Mapper with our codec: a stored event's state is the JSON line.
-
-    Topics are ``sessiontree:<entry type>``; they are informative only, since the type is
-    read back from the line itself and resolved through the codec's schemas, never by
-    importing a name found in stored data."""
-
-    def __init__(self, codec: Codec | None = None) -> None:
-        self.codec = codec or native_codec()
-        self.transcoder = None  # type: ignore[assignment]  # the line is the state: no transcoding
-        self.compressor = None
-        self.cipher = None
-
-    def to_stored_event(self, domain_event: Any) -> StoredEvent:
-        return stored_event(domain_event.originator_id, domain_event.originator_version, self.codec.encode_event(domain_event))
-
-    def to_domain_event(self, stored_event: StoredEvent) -> Any:
-        return self.codec.decode_line(bytes(stored_event.state), str(stored_event.originator_id), stored_event.originator_version)
-
-
-def stored_event(originator_id: str, version: int, line: bytes) -> StoredEvent:
-    """The stored event holding ``line`` (its topic names the line's type)."""
-    try:
-        kind = orjson.loads(line).get("type")
-    except (orjson.JSONDecodeError, AttributeError):
-        kind = None
-    if not isinstance(kind, str):
-        raise SessionError("corrupt", f"a line has no string 'type': {line[:60]!r}")
-    return StoredEvent(originator_id, version, TOPIC_PREFIX + kind, line)
-
-
-class RecorderSessionStorage(SessionStorage):
-    """A session stored through an eventsourcing ``AggregateRecorder`` (POPO, SQLite, ...)."""
-
-    def __init__(self, recorder: AggregateRecorder, session_id: str, *, location: str, codec: Codec | None = None) -> None:
-        super().__init__()
-        self.recorder = recorder
-        self.codec = codec or native_codec()
-        self._session_id = session_id
-        self._location = location
-        self.owner: Any = None  # what must live as long as this storage (a repository)
-
-    @property
-    def session_id(self) -> str:
-        return self._session_id
-
-    @property
-    def location(self) -> str:
-        return self._location
-
-    def _select(self, **kwargs: Any) -> list[bytes]:
-        try:
-            return [bytes(s.state) for s in self.recorder.select_events(self._session_id, **kwargs)]
-        except (PersistenceError, ConnectionPoolClosedError) as exc:
-            raise SessionError("storage", f"could not read session {self._session_id}: {_why(exc)}") from exc
-
-    def _previous_digest(self, version: int) -> bytes | None:
-        """The digest line ``version`` chains to (None: that line is not chained)."""
-        if version == 1:
-            return chain.GENESIS if self.codec.dialect.name == "native" and self.chain_new_sessions else None
-        head = self.chain_head
-        if head.version != version - 1:  # not looked yet, or stale
-            before = self._select(gt=version - 2, lte=version - 1)
-            if not before:  # line version-1 is not there (yet): the append cannot follow it
-                raise self.conflict(version, f"there is no version {version - 1} to follow")
-            header = self._select(lte=1)[0] if chain.recorded(before[-1]) is None and version > 2 else None
-            head.observe(version - 1, before[-1], header=header)
-        if head.digest is None and head.chained:
-            raise SessionError(
-                "corrupt",
-                f"session {self._session_id} is hash-chained but version {version - 1} carries no chain digest: "
-                "the log was damaged (run verify); it is not extended unchained",
-            )
-        return head.digest
-
-    def save(self, events: Sequence[Any]) -> None:
-        """Record the events in one insert: ``conflict`` if another writer took their
-        versions, ``storage`` if the medium fails. When the outcome of a failed commit is
-        unknown, the rows are looked for before anything is reported."""
-        self.check_writable()
-        if not events:
-            return
-        first = events[0].originator_version
-        lines, digest = self.sealed_lines(events, self._previous_digest(first))
-        stored = [stored_event(self._session_id, first + i, line) for i, line in enumerate(lines)]
-        try:
-            self.recorder.insert_events(stored)
-        except IntegrityError:
-            if not self._landed(lines, first):
-                raise self.conflict(first) from None
-        except ConnectionPoolClosedError as exc:
-            raise self._failed(exc) from exc
-        except PersistenceError as exc:
-            landed = self._landed(lines, first)
-            if not landed:
-                raise self._failed(exc, events if landed is None else ()) from exc
-        self.chain_head.set(first + len(lines) - 1, digest)
-
-    def _landed(self, lines: list[bytes], first: int) -> bool | None:
-        """Are exactly these lines stored (an attempt that committed although its connection
-        failed before the acknowledgement)? None when that cannot be told. Each line holds a
-        random id, a timestamp and a chain digest: only this append matches."""
-        try:
-            found = self.recorder.select_events(self._session_id, gt=first - 1, lte=first + len(lines) - 1)
-        except (PersistenceError, ConnectionPoolClosedError):
-            return None
-        return [bytes(s.state) for s in found] == lines
-
-    def _failed(self, exc: Exception, unknown: Sequence[Any] = ()) -> SessionError:
-        why = f"could not save to session {self._session_id}: {_why(exc)}"
-        if not unknown:
-            return SessionError("storage", why)
-        ids = ", ".join(repr(getattr(e, "id", "?")) for e in unknown)
-        return SessionError(
-            "storage",
-            f"{why}; whether it was saved is unknown (the check failed too): append again with "
-            f"entry_id={ids} to retry without writing it twice",
-        )
-
-    def write_lines(self, lines: Sequence[bytes]) -> None:
-        """Store a whole new log given as its lines (the header first), exactly as they are:
-        a verified copy keeps its source's bytes, chain digests included."""
-        stored = [stored_event(self._session_id, v, line) for v, line in enumerate(lines, 1)]
-        try:
-            self.recorder.insert_events(stored)
-        except IntegrityError:
-            raise SessionError("already_exists", f"session {self._session_id} already exists at {self._location}") from None
-        except (PersistenceError, ConnectionPoolClosedError) as exc:
-            raise self._failed(exc) from exc
-        self.chain_head.observe(len(lines), lines[-1], header=lines[0])
-
-    def read_lines(self) -> list[bytes]:
-        return self._select()
-
-    def load(self) -> tuple[SessionStarted, EntryLog]:
-        return self._decoded(self._select(), observe=True)
-
-    def load_prefix(self, version: int) -> tuple[SessionStarted, EntryLog]:
-        return self._decoded(self._select(lte=version), observe=False)
-
-    def _decoded(self, lines: list[bytes], *, observe: bool) -> tuple[SessionStarted, EntryLog]:
-        if not lines:
-            raise SessionError("not_found", f"session {self._session_id} not found at {self._location}")
-        sid, decode = self._session_id, self.codec.decode_line
-        events = []
-        for version, line in enumerate(lines, 1):
-            try:
-                events.append(decode(line, sid, version))
-            except SessionError as exc:
-                raise SessionError(exc.code, f"session {sid} event {version}: {exc.message}") from None
-        header = events[0]
-        if not isinstance(header, SessionStarted):
-            raise SessionError("corrupt", f"session {sid} does not start with a header")
-        if observe:
-            self.chain_head.observe(len(lines), lines[-1], header=lines[0])
-        return header, EntryLog.of(events[1:], f" in session {sid}")
-
-
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, ConnectionPoolClosedError):
-        return "its repository was closed (open the session again from an open repository)"
-    return " ".join(str(exc).split()) or type(exc).__name__

@@ -49,6 +49,18 @@ class _RandomIds:
         return self._hex[at : at + 8]
 
 
+def _checked_ids(generator: IdGenerator) -> IdGenerator:
+    """An app's id generator, whose every id is checked to be a non-empty str."""
+
+    def new_id() -> str:
+        value = generator()
+        if not isinstance(value, str) or not value:
+            raise TypeError(f"the id generator must return non-empty str ids, not {value!r}")
+        return value
+
+    return new_id
+
+
 class _UtcText:
     """The default clock, as entry timestamps: appends in the same millisecond share one text."""
 
@@ -96,7 +108,7 @@ class Session(SessionReader):
         super().__init__(aggregate, len(log), base.merged(options), {})
         self._storage = storage
         self._now: Callable[[], str] = _UtcText() if clock is None else (lambda: now_iso(clock))
-        self._new_id = id_generator or _RandomIds()
+        self._new_id = _RandomIds() if id_generator is None else _checked_ids(id_generator)
         self._context = ContextProjection(self._options)
         self._kept: Built | None = None
         self._unseen: list[Entry] = []  # saved since the kept context was read
@@ -163,11 +175,6 @@ class Session(SessionReader):
 
     # -- writing ----------------------------------------------------------------------
 
-    def _save(self, events: list[Entry]) -> None:
-        """Save the events, then fold them in and advance what was computed from the log."""
-        self._storage.save(events)
-        self._fold(events)
-
     def _fold(self, events: Sequence[Entry]) -> None:
         """Fold saved events into the aggregate, and advance what was computed from the log."""
         agg = self._agg
@@ -195,48 +202,39 @@ class Session(SessionReader):
                     del self._states[name]
 
     def _run(self, command: Any, *args: Any, entry_id: str | None = None, **kwargs: Any) -> str:
+        """Run an append command, save its event, fold it in; returns the entry id."""
         with self._lock:
-            if entry_id is not None:
+            if entry_id is None:
+                new_id = self._new_id()
+                try:
+                    event = command(self._agg, *args, id=new_id, timestamp=self._now(), **kwargs)
+                except SessionError as exc:  # an id in use is drawn again (SPEC 2.2)
+                    if exc.code != "already_exists" or new_id not in self._agg:
+                        raise
+                    event = command(self._agg, *args, id=self._fresh_id(), timestamp=self._now(), **kwargs)
+            else:
                 if not check_id("entry_id", entry_id):
                     raise SessionError("invalid_entry", "entry_id must not be empty")
                 if entry_id in self._agg:
                     return self._repeated(entry_id, command, args, kwargs)
                 event = command(self._agg, *args, id=entry_id, timestamp=self._now(), **kwargs)
-            else:
-                event = self._fresh(command, args, kwargs)
             try:
-                self._save([event])
+                self._storage.save((event,))
             except SessionError as exc:
                 # A retry whose earlier attempt did land (its acknowledgement was lost): the
                 # stored line holds this id. Take the log in and answer as the first time.
                 if entry_id is None or exc.code != "conflict" or not self.refresh() or entry_id not in self._agg:
                     raise
                 return self._repeated(entry_id, command, args, kwargs)
+            self._fold((event,))
             return event.id  # type: ignore[no-any-return]
-
-    def _fresh(self, command: Any, args: Any, kwargs: Any) -> Any:
-        """The command's event under a new id; an id in use (the command refuses it) is drawn
-        again (SPEC 2.2)."""
-        for _ in range(100):
-            new_id = self._new_id()
-            if not isinstance(new_id, str) or not new_id:
-                raise TypeError(f"the id generator must return non-empty str ids, not {new_id!r}")
-            try:
-                return command(self._agg, *args, id=new_id, timestamp=self._now(), **kwargs)
-            except SessionError as exc:
-                if exc.code != "already_exists" or new_id not in self._agg:
-                    raise
-        raise SessionError("invalid_entry", "the id generator kept returning ids already in use")
 
     def _fresh_id(self) -> str:
         """A new entry id, generated again on a collision (SPEC 2.2)."""
-        candidate = self._new_id()
         for _ in range(100):
-            if not isinstance(candidate, str) or not candidate:
-                raise TypeError(f"the id generator must return non-empty str ids, not {candidate!r}")
+            candidate = self._new_id()
             if candidate not in self._agg:
                 return candidate
-            candidate = self._new_id()
         raise SessionError("invalid_entry", "the id generator kept returning ids already in use")
 
     def _repeated(self, entry_id: str, command: Any, args: Any, kwargs: Any) -> str:
@@ -325,7 +323,8 @@ class Session(SessionReader):
                 self._agg, entry_id, id=moved_id, timestamp=moved_at, summary=checked, summary_id=summary_id,
                 summary_timestamp=summary_at,
             )
-            self._save(events)
+            self._storage.save(events)
+            self._fold(events)
             return events[1].id if len(events) > 1 else None
 
     async def amove_to(self, entry_id: str | None, summarize: Any) -> str | None:

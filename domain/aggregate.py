@@ -50,10 +50,10 @@ class SessionAggregate:
     log: EntryLog
     leaf_id: str | None = None
     version: int = 1
+    id: str = attrs.field(init=False)  # the session id (the header's originator id)
 
-    @property
-    def id(self) -> str:
-        return self.header.originator_id
+    def __attrs_post_init__(self) -> None:
+        self.id = self.header.originator_id
 
     def __contains__(self, entry_id: str) -> bool:
         return self.log.has(entry_id)
@@ -122,7 +122,7 @@ def on_branch(aggregate: SessionAggregate, entry_id: str, leaf_id: str | None) -
 
 def _next(aggregate: SessionAggregate, event_class: type[Entry], id: str, timestamp: str, **fields: Any) -> Any:
     """The aggregate's next event: numbered after it, hanging under its leaf."""
-    if id in aggregate:
+    if aggregate.log.has(id):
         raise SessionError("already_exists", f"entry {id!r} already exists in session {aggregate.id}")
     return event_class(
         originator_id=aggregate.id, originator_version=aggregate.version + 1, id=id,

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from attrs import field, frozen
 
-from sessiontree.domain.messages import Content, Message, Usage
+from sessiontree.domain.messages import NO_EXTRA, Content, Message, Usage
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 FORMAT_VERSION = 3
@@ -70,7 +70,7 @@ class Entry:
     timestamp: str
     id: str
     parent_id: str | None
-    extra: Mapping[str, Any] = field(factory=dict)
+    extra: Mapping[str, Any] = NO_EXTRA  # fields a producer wrote that this library does not know
 
     @property
     def version(self) -> int:

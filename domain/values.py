@@ -20,7 +20,6 @@ from sessiontree.domain.messages import (
     MESSAGE_TYPES,
     Cost,
     CustomMessage,
-    TextContent,
     ToolCall,
     ToolResultMessage,
     UnknownContent,
@@ -64,40 +63,52 @@ def _refuse(where: str, value: Any, why: str) -> SessionError:
 def check_value(where: str, value: Any, field: str = "") -> None:
     """Check a free-form value in place (the rules of :func:`json_value`, without a copy);
     an error names ``where`` and the ``field`` that holds the value."""
-    if value is not None and type(value) not in _ATOMS:
-        _check(f"{where} {field}" if field else where, value, 0)
+    if value is None or type(value) in _ATOMS:
+        return
+    try:
+        _check(value, 0)
+    except _NotJson as exc:
+        raise _refuse(f"{where} {field}" if field else where, exc.value, exc.why) from None
 
 
 _ATOMS = (str, int, bool)
 
 
-def _check(where: str, value: Any, depth: int) -> None:
+class _NotJson(Exception):
+    def __init__(self, value: Any, why: str) -> None:
+        self.value, self.why = value, why
+
+
+def _check(value: Any, depth: int) -> None:
     """Like :func:`_copy` but only checks (the value is already the one to record)."""
     t = type(value)
     if value is None or t is str or t is bool or t is int:
         return
     if t is float:
         if not math.isfinite(value):
-            raise _refuse(where, value, "JSON has no NaN or infinity")
+            raise _NotJson(value, "JSON has no NaN or infinity")
         return
     if depth >= MAX_DEPTH:
-        raise _refuse(where, value, f"nested deeper than {MAX_DEPTH} levels")
+        raise _NotJson(value, f"nested deeper than {MAX_DEPTH} levels")
     if t is dict or (t is not list and t is not tuple and isinstance(value, Mapping)):
         for key, item in value.items():
             if type(key) is not str:
-                raise _refuse(where, key, "JSON object keys are strings")
+                raise _NotJson(key, "JSON object keys are strings")
             if item is not None and type(item) not in _ATOMS:
-                _check(where, item, depth + 1)
+                _check(item, depth + 1)
         return
     if t is list or t is tuple:
         for item in value:
             if item is not None and type(item) not in _ATOMS:
-                _check(where, item, depth + 1)
+                _check(item, depth + 1)
         return
     if isinstance(value, (str, int, float)):  # subclasses (an IntEnum, a str subclass)
-        _copy(where, value, depth)
+        try:
+            _copy("", value, depth)
+        except SessionError:
+            raise _NotJson(value, "not a JSON value") from None
         return
-    raise _refuse(where, value, "not a JSON value")
+    raise _NotJson(value, "not a JSON value")
 
 
 _KNOWN_ROLES = frozenset(c.role for c in MESSAGE_TYPES if c is not UnknownMessage)  # type: ignore[attr-defined]
@@ -147,32 +158,34 @@ def check_message(where: str, message: Any) -> None:
     - no unknown field (``extra``) is named ``role`` (of a message) or ``type`` (of a block):
       written over the tag, it would make the line unreadable too.
     """
-    if not isinstance(message, MESSAGE_TYPES):
+    if message.__class__ not in _FREE_OF and not isinstance(message, MESSAGE_TYPES):
         raise TypeError(f"{where} must be a message object (UserMessage, ...), not {message!r}")
     if isinstance(message, UnknownMessage) and message.role in _KNOWN_ROLES:
         raise SessionError("invalid_entry", f"{where}: role {message.role!r} is known; build its message class instead")
-    _check_value_object(where, message, "role")
+    _check_object(where, message, "role")
     content = getattr(message, "content", None)
     if content.__class__ is not str and isinstance(content, tuple):  # the blocks (a tuple subclass too)
         for block in content:
-            if block.__class__ is TextContent and not block.extra:
-                continue  # the common block: nothing free-form in it
+            free = _FREE_OF.get(block.__class__)
+            if free == () and not block.extra:
+                continue  # a text, image or thinking block with nothing unknown: its class checked it
             if isinstance(block, UnknownContent) and block.type in _KNOWN_BLOCKS:
                 raise SessionError(
                     "invalid_entry", f"{where}: block type {block.type!r} is known; build its block class instead"
                 )
-            _check_value_object(where, block, "type")
+            _check_object(where, block, "type")
     usage = getattr(message, "usage", None)
     if usage is not None and (usage.extra or usage.cost.extra):
-        _check_value_object(where, usage, "")
-        _check_value_object(where, usage.cost, "")
+        _check_object(where, usage, "")
+        _check_object(where, usage.cost, "")
 
 
-def _check_value_object(where: str, value: Any, tag: str) -> None:
+def _check_object(where: str, value: Any, tag: str) -> None:
     extra = getattr(value, "extra", None)
     if extra:
         if tag and tag in extra:
             raise SessionError("invalid_entry", f"{where}: an unknown field may not be named {tag!r} (it is the tag)")
         check_value(where, extra, "extra")
-    for name in _free_fields(value.__class__):
+    free = _FREE_OF.get(value.__class__)
+    for name in _free_fields(value.__class__) if free is None else free:
         check_value(where, getattr(value, name), name)

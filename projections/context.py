@@ -112,12 +112,18 @@ def settings_at(log: EntryLog, leaf_id: str | None, limit: int | None = None) ->
     pos = log.position(leaf_id, limit) if leaf_id is not None else None
     types, ppos = log.links()
     pos = -1 if pos is None else pos
-    while pos >= 0 and any(name not in found and first <= pos for name, first in firsts.items()):
-        name = _SETTING_KINDS.get(types[pos])
-        if name is not None and name not in found:
-            setting = setting_of(log.get(pos))
-            if setting is not None:
-                found[setting[0]] = setting[1]
+    wanted = dict(_SETTING_KINDS)
+    while firsts:
+        floor = min(firsts.values())  # below it no missing setting is left to find
+        while pos >= floor and types[pos] not in wanted:
+            pos = ppos[pos]
+        if pos < floor:
+            break
+        setting = setting_of(log.get(pos))
+        if setting is not None and setting[0] not in found:
+            found[setting[0]] = setting[1]
+            firsts.pop(setting[0], None)
+            wanted = {kind: name for kind, name in wanted.items() if name not in found}
         pos = ppos[pos]
     return ContextState(**found)
 

@@ -16,7 +16,8 @@ from sessiontree import InMemorySessionStorage, JsonlSessionRepo, JsonlSessionSt
 from sessiontree.adapters import chain
 from sessiontree.adapters.codec import native_codec
 from sessiontree.adapters.pi_storage import PiSessionStorage
-from sessiontree.adapters.storage import RecorderSessionStorage, SessionStorage
+from sessiontree.adapters.recorder import RecorderSessionStorage
+from sessiontree.adapters.storage import SessionStorage
 
 
 def file_lines(path: Path) -> list[bytes]:
