@@ -73,6 +73,7 @@ class JsonlSessionStorage(SessionStorage):
         self.skipped: list[tuple[int, str]] = []
         self._file = file
         self._salvaged: list[Any] | None = None
+        self._live: LineLoader | None = None  # the loader of the log load() returned, which appends extend
 
     @property
     def session_id(self) -> str:
@@ -240,27 +241,28 @@ class JsonlSessionStorage(SessionStorage):
         if self._salvaged is not None:
             return self.header, EntryLog.of(self._salvaged)
         lines = self.read_lines(strict=True)
-        log = self._scan(lines)
         self.chain_head.observe(len(lines), lines[-1], header=lines[0])
-        return self.header, log
+        self._live = self._loader(lines)
+        return self.header, self._scan(lines, self._live)
 
     def load_prefix(self, version: int) -> tuple[SessionStarted, EntryLog]:
         """The header and the entries up to ``version``, reading only that prefix of the file."""
         if self._salvaged is not None:
             return self.header, EntryLog.of(self._salvaged[: max(0, version - 1)])
-        return self.header, self._scan(self.read_lines(max(1, version), strict=True)[: max(1, version)])
+        lines = self.read_lines(max(1, version), strict=True)[: max(1, version)]
+        return self.header, self._scan(lines, self._loader(lines))
 
     def _loader(self, lines: list[Any]) -> LineLoader:
         return LineLoader(lines, self.path, self.session_id, self.codec, self._file.warnings)
 
-    def _scan(self, lines: list[bytes]) -> EntryLog:
+    def _scan(self, lines: list[bytes], loader: LineLoader) -> EntryLog:
         """The checked, lazy log of a file's lines (a dialect with its own rules overrides)."""
         if not lines:
             raise corrupt(self.path, 1, "no session header")
         header, _ = read_header(lines[0], self.path, self.codec)
         if header.originator_id != self.session_id:
             raise corrupt(self.path, 1, f"the header now names session {header.originator_id}, not {self.session_id}")
-        return scan(lines, self._loader(lines))
+        return scan(lines, loader)
 
     def _warn_torn(self, number: int, tail: bytes) -> None:
         if self._file.append_in_flight():  # another writer's unfinished line is not torn
@@ -325,6 +327,8 @@ class JsonlSessionStorage(SessionStorage):
             raise SessionError("storage", f"could not save to session {self.session_id}: could not append to "
                                f"{self.path}: {getattr(exc, 'strerror', None) or exc}", path=str(self.path)) from exc
         self.chain_head.set(first + len(lines) - 1, digest)
+        if self._live is not None:
+            self._live.written(first, lines, events)
 
 
 def _first_line(file: LineFile, path: Path) -> bytes:

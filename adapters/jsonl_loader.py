@@ -77,6 +77,21 @@ class LineLoader:
         self.warned = warned
         self.decoded: dict[int, Entry] = {}  # entries decoded before the log asked (leaf markers, migrations)
 
+    def holds(self, position: int) -> bool:
+        """Can the entry at ``position`` be decoded again from a line held here?"""
+        index = position + 1
+        return index < len(self.lines) and self.lines[index] is not None
+
+    def written(self, version: int, lines: Sequence[bytes], events: Sequence[Entry]) -> None:
+        """Hold the lines just appended as versions ``version`` on (when they follow the ones
+        held), so the log need not keep their entries: a line's bytes cost less memory than
+        its objects, and nothing the collector must walk. A line that does not decode back
+        to its event (a dialect's stand-in) is not held."""
+        if len(self.lines) != version - 1:
+            return
+        for line, event in zip(lines, events):
+            self.lines.append(line if self.codec.round_trips(event) else None)
+
     def warn(self, message: str) -> None:
         self.warned.append(message)
         warnings.warn(message, DuplicateKeyWarning, stacklevel=6)

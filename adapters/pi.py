@@ -126,6 +126,9 @@ class PiCodec(Codec):
         super().__init__(PI, _PiWriters())
         del self._entry_encoders[LeafMoved]  # written as a leaf marker (event_dict)
 
+    def round_trips(self, event: Any) -> bool:
+        return event.__class__ is not LeafMoved  # a leaf marker is read back in the context of its file
+
     def header_dict(self, header: SessionStarted) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "session", "version": header.version, "id": header.originator_id,
                                "timestamp": header.timestamp, "cwd": header.cwd}

@@ -59,13 +59,12 @@ class PiSessionStorage(JsonlSessionStorage):
 
     # -- reading --------------------------------------------------------------------------
 
-    def _scan(self, lines: list[bytes]) -> EntryLog:
+    def _scan(self, lines: list[bytes], loader: LineLoader) -> EntryLog:
         if not lines:
             raise corrupt(self.path, 1, "no session header")
         header, _ = read_header(lines[0], self.path, self.codec)
         if header.originator_id != self.session_id:
             raise corrupt(self.path, 1, f"the header now names session {header.originator_id}, not {self.session_id}")
-        loader = self._loader(lines)
         with pausing_collector():
             if self.source_version < CURRENT:
                 return self._migrated(lines, loader)

@@ -272,7 +272,43 @@ def list_sessions(directory: str, cold: bool) -> dict[str, Any]:
     return {"total_ms": ms(t1 - t0), "sessions": len(infos)}
 
 
+FILLER = "the quick brown fox jumps over the lazy dog while the agent reads the file and plans. "
+
+
+def api_append(count: int) -> dict[str, Any]:
+    """``count`` appends as an app makes them: build the message objects (alternating user and
+    assistant, the assistant with its usage and cost), then ``append_message``; a new session
+    of a JSONL repository. pi_driver.mjs ``api_append`` builds the same content for pi."""
+    from sessiontree import AssistantMessage, Cost, JsonlSessionRepo, TextContent, Usage, UserMessage
+
+    folder = Path(tempfile.mkdtemp(prefix="sessiontree-bench-api-"))
+    try:
+        session = JsonlSessionRepo(folder).create(cwd="/home/me/project")
+        t0 = now()
+        for i in range(count):
+            stamp = int(time.time() * 1000)
+            if i % 2 == 0:
+                message: Any = UserMessage(content=[TextContent(text=f"question {i}: {FILLER}")], timestamp=stamp)
+            else:
+                usage = Usage(
+                    input=1000 + i % 500, output=200 + i % 300, cache_read=5000, cache_write=100,
+                    total_tokens=6300 + i % 500 + i % 300,
+                    cost=Cost(input=0.003, output=0.0045, cache_read=0.0015, cache_write=0.000375, total=0.009375),
+                )
+                message = AssistantMessage(
+                    content=[TextContent(text=f"answer {i}: {FILLER * 4}")], provider="anthropic",
+                    model="claude-sonnet-4-5", api="anthropic-messages", usage=usage, stop_reason="stop", timestamp=stamp,
+                )
+            session.append_message(message)
+        elapsed = now() - t0
+        session.close()
+        return {"mean_us": elapsed / count * 1e6, "count": count, "maxrss": maxrss()}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 MEASURES = {
+    "api_append": api_append,
     "open_context": open_context,
     "parse_floor": parse_floor,
     "append": append,

@@ -9,6 +9,9 @@
 //       On FILE (a private copy the caller made): open, buildSessionContext, WARMUP untimed
 //       appendMessage calls, COUNT timed ones, then CTX_ITERS rounds of appendMessage + timed
 //       buildSessionContext. The messages are the file's own first message entries, cycled.
+//   node pi_driver.mjs HARNESS api_append FOLDER COUNT
+//       A new session in FOLDER: COUNT messages built as an app builds them (alternating user and
+//       assistant with usage), each passed to appendMessage; the mean wall µs per entry.
 
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -101,6 +104,33 @@ async function main() {
 		}
 		out.append = summary(samples);
 		if (ctxSamples.length) out.ctx_after_append = summary(ctxSamples);
+		out.maxrss = maxRss();
+	} else if (command === "api_append") {
+		// As an app appends: build the message objects, then appendMessage (bench_child.py api_append
+		// builds the same content). FILE is the folder of the new session.
+		const count = Number.parseInt(rest[0], 10);
+		const filler = "the quick brown fox jumps over the lazy dog while the agent reads the file and plans. ";
+		const sm = SessionManager.create("/home/me/project", file);
+		const t0 = performance.now();
+		for (let i = 0; i < count; i++) {
+			const timestamp = Date.now();
+			if (i % 2 === 0) {
+				sm.appendMessage({ role: "user", content: [{ type: "text", text: `question ${i}: ${filler}` }], timestamp });
+			} else {
+				const usage = {
+					input: 1000 + (i % 500), output: 200 + (i % 300), cacheRead: 5000, cacheWrite: 100,
+					totalTokens: 6300 + (i % 500) + (i % 300),
+					cost: { input: 0.003, output: 0.0045, cacheRead: 0.0015, cacheWrite: 0.000375, total: 0.009375 },
+				};
+				sm.appendMessage({
+					role: "assistant", content: [{ type: "text", text: `answer ${i}: ${filler.repeat(4)}` }],
+					provider: "anthropic", model: "claude-sonnet-4-5", api: "anthropic-messages", usage,
+					stopReason: "stop", timestamp,
+				});
+			}
+		}
+		out.mean_us = ((performance.now() - t0) / count) * 1000;
+		out.count = count;
 		out.maxrss = maxRss();
 	} else {
 		throw new Error(`unknown command ${command}`);

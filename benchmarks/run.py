@@ -10,7 +10,8 @@ process, the median of ``--repeat`` runs (interleaved, so drift hits every colum
 next to same-run baselines: the raw floors (parse every line; serialise+write;
 write+fsync) and pi 1.6.0 through the peer harness when node is present
 (scripts/install-pi-peer.sh; ``$SESSIONTREE_PI_PEER``). ``list()`` of many sessions comes
-from ``benchmarks/bench_list.py``. What each row means: docs/performance.md.
+from ``benchmarks/bench_list.py``; appending 100k messages through the public API, as an app
+builds them, is measured once per run (not with ``--quick``). What each row means: docs/performance.md.
 """
 
 from __future__ import annotations
@@ -68,6 +69,27 @@ def pi_append(home: Path, file: Path, count: int, ctx_iters: int) -> dict[str, A
         return pi_child(home, "append", copy, count, ctx_iters, WARMUP)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+API_APPENDS = 100_000  # the public-API append row: 100k alternating user and assistant messages
+
+
+def measure_api_append(repeat: int, pi_home: Path | None) -> dict[str, Any]:
+    """Appending through the public API as an app does, ours and pi's, interleaved."""
+    runs: dict[str, list[float]] = {"ours_us": [], "pi_us": []}
+    for r in range(repeat):
+        started = time.perf_counter()
+        runs["ours_us"].append(child("api_append", count=API_APPENDS)["mean_us"])
+        if pi_home is not None:
+            folder = Path(tempfile.mkdtemp(prefix="sessiontree-bench-pi-api-"))
+            try:
+                runs["pi_us"].append(pi_child(pi_home, "api_append", folder, API_APPENDS)["mean_us"])
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+        log(f"  public-API appends run {r + 1}/{repeat}: {time.perf_counter() - started:.1f} s")
+    out: dict[str, Any] = {key: statistics.median(v) if v else None for key, v in runs.items()}
+    out["count"] = API_APPENDS
+    return out
 
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -187,9 +209,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def table(results: dict[int, dict[str, Any]], listing: dict[str, Any] | None) -> str:
+def table(results: dict[int, dict[str, Any]], listing: dict[str, Any] | None, api: dict[str, Any] | None = None) -> str:
     rows = [row for n in sorted(results) for row in bench_report.size_rows(n, results[n])]
-    rows += bench_report.growth_rows(results) + bench_report.list_rows(listing)
+    rows += bench_report.growth_rows(results) + bench_report.list_rows(listing) + bench_report.api_rows(api)
     return bench_report.render(rows)
 
 
@@ -197,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.from_json:
         saved = json.loads(args.from_json.read_text())
-        print(table({int(n): r for n, r in saved["results"].items()}, saved.get("list")))
+        print(table({int(n): r for n, r in saved["results"].items()}, saved.get("list"), saved.get("api_append")))
         return 0
     if args.pin:  # every process started from here on inherits it: ours, pi's, the helpers
         os.sched_setaffinity(0, args.pin)
@@ -222,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.sizes:
             results[n] = measure_size(n, files[n], args.repeat, pi_home)
         listing = measure_list(args.list_sessions, args.repeat, pi_home, data)
+        api = measure_api_append(args.repeat, pi_home) if not args.quick else None
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -232,9 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"sessiontree {info['commit']} (pure Python); load average before the run "
           f"{info['load']}, after " + " ".join(f"{x:.1f}" for x in os.getloadavg()))
     print()
-    print(table(results, listing))
+    print(table(results, listing, api))
     if args.json:
-        args.json.write_text(json.dumps({"machine": info, "results": results, "list": listing}, indent=2))
+        args.json.write_text(json.dumps({"machine": info, "results": results, "list": listing, "api_append": api},
+                                        indent=2))
     return 0
 
 

@@ -34,6 +34,9 @@ class EntryLoader(Protocol):
 
     def load(self, positions: Sequence[int]) -> list[Entry]: ...
 
+    def holds(self, position: int) -> bool:
+        """Can it give back the entry at ``position`` (so the log need not keep it)?"""
+
 
 class EntryLog:
     """Entries in append order (position 0 is the first entry after the header)."""
@@ -88,10 +91,12 @@ class EntryLog:
         return len(self._items)
 
     def add(self, entry: Entry) -> None:
-        """Add a decoded entry at the end (ids are checked by the caller)."""
+        """Add an entry at the end (ids are checked by the caller); kept decoded unless the
+        loader holds what it needs to decode it again."""
         pos = len(self._items)
         parent = entry.parent_id
-        self._items.append(entry)
+        loader = self._loader
+        self._items.append(entry if loader is None or not loader.holds(pos) else None)
         self._types.append(entry.type)
         self._ids.append(entry.id)
         ppos = -1 if parent is None else self._index.get(parent, -1)

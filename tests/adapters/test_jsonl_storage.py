@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import errno
+import gc
+import weakref
 import os
 import stat
 from pathlib import Path
@@ -275,3 +277,16 @@ def test_open_reads_only_the_header(tmp_path: Path) -> None:
         session.append_message(kit.user("y" * 1000))
     reader = JsonlSessionStorage.open(session.storage.path)  # type: ignore[attr-defined]
     assert reader.bytes_read <= 8192 < session.storage.path.stat().st_size  # type: ignore[attr-defined]
+
+
+def test_appended_entries_are_held_as_their_lines(tmp_path: Path) -> None:
+    """An appended entry is not kept as objects: the session holds its line and decodes it
+    again when asked, to an equal entry (a long session costs its bytes, not its objects)."""
+    session = kit.open_session(new_file(tmp_path))
+    message = kit.assistant("held as a line", usage=kit.usage(10, 5, 0.01))
+    alive = weakref.ref(message)
+    entry_id = session.append_message(message)
+    del message
+    gc.collect()
+    assert alive() is None
+    assert session.get_entry(entry_id).message == kit.assistant("held as a line", usage=kit.usage(10, 5, 0.01))

@@ -34,6 +34,9 @@ class CountingLoader:
         self.calls.append(list(positions))
         return [self.entries[p] for p in positions]
 
+    def holds(self, position: int) -> bool:
+        return position < len(self.entries)
+
 
 def lazy(entries: list[Entry]) -> tuple[EntryLog, CountingLoader]:
     """A lazy log of ``entries``, known by their envelopes, as a storage hands it over."""
@@ -97,6 +100,18 @@ def test_an_appended_entry_joins_a_lazy_log():
     log, _ = lazy([msg("a", None)])
     log.add(msg("b", "a", 3))
     assert log.path_positions("b") == [0, 1] and log.positions_of("message") == [0, 1] and log.has("b")
+
+
+def test_an_appended_entry_the_loader_holds_is_not_kept_but_decoded_again():
+    """An entry the loader can give back is not kept decoded; reading it asks the loader."""
+    entries = [msg("a", None), msg("b", "a", 3)]
+    log, loader = lazy(entries[:1])
+    loader.entries = entries  # the storage now holds line 2 too
+    log.add(entries[1])
+    assert loader.calls == [] and log.get(1) == entries[1] and loader.calls == [[1]]
+    held, other = lazy(entries[:1])
+    held.add(entries[1])  # this loader does not hold position 1: the log keeps the entry
+    assert held.get(1) is entries[1] and other.calls == []
 
 
 def test_path_positions_stop_at_a_missing_parent():
