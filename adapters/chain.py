@@ -53,21 +53,6 @@ def split(line: bytes) -> tuple[bytes, bytes | None]:
     return line, None
 
 
-def is_sealed(line: bytes) -> bool:
-    """Does ``line`` end with a well-formed chain field (what :func:`split` would cut)?
-
-    For readers that parse the line anyway: they can drop the parsed ``chain`` key instead
-    of copying the line without it (the hot path of loading a context).
-    """
-    n = len(line)
-    return (
-        n > SUFFIX_LEN
-        and line.endswith(_TAIL)
-        and line[n - SUFFIX_LEN : n - SUFFIX_LEN + len(_HEAD)] == _HEAD
-        and not line[n - DIGEST_HEX - 2 : n - 2].translate(None, _HEX_DIGITS)
-    )
-
-
 def strip(line: bytes) -> bytes:
     """The line without its chain field (the bytes the codec decodes and the chain hashes)."""
     if line.endswith(_TAIL) and len(line) > SUFFIX_LEN:

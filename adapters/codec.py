@@ -148,8 +148,6 @@ def corrupt(message: str) -> SessionError:
 class Codec:
     """Encode and decode events and messages for one dialect."""
 
-    header_keys = ("type", "version", "id", "timestamp", "cwd", "parent_session", "metadata")
-
     def __init__(self, dialect: Dialect = NATIVE, writers: Writers | None = None) -> None:
         self.dialect = dialect
         self.schemas = schemas(dialect)

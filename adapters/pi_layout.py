@@ -96,11 +96,6 @@ def js_items(fields: Any) -> Any:
     return fields
 
 
-def laid_out(data: Any) -> Any:
-    """A wire dict (from the reference encoder) with every float laid out as JavaScript would."""
-    return _js_numbers(data)
-
-
 def _js_numbers(value: Any) -> Any:
     kind = type(value)
     if kind is float:

@@ -45,6 +45,7 @@ class SessionRepo:
         self.store = store
         self.options = options
         self.projections = tuple(projections)
+        self._given_clock, self._given_ids = clock, id_generator  # None: the Session's own (fast) defaults
         self._clock = clock or utc_now
         self._new_entry_id = id_generator or new_entry_id
 
@@ -59,7 +60,9 @@ class SessionRepo:
         self.store.close()
 
     def _session(self, storage: SessionStorage) -> Session:
-        return Session(storage, self.options, clock=self._clock, id_generator=self._new_entry_id, projections=self.projections)
+        return Session(
+            storage, self.options, clock=self._given_clock, id_generator=self._given_ids, projections=self.projections
+        )
 
     def create(
         self, cwd: str = "", name: str | None = None, metadata: Mapping[str, Any] | None = None, *,

@@ -9,9 +9,7 @@ saved, so a refused or failed append leaves no trace in memory or in the log.
 
 from __future__ import annotations
 
-import os
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -22,62 +20,14 @@ from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain import aggregate as commands
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry
-from sessiontree.domain.ids import Clock, IdGenerator, now_iso
-from sessiontree.domain.messages import Cost, Usage
+from sessiontree.domain.ids import Clock, IdGenerator, RandomIds, UtcTimestamps, checked_ids, now_iso
+from sessiontree.domain.messages import Usage
 from sessiontree.projections.base import Projection, subscribed_types
 from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS
 from sessiontree.projections.context import Built, ContextProjection, SessionContextBuildOptions
 from sessiontree.projections.tokens import TokenEstimator
+from sessiontree.summary import branch_summary_fields
 from sessiontree.reader import BUILTINS, ReplayStep, SessionReader, SessionView, TreeNode, check_id
-
-
-class _RandomIds:
-    """Entry ids of 8 random lowercase hex characters (SPEC 2.2), cut from one read of the OS's
-    random source per 256 ids. (A forked child that appends through its parent's session would
-    repeat the parent's next ids, but that append is refused: see the writer lease.)"""
-
-    __slots__ = ("_hex", "_at")
-
-    def __init__(self) -> None:
-        self._hex, self._at = "", 0
-
-    def __call__(self) -> str:
-        at = self._at
-        if at >= len(self._hex):
-            self._hex, at = os.urandom(1024).hex(), 0
-        self._at = at + 8
-        return self._hex[at : at + 8]
-
-
-def _checked_ids(generator: IdGenerator) -> IdGenerator:
-    """An app's id generator, whose every id is checked to be a non-empty str."""
-
-    def new_id() -> str:
-        value = generator()
-        if not isinstance(value, str) or not value:
-            raise TypeError(f"the id generator must return non-empty str ids, not {value!r}")
-        return value
-
-    return new_id
-
-
-class _UtcText:
-    """The default clock, as entry timestamps: appends in the same millisecond share one text."""
-
-    __slots__ = ("_ms", "_text", "_second", "_second_text")
-
-    def __init__(self) -> None:
-        self._ms = self._second = -1
-        self._text = self._second_text = ""
-
-    def __call__(self) -> str:
-        ms = time.time_ns() // 1_000_000
-        if ms != self._ms:
-            second, frac = divmod(ms, 1000)
-            if second != self._second:
-                self._second, self._second_text = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-            self._ms, self._text = ms, f"{self._second_text}.{frac:03d}Z"
-        return self._text
 
 
 class Session(SessionReader):
@@ -107,8 +57,8 @@ class Session(SessionReader):
         base = getattr(storage, "context_options", None) or SessionContextBuildOptions()  # a format's own rules (pi)
         super().__init__(aggregate, len(log), base.merged(options), {})
         self._storage = storage
-        self._now: Callable[[], str] = _UtcText() if clock is None else (lambda: now_iso(clock))
-        self._new_id = _RandomIds() if id_generator is None else _checked_ids(id_generator)
+        self._now: Callable[[], str] = UtcTimestamps() if clock is None else (lambda: now_iso(clock))
+        self._new_id = RandomIds() if id_generator is None else checked_ids(id_generator)
         self._context = ContextProjection(self._options)
         self._kept: Built | None = None
         self._unseen: list[Entry] = []  # saved since the kept context was read
@@ -315,7 +265,7 @@ class Session(SessionReader):
                 raise TypeError("move_to takes summary= or summarize=, not both")
             return _compaction.move_summarized(self, entry_id, summarize)
         self._storage.check_writable()
-        checked = _check_summary(summary) if summary is not None else None
+        checked = branch_summary_fields(summary) if summary is not None else None
         with self._lock:
             moved_id, moved_at = self._fresh_id(), self._now()
             summary_id, summary_at = (self._fresh_id(), self._now()) if checked is not None else ("", "")
@@ -345,26 +295,6 @@ class Session(SessionReader):
     ) -> str | None:
         """:meth:`compact` with an async (or plain) summariser."""
         return await _compaction.acompact(self, summarize, keep_recent_tokens, retain_tail, details, from_hook, estimator)
-
-
-def _check_summary(summary: Any) -> dict[str, Any]:
-    if not isinstance(summary, Mapping):
-        raise TypeError(f"summary must be a dict with a 'summary' key, not {summary!r}")
-    unknown = set(summary) - {"summary", "details", "usage", "from_hook"}
-    if unknown:
-        raise SessionError("invalid_entry", f"unknown branch summary keys: {', '.join(sorted(unknown))}")
-    if not isinstance(summary.get("summary"), str):
-        raise SessionError("invalid_entry", f"branch summary needs a str 'summary', got {summary.get('summary')!r}")
-    out = dict(summary)
-    usage = out.get("usage")
-    if isinstance(usage, Mapping):
-        fields = dict(usage)
-        cost = fields.pop("cost", None)
-        try:
-            out["usage"] = Usage(**fields, cost=Cost(**cost) if isinstance(cost, Mapping) else Cost())
-        except TypeError as exc:
-            raise SessionError("invalid_entry", f"branch summary usage is not a valid usage: {exc}") from None
-    return out
 
 
 __all__ = ["ReplayStep", "Session", "SessionReader", "SessionView", "TreeNode"]

@@ -15,12 +15,13 @@ for tests: it lists the user's requests and the files tool calls touched.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Union
 
 import attrs
 
-from sessiontree.domain.messages import AssistantMessage, ToolCall, Usage, UserMessage, message_text
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.messages import AssistantMessage, Cost, ToolCall, Usage, UserMessage, message_text
 
 
 @attrs.frozen(kw_only=True)
@@ -114,3 +115,25 @@ def extractive_summary(messages: Sequence[Any], previous_summary: str | None = N
 
 
 __all__ = ["AsyncSummarizer", "Summarizer", "Summary", "SummaryResult", "as_summary", "extractive_summary"]
+
+
+def branch_summary_fields(summary: Any) -> dict[str, Any]:
+    """The fields of a branch summary given to ``move_to`` as a dict (``summary``, and
+    optionally ``details``, ``usage`` as a Usage or a dict, ``from_hook``), checked."""
+    if not isinstance(summary, Mapping):
+        raise TypeError(f"summary must be a dict with a 'summary' key, not {summary!r}")
+    unknown = set(summary) - {"summary", "details", "usage", "from_hook"}
+    if unknown:
+        raise SessionError("invalid_entry", f"unknown branch summary keys: {', '.join(sorted(unknown))}")
+    if not isinstance(summary.get("summary"), str):
+        raise SessionError("invalid_entry", f"branch summary needs a str 'summary', got {summary.get('summary')!r}")
+    out = dict(summary)
+    usage = out.get("usage")
+    if isinstance(usage, Mapping):
+        fields = dict(usage)
+        cost = fields.pop("cost", None)
+        try:
+            out["usage"] = Usage(**fields, cost=Cost(**cost) if isinstance(cost, Mapping) else Cost())
+        except TypeError as exc:
+            raise SessionError("invalid_entry", f"branch summary usage is not a valid usage: {exc}") from None
+    return out

@@ -36,6 +36,56 @@ def new_session_id() -> str:
     return str(uuid.UUID(int=value))
 
 
+class RandomIds:
+    """Entry ids of 8 random lowercase hex characters (SPEC 2.2), cut from one read of the OS's
+    random source per 256 ids. (A forked child that appends through its parent's session would
+    repeat the parent's next ids, but that append is refused: see the writer lease.)"""
+
+    __slots__ = ("_hex", "_at")
+
+    def __init__(self) -> None:
+        self._hex, self._at = "", 0
+
+    def __call__(self) -> str:
+        at = self._at
+        if at >= len(self._hex):
+            self._hex, at = os.urandom(1024).hex(), 0
+        self._at = at + 8
+        return self._hex[at : at + 8]
+
+
+def checked_ids(generator: IdGenerator) -> IdGenerator:
+    """An app's id generator, whose every id is checked to be a non-empty str."""
+
+    def new_id() -> str:
+        value = generator()
+        if not isinstance(value, str) or not value:
+            raise TypeError(f"the id generator must return non-empty str ids, not {value!r}")
+        return value
+
+    return new_id
+
+
+class UtcTimestamps:
+    """The Session's default clock, as entry timestamps (UTC, milliseconds): appends in the same
+    millisecond share one text."""
+
+    __slots__ = ("_ms", "_text", "_second", "_second_text")
+
+    def __init__(self) -> None:
+        self._ms = self._second = -1
+        self._text = self._second_text = ""
+
+    def __call__(self) -> str:
+        ms = time.time_ns() // 1_000_000
+        if ms != self._ms:
+            second, frac = divmod(ms, 1000)
+            if second != self._second:
+                self._second, self._second_text = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            self._ms, self._text = ms, f"{self._second_text}.{frac:03d}Z"
+        return self._text
+
+
 def now_iso(clock: Clock = utc_now) -> str:
     """The clock's time as an entry timestamp (``...123Z``)."""
     moment = clock()

@@ -61,11 +61,6 @@ NO_EXTRA: Mapping[str, Any] = FrozenExtra()
 """The ``extra`` of every value read from the wire with nothing unknown, absent or null."""
 
 
-def absent_fields(extra: Any) -> frozenset[str]:
-    """The known fields a producer left out (see :class:`Extra`)."""
-    return getattr(extra, "absent", frozenset())
-
-
 def _extra() -> Any:
     return field(factory=dict, eq=True, repr=lambda v: repr(v) if v else "{}")
 
