@@ -24,11 +24,6 @@ from __future__ import annotations
 
 import hashlib
 from binascii import hexlify
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-from sessiontree.domain.errors import SessionError
-from sessiontree.domain.events import UnknownEntryAppended
 
 CHAIN_KEY = "chain"
 DIGEST_HEX = 64
@@ -105,7 +100,7 @@ class ChainHead:
     use only for the very next line: any other append is stale and fails as a conflict.
     """
 
-    __slots__ = ("digest", "version", "chained")
+    __slots__ = ("chained", "digest", "version")
 
     def __init__(self) -> None:
         self.digest: bytes | None = None

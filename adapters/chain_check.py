@@ -20,7 +20,7 @@ from sessiontree.adapters.chain import CHAIN_KEY, GENESIS, link, split
 class ChainCheck:
     """The result of :func:`check_chain`."""
 
-    __slots__ = ("chained", "problems", "head", "digests", "anchored_at")
+    __slots__ = ("anchored_at", "chained", "digests", "head", "problems")
 
     def __init__(self) -> None:
         self.chained = False

@@ -330,8 +330,8 @@ def _check_sequence(report: VerifyReport, good: list[Checkpoint]) -> None:
 __all__ = [
     "Checkpoint",
     "append_checkpoint",
-    "read_checkpoint_file",
     "load_checkpoints",
+    "read_checkpoint_file",
     "save_checkpoint",
     "sidecar",
     "sign_checkpoint",

@@ -20,7 +20,7 @@ or run code, because classes come only from the schemas.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -113,7 +113,7 @@ class Encoders:
         ]
         lines += [f"    if out[{f.wire!r}] is None:\n        del out[{f.wire!r}]" for f in schema.fields if f.omit_none]
         lines.append("    return out")
-        exec(compile("\n".join(lines), f"<sessiontree encoder {schema.cls.__name__}>", "exec"), ns)  # noqa: S102
+        exec(compile("\n".join(lines), f"<sessiontree encoder {schema.cls.__name__}>", "exec"), ns)
         return ns["encode"]  # type: ignore[no-any-return]
 
 

@@ -25,8 +25,8 @@ import attrs
 import orjson
 
 from sessiontree.adapters import jsontext
-from sessiontree.adapters.jsontext import line_problem
 from sessiontree.adapters.files import open_regular, read_lines
+from sessiontree.adapters.jsontext import line_problem
 
 INDEX_FILE = ".sessiontree-index.json"
 INDEX_FORMAT = 1

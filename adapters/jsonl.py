@@ -19,14 +19,13 @@ from typing import Any
 
 import attrs
 
-from sessiontree.adapters import chain
+from sessiontree.adapters import chain, jsontext
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.files import is_whole_line
 from sessiontree.adapters.jsonl_file import DURABILITIES, LineFile, StaleFileError, TornLineWarning, WriterBusyError
 from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsonl_salvage import salvage_log
 from sessiontree.adapters.jsonl_scan import corrupt, read_header, scan
-from sessiontree.adapters import jsontext
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError
@@ -275,7 +274,7 @@ class JsonlSessionStorage(SessionStorage):
         warnings.warn(message, TornLineWarning, stacklevel=4)
 
     def _salvage(self) -> None:
-        header, entries, skipped = salvage_log(self.read_lines(), str(self.path), self.codec)
+        _, entries, skipped = salvage_log(self.read_lines(), str(self.path), self.codec)
         self._salvaged, self.skipped = entries, skipped
         if self._file.torn:
             skipped.append((self._file.count + 1, f"torn last line ({len(self._file.torn)} bytes)"))

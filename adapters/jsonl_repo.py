@@ -19,9 +19,9 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from sessiontree.adapters.files import make_private_dirs
 from sessiontree.adapters.index import DirectoryIndex
 from sessiontree.adapters.jsonl import LINK_REFUSED, JsonlSessionStorage
-from sessiontree.adapters.files import make_private_dirs
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.adapters.store import SessionInfo, SessionStore, check_session_id
 from sessiontree.domain.errors import SessionError

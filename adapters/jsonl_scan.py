@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Sequence
 from operator import ge
-from typing import Any, Optional
+from typing import Any
 
 import msgspec
 
@@ -56,7 +56,7 @@ def envelope_decoder(parent_key: str) -> msgspec.json.Decoder[Any]:
     """A decoder that checks a whole line is valid JSON but builds only its envelope."""
     decoder = _ENVELOPES.get(parent_key)
     if decoder is None:
-        fields = [("type", str), ("id", str), ("parent", Optional[str], msgspec.field(name=parent_key)), ("timestamp", str)]  # noqa: UP007
+        fields = [("type", str), ("id", str), ("parent", str | None, msgspec.field(name=parent_key)), ("timestamp", str)]
         decoder = _ENVELOPES[parent_key] = msgspec.json.Decoder(msgspec.defstruct("Envelope", fields))
     return decoder
 
@@ -98,7 +98,7 @@ def tree_problem(obj: dict[str, Any], parent_key: str, ids: Container[str]) -> s
 class Envelopes:
     """Every entry line's type, id and parent position (-1: a root), and the id index."""
 
-    __slots__ = ("types", "ids", "parents", "index")
+    __slots__ = ("ids", "index", "parents", "types")
 
     def __init__(self, types: list[str], ids: list[str], parents: list[int], index: dict[str, int]) -> None:
         self.types, self.ids, self.parents, self.index = types, ids, parents, index

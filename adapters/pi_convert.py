@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-
 import attrs
 
 from sessiontree.adapters.chain import seal_lines

@@ -24,7 +24,15 @@ from typing import Any
 
 from sessiontree.adapters.jsonl import JsonlSessionStorage
 from sessiontree.adapters.jsonl_loader import LineLoader, pausing_collector
-from sessiontree.adapters.jsonl_scan import Envelopes, bulk_envelopes, corrupt, envelope_problem, line_by_line, read_header, tree_problem
+from sessiontree.adapters.jsonl_scan import (
+    Envelopes,
+    bulk_envelopes,
+    corrupt,
+    envelope_problem,
+    line_by_line,
+    read_header,
+    tree_problem,
+)
 from sessiontree.adapters.jsontext import parse
 from sessiontree.adapters.pi import PI_PARENT_KEY, PiCodec, pi_codec
 from sessiontree.adapters.pi_migrate import CURRENT, migrate

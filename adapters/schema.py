@@ -10,6 +10,7 @@ package knows a wire name.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -108,7 +109,7 @@ class Schema:
 def annotation(cls: type, name: str) -> str:
     """A field's annotation as written in the domain class (``"str | None"``, ...)."""
     for klass in cls.__mro__:
-        found = klass.__dict__.get("__annotations__", {}).get(name)
+        found = inspect.get_annotations(klass).get(name)
         if found is not None:
             return found if isinstance(found, str) else getattr(found, "__name__", str(found))
     raise TypeError(f"{cls.__name__}.{name} has no annotation")

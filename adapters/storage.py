@@ -20,6 +20,7 @@ from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
 from sessiontree.domain.log import EntryLog
 
+
 class SessionStorage(ABC):
     """One session's durable log (the port the Session service writes through)."""
 
@@ -56,7 +57,7 @@ class SessionStorage(ABC):
         header, log = self.load()
         return header, EntryLog.of(log.get_many(range(min(len(log), max(0, version - 1)))))
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional: most hold nothing to release
         """Release resources (files, connections); the default holds none."""
 
     def check_writable(self) -> None:

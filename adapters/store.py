@@ -117,7 +117,7 @@ class SessionStore(ABC):
         """What a fork of the session in ``storage`` records as its ``parent_session``."""
         return storage.session_id
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional: most hold nothing to release
         """Release connections and handles."""
 
 

@@ -29,13 +29,12 @@ from typing import Any, NamedTuple
 
 import attrs
 
-from sessiontree.adapters import chain
+from sessiontree.adapters import chain, jsontext
 from sessiontree.adapters.chain_check import check_chain
 from sessiontree.adapters.codec import Codec, native_codec
-from sessiontree.adapters import jsontext
-from sessiontree.adapters.jsontext import duplicate_key, line_problem, parse
 from sessiontree.adapters.files import is_whole_line, open_regular
 from sessiontree.adapters.jsonl_scan import envelope_problem, read_header, tree_problem
+from sessiontree.adapters.jsontext import duplicate_key, line_problem, parse
 from sessiontree.domain.errors import SessionError
 
 MAX_PROBLEMS = 100

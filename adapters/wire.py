@@ -137,7 +137,7 @@ class WireDecoder:
             ns["_sid"], ns["_sver"] = _slot(cls, "originator_id"), _slot(cls, "originator_version")
             lines.append("    _sid(o, sid)\n    _sver(o, version)")
         lines.append("    return o")
-        exec(compile("\n".join(lines), f"<sessiontree converter {cls.__name__}>", "exec"), ns)  # noqa: S102
+        exec(compile("\n".join(lines), f"<sessiontree converter {cls.__name__}>", "exec"), ns)
         return ns["convert"]  # type: ignore[no-any-return]
 
 

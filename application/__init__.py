@@ -25,9 +25,9 @@ from sessiontree.domain.messages import (
     UserMessage,
 )
 from sessiontree.projections.base import FunctionProjection, Projection
+from sessiontree.projections.compaction import CompactionPlan
 from sessiontree.projections.context import ContextMessages, SessionContext, SessionContextBuildOptions
 from sessiontree.projections.stats import SessionStats
-from sessiontree.projections.compaction import CompactionPlan
 from sessiontree.projections.tokens import CharEstimator, ContextTokens, TextCounterEstimator
 from sessiontree.summary import Summary, extractive_summary
 
@@ -56,14 +56,14 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from sessiontree.adapters.memory import InMemorySessionStorage
+    from sessiontree.adapters.checkpoints import Checkpoint, sign_checkpoint
     from sessiontree.adapters.jsonl import JsonlSessionStorage
+    from sessiontree.adapters.memory import InMemorySessionStorage
     from sessiontree.adapters.storage import SessionStorage
     from sessiontree.adapters.store import SessionInfo
-    from sessiontree.repository import DatabaseSessionRepo, InMemorySessionRepo, JsonlSessionRepo, SessionRepo, open_repo
     from sessiontree.adapters.verify import VerifyReport, verify
-    from sessiontree.adapters.checkpoints import Checkpoint, sign_checkpoint
     from sessiontree.reader import ReplayStep, SessionView, TreeNode
+    from sessiontree.repository import DatabaseSessionRepo, InMemorySessionRepo, JsonlSessionRepo, SessionRepo, open_repo
     from sessiontree.session import Session
 
 
@@ -85,14 +85,15 @@ __all__ = [
     "BranchSummaryMessage",
     "CharEstimator",
     "Checkpoint",
-    "CompactionSummaryMessage",
     "CompactionPlan",
+    "CompactionSummaryMessage",
+    "ContextMessages",
     "ContextTokens",
     "Cost",
     "CustomMessage",
+    "DatabaseSessionRepo",
     "FunctionProjection",
     "ImageContent",
-    "DatabaseSessionRepo",
     "InMemorySessionRepo",
     "InMemorySessionStorage",
     "JsonlSessionRepo",
@@ -100,7 +101,6 @@ __all__ = [
     "Projection",
     "ReplayStep",
     "Session",
-    "ContextMessages",
     "SessionContext",
     "SessionContextBuildOptions",
     "SessionError",

@@ -26,8 +26,8 @@ from sessiontree.projections.base import Projection, subscribed_types
 from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS
 from sessiontree.projections.context import Built, ContextProjection, SessionContextBuildOptions
 from sessiontree.projections.tokens import TokenEstimator
-from sessiontree.summary import branch_summary_fields
 from sessiontree.reader import BUILTINS, ReplayStep, SessionReader, SessionView, TreeNode, check_id
+from sessiontree.summary import branch_summary_fields
 
 
 class Session(SessionReader):
@@ -146,7 +146,7 @@ class Session(SessionReader):
             if wanted is None or entry.type in wanted:
                 try:
                     self._states[name] = projection.apply(state, entry)
-                except Exception:  # noqa: BLE001 - the app's bug surfaces on the next read
+                except Exception:
                     if name in BUILTINS:
                         raise
                     del self._states[name]

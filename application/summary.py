@@ -16,7 +16,7 @@ for tests: it lists the user's requests and the files tool calls touched.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Union
+from typing import Any
 
 import attrs
 
@@ -35,9 +35,9 @@ class Summary:
     details: Any = None
 
 
-SummaryResult = Union[str, Summary]
-Summarizer = Callable[[list[Any], Union[str, None]], SummaryResult]
-AsyncSummarizer = Callable[[list[Any], Union[str, None]], Awaitable[SummaryResult]]
+SummaryResult = str | Summary
+Summarizer = Callable[[list[Any], str | None], SummaryResult]
+AsyncSummarizer = Callable[[list[Any], str | None], Awaitable[SummaryResult]]
 
 
 def as_summary(result: Any) -> Summary:

@@ -187,7 +187,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     debug = bool(getattr(args, "debug", False))
     try:
         args = _normalise(args)
-        module = import_module(f"sessiontree.cli.{dict((c, m) for c, m, _ in COMMANDS)[args.command]}")
+        modules = {command: module for command, module, _ in COMMANDS}
+        module = import_module(f"sessiontree.cli.{modules[args.command]}")
         handler: Any = getattr(module, "cmd_" + args.command)
         return int(handler(args) or 0)
     except KeyboardInterrupt:

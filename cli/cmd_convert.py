@@ -22,8 +22,8 @@ from typing import Any
 
 from rich.text import Text
 
-from sessiontree.adapters.store import SessionInfo, SessionStore
 from sessiontree.adapters.storage import SessionStorage
+from sessiontree.adapters.store import SessionInfo, SessionStore
 from sessiontree.cli import share
 from sessiontree.cli.output import CliError, print_json, progress, stdout, warn
 from sessiontree.cli.target import feature, open_repository, session_for

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import argparse
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from rich.text import Text
 
-from sessiontree.repository import InMemorySessionRepo
 from sessiontree.cli import render, treeview, views
 from sessiontree.cli.demo import STEP, DemoClock, build_demo, demo_ids
 from sessiontree.cli.output import print_json, stdout
 from sessiontree.cli.target import open_repository, repo_url
+from sessiontree.repository import InMemorySessionRepo
 
 # The demo's ~40 events are spread over the minutes before the run, ending about now.
 LEAD = 45 * STEP
@@ -27,7 +27,7 @@ LEAD = 45 * STEP
 def cmd_demo(args: argparse.Namespace) -> int:
     repo = open_repository(args.repo, create=True)
     with repo:
-        clock = DemoClock(datetime.now(timezone.utc) - LEAD)
+        clock = DemoClock(datetime.now(UTC) - LEAD)
         scratch = InMemorySessionRepo(clock=clock, id_generator=demo_ids())
         draft = scratch.create(cwd=args.cwd or os.getcwd(), metadata={"created_by": "sessiontree demo"})
         result = build_demo(draft, clock)

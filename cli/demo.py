@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import attrs
@@ -48,7 +48,7 @@ class DemoClock:
     """A clock that ticks ``STEP`` per call, starting at ``start`` (aware UTC)."""
 
     def __init__(self, start: datetime | None = None) -> None:
-        self._next = start or datetime.now(timezone.utc)
+        self._next = start or datetime.now(UTC)
 
     def __call__(self) -> datetime:
         now = self._next

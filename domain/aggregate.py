@@ -16,7 +16,6 @@ from typing import Any
 import attrs
 from eventsourcing.domain import OriginatorIDError, OriginatorVersionError
 
-from sessiontree.domain.values import check_content, check_message, check_str, check_usage, json_value
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import (
     FORMAT_VERSION,
@@ -39,6 +38,7 @@ from sessiontree.domain.events import (
 )
 from sessiontree.domain.log import EntryLog
 from sessiontree.domain.messages import MESSAGE_TYPES, CustomMessage, Usage
+from sessiontree.domain.values import check_content, check_message, check_str, check_usage, json_value
 
 
 @attrs.define(eq=False)

@@ -11,7 +11,7 @@ into a datetime and formatting it back would change other producers' lines.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from attrs import field, frozen
@@ -27,13 +27,13 @@ def parse_timestamp(value: str) -> datetime:
     text = value[:-1] + "+00:00" if value.endswith("Z") else value
     parsed = datetime.fromisoformat(text)
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return parsed
 
 
 def format_timestamp(moment: datetime) -> str:
     """Format an aware datetime the way JavaScript's ``toISOString`` does (ms and ``Z``)."""
-    utc = moment if moment.tzinfo is timezone.utc else moment.astimezone(timezone.utc)
+    utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
     # Not strftime: its %Y does not zero-pad years before 1000 on every platform.
     return (
         f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"

@@ -6,7 +6,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from sessiontree.domain.events import format_timestamp
 
@@ -16,7 +16,7 @@ IdGenerator = Callable[[], str]
 
 def utc_now() -> datetime:
     """The current time, timezone-aware UTC."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def new_entry_id() -> str:
@@ -41,7 +41,7 @@ class RandomIds:
     random source per 256 ids. (A forked child that appends through its parent's session would
     repeat the parent's next ids, but that append is refused: see the writer lease.)"""
 
-    __slots__ = ("_hex", "_at")
+    __slots__ = ("_at", "_hex")
 
     def __init__(self) -> None:
         self._hex, self._at = "", 0
@@ -70,7 +70,7 @@ class UtcTimestamps:
     """The Session's default clock, as entry timestamps (UTC, milliseconds): appends in the same
     millisecond share one text."""
 
-    __slots__ = ("_ms", "_text", "_second", "_second_text")
+    __slots__ = ("_ms", "_second", "_second_text", "_text")
 
     def __init__(self) -> None:
         self._ms = self._second = -1

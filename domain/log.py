@@ -41,7 +41,7 @@ class EntryLoader(Protocol):
 class EntryLog:
     """Entries in append order (position 0 is the first entry after the header)."""
 
-    __slots__ = ("_items", "_types", "_ids", "_ppos", "_orphans", "_index", "_by_type", "_loader", "_loading")
+    __slots__ = ("_by_type", "_ids", "_index", "_items", "_loader", "_loading", "_orphans", "_ppos", "_types")
 
     def __init__(self) -> None:
         self._items: list[Entry | None] = []  # None: not decoded yet (the loader has it)

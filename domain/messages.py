@@ -9,7 +9,7 @@ block types the library does not know at all become :class:`UnknownMessage` and
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 import attrs
 from attrs import field, frozen
@@ -161,7 +161,7 @@ def _carry_tag(obj: Any, key: str, tag: str) -> None:
         raise TypeError(f"{key} {tag!r} disagrees with data[{key!r}] = {obj.data[key]!r}")
 
 
-Content = Union[TextContent, ImageContent, ThinkingContent, ToolCall, UnknownContent]
+Content = TextContent | ImageContent | ThinkingContent | ToolCall | UnknownContent
 _BLOCK_TYPES = (TextContent, ImageContent, ThinkingContent, ToolCall, UnknownContent)
 _BLOCKS = "a list of content blocks (TextContent, ImageContent, ThinkingContent, ToolCall)"
 
@@ -302,15 +302,10 @@ class UnknownMessage:
         return self.data.get("timestamp", 0)
 
 
-Message = Union[
-    UserMessage,
-    AssistantMessage,
-    ToolResultMessage,
-    CustomMessage,
-    CompactionSummaryMessage,
-    BranchSummaryMessage,
-    UnknownMessage,
-]
+Message = (
+    UserMessage | AssistantMessage | ToolResultMessage | CustomMessage | CompactionSummaryMessage
+    | BranchSummaryMessage | UnknownMessage
+)
 MESSAGE_TYPES: tuple[type, ...] = (
     UserMessage,
     AssistantMessage,

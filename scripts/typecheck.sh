@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# mypy over the sessiontree package as it is installed: the layer folders (application/ is
+# the package itself, domain/, projections/, adapters/, cli/ its subpackages) are linked
+# into a temporary tree named like the package, so imports resolve as they do at run time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+farm=$(mktemp -d)
+trap 'rm -rf "$farm"' EXIT
+mkdir "$farm/sessiontree"
+for f in application/*.py; do ln -s "$PWD/$f" "$farm/sessiontree/"; done
+for d in domain projections adapters cli; do ln -s "$PWD/$d" "$farm/sessiontree/$d"; done
+MYPYPATH="$farm" .venv/bin/python -m mypy -p sessiontree "$@"
