@@ -1,18 +1,15 @@
 """The JSONL session storage: one session per file, header first (SPEC section 4).
 
-``JsonlSessionStorage.create(path, ...)`` makes a new file, ``JsonlSessionStorage.open(path)``
-opens one; ``__init__`` touches no file. Opening reads and checks the header only; ``load``
-(what ``Session(storage)`` calls) reads the file and checks every line, holding the entries
-lazily (``jsonl_scan.py``); ``load_prefix`` reads only the lines a time-travel view needs.
-``save`` seals the events' lines into the hash chain and appends them with one write; the
-first save takes the file's writer lease (``jsonl_file.py``), so a second writer gets
-``conflict`` naming the holder, and a writer whose view is stale gets ``conflict`` too.
+Opening reads and checks the header only; ``load`` (what ``Session(storage)`` calls) reads
+the file and checks every line, holding the entries lazily (``jsonl_scan.py``);
+``load_prefix`` reads only the lines a time-travel view needs. ``save`` seals the events'
+lines into the hash chain and appends them with one write, under the file's writer lease
+(``jsonl_lease.py``): a second writer, or one whose view is stale, gets ``conflict``.
 """
 
 from __future__ import annotations
 
 import errno
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +19,8 @@ import attrs
 from sessiontree.adapters import chain, jsontext
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.files import is_whole_line
-from sessiontree.adapters.jsonl_file import DURABILITIES, LineFile, StaleFileError, TornLineWarning, WriterBusyError
+from sessiontree.adapters.jsonl_file import StaleFileError, TornLineWarning, check_durability
+from sessiontree.adapters.jsonl_lease import LeasedFile, WriterBusyError, check_wait
 from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsonl_salvage import salvage_log
 from sessiontree.adapters.jsonl_scan import corrupt, read_header, scan
@@ -34,18 +32,6 @@ from sessiontree.domain.ids import new_session_id, now_iso
 from sessiontree.domain.log import EntryLog
 
 LINK_REFUSED = "a symbolic link: a repository holds only its own files (open the file it points to directly, or copy it in)"
-
-
-def _check_durability(durability: Any) -> str:
-    if durability not in DURABILITIES:
-        raise ValueError(f"durability must be one of {', '.join(DURABILITIES)}, not {durability!r}")
-    return durability  # type: ignore[no-any-return]
-
-
-def _check_wait(wait: Any) -> float:
-    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
-        raise ValueError(f"wait must be a number of seconds >= 0, not {wait!r}")
-    return float(wait)
 
 
 def _storage_error(what: str, exc: OSError, path: Path) -> SessionError:
@@ -63,7 +49,7 @@ class JsonlSessionStorage(SessionStorage):
     with ``conflict``, naming the holder's pid).
     """
 
-    def __init__(self, path: Path, file: LineFile, header: SessionStarted, *, codec: Codec, read_only: bool = False) -> None:
+    def __init__(self, path: Path, file: LeasedFile, header: SessionStarted, *, codec: Codec, read_only: bool = False) -> None:
         super().__init__()
         self.path = path
         self.header = header
@@ -102,8 +88,7 @@ class JsonlSessionStorage(SessionStorage):
     # -- named constructors ---------------------------------------------------------------
 
     @classmethod
-    def default_codec(cls) -> Codec:
-        """The dialect ``create`` writes when no codec is given (a dialect's subclass overrides)."""
+    def default_codec(cls) -> Codec:  # what create writes when no codec is given (pi's subclass overrides)
         return native_codec()
 
     @classmethod
@@ -117,7 +102,7 @@ class JsonlSessionStorage(SessionStorage):
             session_id=session_id or new_session_id(), timestamp=timestamp or now_iso(), cwd=cwd,
             parent_session=parent_session, metadata=metadata,
         )
-        return cls._create_file(Path(path), header, _check_durability(durability), codec or cls.default_codec(), wait)
+        return cls._create_file(Path(path), header, check_durability(durability), codec or cls.default_codec(), wait)
 
     @classmethod
     def create_with_header(
@@ -129,7 +114,7 @@ class JsonlSessionStorage(SessionStorage):
         if not isinstance(header, SessionStarted):
             raise TypeError(f"header must be a SessionStarted event, not {header!r}")
         header = attrs.evolve(header, version=FORMAT_VERSION, extra=dict(header.extra))
-        return cls._create_file(Path(path), header, _check_durability(durability), codec or cls.default_codec(), wait)
+        return cls._create_file(Path(path), header, check_durability(durability), codec or cls.default_codec(), wait)
 
     @classmethod
     def create_from_lines(
@@ -138,20 +123,20 @@ class JsonlSessionStorage(SessionStorage):
         """A new file holding ``lines`` (a whole log, the header first) byte for byte: a
         verified copy keeps its source's bytes, chain digests included."""
         path = Path(path)
-        file = cls._new_file(path, _check_durability(durability))
+        file = cls._new_file(path, check_durability(durability))
         try:
             file.append_at(1, lines)
         except OSError as exc:
-            file.close()
             path.unlink(missing_ok=True)
             raise _storage_error("write the file", exc, path) from exc
-        file.close()
+        finally:
+            file.close()
         return cls.open(path, durability=durability, wait=wait)
 
     @staticmethod
-    def _new_file(path: Path, durability: str, wait: float = 0.0) -> LineFile:
+    def _new_file(path: Path, durability: str, wait: float = 0.0) -> LeasedFile:
         try:
-            return LineFile.create(path, durability=durability, wait=_check_wait(wait))
+            return LeasedFile.create(path, durability=durability, wait=check_wait(wait))
         except FileExistsError:
             raise SessionError("already_exists", "a file already exists there", path=str(path)) from None
         except OSError as exc:
@@ -177,16 +162,13 @@ class JsonlSessionStorage(SessionStorage):
         cls, path: str | Path, *, durability: str = "flush", salvage: bool = False, codec: Codec | None = None,
         follow_links: bool = True, wait: float = 0.0,
     ) -> JsonlSessionStorage:
-        """The session in the file at ``path`` (``not_found`` if there is none).
-
-        With ``salvage=True`` the file is opened read-only and every line that cannot be read
-        is skipped and reported in ``skipped`` as ``(line number, reason)``.
-        ``follow_links=False`` refuses a symbolic link (repositories open their files so).
-        """
+        """The session in the file at ``path`` (``not_found`` if there is none). ``salvage=True``
+        opens it read-only, skipping every line that cannot be read and reporting it in
+        ``skipped`` as ``(line number, reason)``; ``follow_links=False`` refuses a symlink."""
         path = Path(path)
-        _check_durability(durability)
+        check_durability(durability)
         try:
-            file = LineFile.open(path, durability=durability, read_only=salvage, follow=follow_links, wait=_check_wait(wait))
+            file = LeasedFile.open(path, durability=durability, read_only=salvage, follow=follow_links, wait=check_wait(wait))
         except FileNotFoundError:
             raise SessionError("not_found", "no session file there", path=str(path)) from None
         except OSError as exc:
@@ -194,7 +176,10 @@ class JsonlSessionStorage(SessionStorage):
                 raise SessionError("storage", LINK_REFUSED, path=str(path)) from None
             raise _storage_error("open the file", exc, path) from exc
         try:
-            header, chosen = read_header(_first_line(file, path), path, codec)
+            header, chosen = read_header(file.header_line(jsontext.MAX_LINE_BYTES), path, codec)
+        except ValueError as exc:
+            file.close()
+            raise corrupt(path, 1, str(exc)) from None
         except OSError as exc:
             file.close()
             raise _storage_error("read the file", exc, path) from exc
@@ -225,14 +210,15 @@ class JsonlSessionStorage(SessionStorage):
                 tail, size = parts.pop(), len(data)
         except OSError as exc:
             raise _storage_error("read the file", exc, self.path) from exc
-        if strict and size > jsontext.MAX_LINE_BYTES:  # only then can a line be too long
+        limit = jsontext.MAX_LINE_BYTES
+        if strict and size > limit:  # only then can a line be too long
             for number, part in enumerate(parts, 1):
-                if len(part) > jsontext.MAX_LINE_BYTES:
-                    raise corrupt(self.path, number, f"line of {len(part)} bytes is over the {jsontext.MAX_LINE_BYTES}-byte line limit")
+                if len(part) > limit:
+                    raise corrupt(self.path, number, f"line of {len(part)} bytes is over the {limit}-byte line limit")
         if tail and is_whole_line(tail):
             parts.append(tail)
         elif tail and strict and count is None:
-            self._warn_torn(len(parts) + 1, tail)
+            self._file.warn_torn(len(parts) + 1, tail)
         return parts
 
     def load(self) -> tuple[SessionStarted, EntryLog]:
@@ -263,16 +249,6 @@ class JsonlSessionStorage(SessionStorage):
             raise corrupt(self.path, 1, f"the header now names session {header.originator_id}, not {self.session_id}")
         return scan(lines, loader)
 
-    def _warn_torn(self, number: int, tail: bytes) -> None:
-        if self._file.append_in_flight():  # another writer's unfinished line is not torn
-            return
-        message = (
-            f"{self.path}: ignoring a torn last line (line {number}, {len(tail)} bytes, left by an "
-            "interrupted append); it is removed before the next append"
-        )
-        self._file.warnings.append(message)
-        warnings.warn(message, TornLineWarning, stacklevel=4)
-
     def _salvage(self) -> None:
         _, entries, skipped = salvage_log(self.read_lines(), str(self.path), self.codec)
         self._salvaged, self.skipped = entries, skipped
@@ -281,23 +257,11 @@ class JsonlSessionStorage(SessionStorage):
 
     # -- writing --------------------------------------------------------------------------
 
-    def _previous_digest(self, version: int) -> bytes | None:
-        """The digest line ``version`` chains to: the head this storage holds, else (a storage
-        that has not read its file) the one recorded on the line before."""
-        head = self.chain_head
-        if version == 1:
-            return chain.GENESIS if self.codec.dialect.name == "native" and self.chain_new_sessions else None
-        if head.version != version - 1:
-            lines = self.read_lines(version - 1)
-            if len(lines) < version - 1:
-                raise self.conflict(version, f"there is no version {version - 1} to follow")
-            head.observe(version - 1, lines[version - 2], header=lines[0])
-        if head.digest is None and head.chained:
-            raise SessionError(
-                "corrupt", f"session {self.session_id} is hash-chained but version {version - 1} carries no chain "
-                "digest: the log was damaged (run verify); it is not extended unchained", path=str(self.path),
-            )
-        return head.digest
+    def line_before(self, version: int) -> tuple[bytes, bytes | None]:
+        lines = self.read_lines(version - 1)
+        if len(lines) < version - 1:
+            raise self.conflict(version, f"there is no version {version - 1} to follow")
+        return lines[version - 2], lines[0]
 
     def save(self, events: Sequence[Any]) -> None:
         """Append the events' lines (sealed into the chain if the file is chained) with one
@@ -309,39 +273,26 @@ class JsonlSessionStorage(SessionStorage):
             return
         first = events[0].originator_version
         head = self.chain_head
-        digest = head.digest if head.version == first - 1 and head.digest is not None else self._previous_digest(first)
+        digest = head.digest if head.version == first - 1 and head.digest is not None else self.previous_digest(first)
         encode = self.codec.encode_event
         lines = [encode(events[0])] if len(events) == 1 else [encode(event) for event in events]
         if digest is not None:
             lines, digest = chain.seal_lines(lines, digest)
+        sid, where = self.session_id, str(self.path)
         try:
             self._file.append_at(first, lines)
         except WriterBusyError as exc:
-            raise SessionError("conflict", f"session {self.session_id} has another writer: {exc}; close that "
-                               "writer, or open this one with wait=SECONDS to wait for it", path=str(self.path)) from None
+            why = f"has another writer: {exc}; close that writer, or open this one with wait=SECONDS to wait for it"
+            raise SessionError("conflict", f"session {sid} {why}", path=where) from None
         except StaleFileError as exc:
-            raise SessionError("conflict", f"session {self.session_id} changed since it was read: {exc}; reopen it and retry",
-                               path=str(self.path)) from None
-        except (OSError, TimeoutError) as exc:
-            raise SessionError("storage", f"could not save to session {self.session_id}: could not append to "
-                               f"{self.path}: {getattr(exc, 'strerror', None) or exc}", path=str(self.path)) from exc
+            why = f"changed since it was read: {exc}; reopen it and retry"
+            raise SessionError("conflict", f"session {sid} {why}", path=where) from None
+        except OSError as exc:
+            why = f"could not append to {where}: {exc.strerror or exc}"
+            raise SessionError("storage", f"could not save to session {sid}: {why}", path=where) from exc
         self.chain_head.set(first + len(lines) - 1, digest)
         if self._live is not None:
             self._live.written(first, lines, events)
-
-
-def _first_line(file: LineFile, path: Path) -> bytes:
-    """The header line, read no further than the line limit."""
-    first = file.read(0, lines=1, limit=jsontext.MAX_LINE_BYTES)
-    cut = first.find(b"\n")
-    if cut >= 0:
-        first = first[:cut]
-    if len(first) > jsontext.MAX_LINE_BYTES:
-        raise corrupt(path, 1, f"the header line is over the {jsontext.MAX_LINE_BYTES}-byte line limit")
-    if cut < 0 and not (first and is_whole_line(first)):
-        problem = "the file is empty" if not first else "the header line is incomplete (torn)"
-        raise corrupt(path, 1, f"{problem}: no session header")
-    return first
 
 
 __all__ = ["JsonlSessionStorage", "TornLineWarning"]

@@ -21,6 +21,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from sessiontree.adapters.codec import Codec
@@ -92,6 +93,9 @@ class LineLoader:
         for line, event in zip(lines, events):
             self.lines.append(line if self.codec.round_trips(event) else None)
 
+    def warn_at(self, version: int, message: str) -> None:
+        self.warn(f"{self.path}:{version}: {message}")
+
     def warn(self, message: str) -> None:
         self.warned.append(message)
         warnings.warn(message, DuplicateKeyWarning, stacklevel=6)
@@ -107,7 +111,7 @@ class LineLoader:
                     line = lines[pos + 1]
                     version = pos + 2
                     try:
-                        entry = decode(line, sid, version, lambda m, v=version: self.warn(f"{self.path}:{v}: {m}"))
+                        entry = decode(line, sid, version, partial(self.warn_at, version))
                     except SessionError as exc:
                         raise SessionError(exc.code, f"session {sid}: {exc.message}", path=str(self.path), line=version) from None
                     lines[pos + 1] = None

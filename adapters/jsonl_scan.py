@@ -56,7 +56,8 @@ def envelope_decoder(parent_key: str) -> msgspec.json.Decoder[Any]:
     """A decoder that checks a whole line is valid JSON but builds only its envelope."""
     decoder = _ENVELOPES.get(parent_key)
     if decoder is None:
-        fields = [("type", str), ("id", str), ("parent", str | None, msgspec.field(name=parent_key)), ("timestamp", str)]
+        parent = ("parent", str | None, msgspec.field(name=parent_key))
+        fields: list[Any] = [("type", str), ("id", str), parent, ("timestamp", str)]
         decoder = _ENVELOPES[parent_key] = msgspec.json.Decoder(msgspec.defstruct("Envelope", fields))
     return decoder
 

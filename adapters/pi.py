@@ -19,7 +19,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sessiontree.adapters.codec import Codec, Writers, corrupt
+from sessiontree.adapters.codec import Codec, corrupt
+from sessiontree.adapters.encoders import Writers
 from sessiontree.adapters.pi_layout import js_float_value, js_items, js_values
 from sessiontree.adapters.schema import Dialect
 from sessiontree.domain import messages as m

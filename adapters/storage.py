@@ -72,6 +72,26 @@ class SessionStorage(ABC):
             return lines, None
         return chain.seal_lines(lines, digest)
 
+    def previous_digest(self, version: int) -> bytes | None:
+        """The digest the line of ``version`` chains to (None: the log is not chained): the
+        head this storage holds, else the one recorded on the line before (read once)."""
+        if version == 1:
+            return chain.GENESIS if self.codec.dialect.name == "native" and self.chain_new_sessions else None
+        head = self.chain_head
+        if head.version != version - 1:  # not looked yet, or stale
+            head.observe(version - 1, *self.line_before(version))
+        if head.digest is None and head.chained:
+            raise SessionError(
+                "corrupt", f"session {self.session_id} is hash-chained but version {version - 1} carries no chain "
+                "digest: the log was damaged (run verify); it is not extended unchained",
+            )
+        return head.digest
+
+    def line_before(self, version: int) -> tuple[bytes, bytes | None]:
+        """The stored line of ``version - 1``, and the header line when the chain head needs it
+        to tell whether the log is chained; ``conflict`` when there is no such line."""
+        raise NotImplementedError
+
     def conflict(self, version: int, why: str = "") -> SessionError:
         return SessionError(
             "conflict",

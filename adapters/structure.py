@@ -114,13 +114,14 @@ class Structurer:
             out[f.name] = self._field(f, value)
         unknown = data.keys() - schema.known
         if not (unknown or absent or nulls):
-            return out, {}
+            return out, m.NO_EXTRA
         return out, m.Extra({k: data[k] for k in data if k in unknown}, frozenset(absent), frozenset(nulls))
 
     def _field(self, f: Field, value: Any) -> Any:
         kind = f.kind
         if kind in _SCALARS or kind == "envelope_parent":
-            if value.__class__ not in _SCALARS.get(kind, (str, type(None))) and not (kind == "number" and type(value) in (int, float)):
+            number = kind == "number" and type(value) in (int, float)
+            if value.__class__ not in _SCALARS.get(kind, (str, type(None))) and not number:
                 raise Malformed(f"'{f.wire}' must be {_WHAT.get(kind, 'a string or null')}, not {value!r:.40}")
             return value
         if kind == "free":

@@ -37,10 +37,10 @@ class WireDecoder:
         self._structs: dict[type, type] = {}
         self._convert: dict[type, Callable[..., Any]] = {}
         self._chain_key = chain_key
-        self._blocks = Union[tuple(self._struct(c) for c in BLOCK_CLASSES)]  # type: ignore[valid-type]  # noqa: UP007
-        self._messages = Union[tuple(self._struct(c) for c in MESSAGE_CLASSES)]  # type: ignore[valid-type]  # noqa: UP007
+        self._blocks = Union[tuple(self._struct(c) for c in BLOCK_CLASSES)]  # noqa: UP007 - a union built at run time
+        self._messages = Union[tuple(self._struct(c) for c in MESSAGE_CLASSES)]  # noqa: UP007 - a union built at run time
         entries = [self._struct(cls) for cls in schemas if issubclass(cls, Entry)]
-        self._decode = msgspec.json.Decoder(Union[tuple(entries)]).decode  # type: ignore[valid-type]  # noqa: UP007
+        self._decode = msgspec.json.Decoder(Union[tuple(entries)]).decode  # noqa: UP007 - a union built at run time
 
     def decode(self, line: bytes, session_id: str, version: int) -> tuple[Any, Any] | None:
         """The entry a line holds and its struct, or None when it is outside the typed shape."""

@@ -1,10 +1,9 @@
 """The live Session: the SPEC section 7 API over an aggregate, its projections and a storage.
 
-``Session`` adds the append commands to every query of :class:`~sessiontree.reader.SessionReader`.
 An append runs a command of the aggregate (which checks the invariants and returns the
-event), saves the event through the storage, folds it into the aggregate, and advances the
-projections computed so far (the kept context among them). Nothing is folded before it is
-saved, so a refused or failed append leaves no trace in memory or in the log.
+event), saves the event through the storage, then folds it into the aggregate and the
+projections computed so far (the kept context takes it in at its next read). Nothing is
+folded before it is saved, so a refused or failed append leaves no trace anywhere.
 """
 
 from __future__ import annotations
@@ -87,8 +86,7 @@ class Session(SessionReader):
         self.close()
 
     def register_projection(self, projection: Projection[Any]) -> None:
-        """Add an app projection: replayed now (lazily), updated on append, and present in every
-        time-travel view, exactly like the built-ins."""
+        """Add an app projection: replayed lazily, updated on append, in every time-travel view."""
         if not isinstance(projection, Projection):
             raise TypeError(f"{projection!r} is not a projection (needs name, initial, apply)")
         name = projection.name
@@ -105,8 +103,7 @@ class Session(SessionReader):
             return super().projection(name)
 
     def _current_context(self) -> Built:
-        """The kept context, first extended with the entries saved since it was last read
-        (an append only queues its entry: an agent appends several times per context read)."""
+        """The kept context, extended first with the entries saved since it was last read."""
         with self._lock:
             kept = self._kept
             for event in self._unseen:
@@ -192,8 +189,11 @@ class Session(SessionReader):
         with that id and writes nothing (a safe retry); anything else is ``already_exists``."""
         probe = command(self._agg, *args, id="\x00probe", timestamp=self._now(), **kwargs)
         held = self.get_entry(entry_id)
-        same = attrs.evolve(probe, id=held.id, parent_id=held.parent_id, timestamp=held.timestamp, originator_version=held.originator_version)
-        if same != held:
+        same = attrs.evolve(
+            probe, id=held.id, parent_id=held.parent_id, timestamp=held.timestamp, originator_version=held.originator_version
+        )
+        encode = self._storage.codec.encode_event  # the same append writes the same line (a tuple reads back as a list)
+        if same != held and encode(same) != encode(held):
             raise SessionError("already_exists", f"entry {entry_id!r} already exists in session {self.id} and is not this append")
         return entry_id
 

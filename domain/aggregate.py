@@ -11,7 +11,7 @@ context, stats) is a projection (``sessiontree.projections``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 from eventsourcing.domain import OriginatorIDError, OriginatorVersionError
@@ -39,6 +39,8 @@ from sessiontree.domain.events import (
 from sessiontree.domain.log import EntryLog
 from sessiontree.domain.messages import MESSAGE_TYPES, CustomMessage, Usage
 from sessiontree.domain.values import check_content, check_message, check_str, check_usage, json_value
+
+E = TypeVar("E", bound=Entry)
 
 
 @attrs.define(eq=False)
@@ -102,7 +104,7 @@ def project(aggregate: SessionAggregate, event: Entry) -> SessionAggregate:
     if event.originator_id != aggregate.id:
         raise OriginatorIDError(event.originator_id, aggregate.id)
     aggregate.log.add(event)
-    aggregate.leaf_id = event.target_id if event.type == "leaf" else event.id  # type: ignore[attr-defined]  # SPEC 2.4
+    aggregate.leaf_id = event.target_id if isinstance(event, LeafMoved) else event.id  # SPEC 2.4
     aggregate.version += 1
     return aggregate
 
@@ -120,7 +122,7 @@ def on_branch(aggregate: SessionAggregate, entry_id: str, leaf_id: str | None) -
     return pos == target
 
 
-def _next(aggregate: SessionAggregate, event_class: type[Entry], id: str, timestamp: str, **fields: Any) -> Any:
+def _next(aggregate: SessionAggregate, event_class: type[E], id: str, timestamp: str, **fields: Any) -> E:
     """The aggregate's next event: numbered after it, hanging under its leaf."""
     if aggregate.log.has(id):
         raise SessionError("already_exists", f"entry {id!r} already exists in session {aggregate.id}")
@@ -140,14 +142,14 @@ def _needs(aggregate: SessionAggregate, entry_id: str, what: str) -> None:
 
 def append_message(aggregate: SessionAggregate, message: Any, *, id: str, timestamp: str) -> MessageAppended:
     check_message("message", message)
-    return _next(aggregate, MessageAppended, id, timestamp, message=message)  # type: ignore[no-any-return]
+    return _next(aggregate, MessageAppended, id, timestamp, message=message)
 
 
 def append_thinking_level_change(aggregate: SessionAggregate, level: str, *, id: str, timestamp: str) -> ThinkingLevelChanged:
     check_str("thinking_level", level)
     if level not in THINKING_LEVELS:
         raise SessionError("invalid_entry", f"thinking level {level!r} is not one of {', '.join(THINKING_LEVELS)}")
-    return _next(aggregate, ThinkingLevelChanged, id, timestamp, thinking_level=level)  # type: ignore[no-any-return]
+    return _next(aggregate, ThinkingLevelChanged, id, timestamp, thinking_level=level)
 
 
 def append_model_change(aggregate: SessionAggregate, provider: str, model_id: str, *, id: str, timestamp: str) -> ModelChanged:
@@ -155,15 +157,17 @@ def append_model_change(aggregate: SessionAggregate, provider: str, model_id: st
     check_str("model_id", model_id)
     if not provider or not model_id:
         raise SessionError("invalid_entry", f"provider and model_id must not be empty ({provider!r}, {model_id!r})")
-    return _next(aggregate, ModelChanged, id, timestamp, provider=provider, model_id=model_id)  # type: ignore[no-any-return]
+    return _next(aggregate, ModelChanged, id, timestamp, provider=provider, model_id=model_id)
 
 
-def append_active_tools_change(aggregate: SessionAggregate, names: Sequence[str], *, id: str, timestamp: str) -> ActiveToolsChanged:
+def append_active_tools_change(
+    aggregate: SessionAggregate, names: Sequence[str], *, id: str, timestamp: str
+) -> ActiveToolsChanged:
     if isinstance(names, str) or not isinstance(names, (list, tuple)):
         raise TypeError(f"active tool names must be a list of str, not {names!r}")
     for name in names:
         check_str("active tool name", name)
-    return _next(aggregate, ActiveToolsChanged, id, timestamp, active_tool_names=tuple(names))  # type: ignore[no-any-return]
+    return _next(aggregate, ActiveToolsChanged, id, timestamp, active_tool_names=tuple(names))
 
 
 def append_compaction(
@@ -193,16 +197,18 @@ def append_compaction(
         tail = tuple(retained_tail)
         for message in tail:
             check_message("retained_tail", message)
-    return _next(  # type: ignore[no-any-return]
+    return _next(
         aggregate, ContextCompacted, id, timestamp, summary=summary, first_kept_entry_id=first_kept_entry_id,
         tokens_before=tokens_before, retained_tail=tail, details=json_value("details", details), usage=usage,
         from_hook=from_hook,
     )
 
 
-def append_custom_entry(aggregate: SessionAggregate, custom_type: str, data: Any, *, id: str, timestamp: str) -> CustomEntryAppended:
+def append_custom_entry(
+    aggregate: SessionAggregate, custom_type: str, data: Any, *, id: str, timestamp: str
+) -> CustomEntryAppended:
     _check_custom_type(custom_type)
-    return _next(  # type: ignore[no-any-return]
+    return _next(
         aggregate, CustomEntryAppended, id, timestamp, custom_type=custom_type, data=json_value("custom data", data)
     )
 
@@ -215,22 +221,24 @@ def append_custom_message_entry(
     _check_bool("display", display)
     checked = check_content("content", content)
     check_message("custom message", CustomMessage(custom_type=custom_type, content=checked))
-    return _next(  # type: ignore[no-any-return]
+    return _next(
         aggregate, CustomMessageAppended, id, timestamp, custom_type=custom_type, content=checked,
         details=json_value("details", details), display=display,
     )
 
 
-def append_label_change(aggregate: SessionAggregate, target_id: str, label: str | None, *, id: str, timestamp: str) -> LabelChanged:
+def append_label_change(
+    aggregate: SessionAggregate, target_id: str, label: str | None, *, id: str, timestamp: str
+) -> LabelChanged:
     check_str("target_id", target_id)
     check_str("label", label, optional=True)
     _needs(aggregate, target_id, "label target")
-    return _next(aggregate, LabelChanged, id, timestamp, target_id=target_id, label=label)  # type: ignore[no-any-return]
+    return _next(aggregate, LabelChanged, id, timestamp, target_id=target_id, label=label)
 
 
 def append_session_info(aggregate: SessionAggregate, name: str | None, *, id: str, timestamp: str) -> SessionRenamed:
     check_str("name", name, optional=True)
-    return _next(aggregate, SessionRenamed, id, timestamp, name=name)  # type: ignore[no-any-return]
+    return _next(aggregate, SessionRenamed, id, timestamp, name=name)
 
 
 def move_to(
@@ -243,7 +251,7 @@ def move_to(
     check_str("entry_id", target_id, optional=True)
     if target_id is not None:
         _needs(aggregate, target_id, "entry")
-        if aggregate.log.type_of(aggregate.log.position(target_id)) == "leaf":  # type: ignore[arg-type]
+        if aggregate.log.type_of(aggregate.log.position(target_id) or 0) == "leaf":
             raise SessionError(
                 "invalid_entry", f"entry {target_id!r} is a leaf record, not a place in the tree (session {aggregate.id})"
             )
@@ -252,8 +260,7 @@ def move_to(
         return [moved]
     if summary_id in aggregate or summary_id == id:
         raise SessionError("already_exists", f"entry {summary_id!r} already exists in session {aggregate.id}")
-    text, usage, from_hook = summary.get("summary"), summary.get("usage"), summary.get("from_hook", False)
-    check_str("summary", text)
+    text, usage, from_hook = check_str("summary", summary.get("summary")), summary.get("usage"), summary.get("from_hook", False)
     check_usage(usage)
     _check_bool("from_hook", from_hook)
     branch = BranchSummarized(

@@ -214,4 +214,4 @@ ENTRY_TYPES: tuple[str, ...] = tuple(ENTRY_CLASS_BY_TYPE)
 
 def leaf_after(entry: Any) -> str | None:
     """The leaf once ``entry`` is appended (SPEC 2.4): a leaf entry's target, else its id."""
-    return entry.target_id if entry.type == "leaf" else entry.id  # type: ignore[no-any-return]
+    return entry.target_id if isinstance(entry, LeafMoved) else entry.id

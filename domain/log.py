@@ -129,7 +129,7 @@ class EntryLog:
                     assert self._loader is not None
                     for pos, entry in zip(missing, self._loader.load(missing)):
                         items[pos] = entry
-        return [items[pos] for pos in wanted]  # type: ignore[misc]
+        return [items[pos] for pos in wanted]  # type: ignore[misc]  # every wanted position is decoded now
 
     def iter_entries(self, limit: int | None = None) -> Iterator[Entry]:
         end = len(self._items) if limit is None else min(limit, len(self._items))

@@ -9,94 +9,45 @@ block types the library does not know at all become :class:`UnknownMessage` and
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
-import attrs
 from attrs import field, frozen
 
-_EMPTY: Mapping[str, Any] = {}
-
-
-class Extra(dict):  # type: ignore[type-arg]  # dict subclass: Extra[str, Any] is not subscriptable at runtime
-    """The ``extra`` of a value read from the wire: its unknown fields, as a plain dict.
-
-    ``absent`` names the known fields (attribute names) the producer left out, and ``nulls``
-    those it wrote as ``null`` where the writer of its dialect leaves a None out; writing the
-    value back repeats both, so the line round-trips byte for byte. Neither takes part in
-    equality: an ``Extra`` equals the plain dict of the same fields.
-    """
-
-    __slots__ = ("absent", "nulls")
-
-    def __init__(self, fields: Any = (), absent: frozenset[str] = frozenset(), nulls: frozenset[str] = frozenset()) -> None:
-        super().__init__(fields)
-        self.absent = absent
-        self.nulls = nulls
-
-    def __reduce__(self) -> Any:
-        return (Extra, (dict(self), self.absent, self.nulls))
-
-    def __copy__(self) -> Extra:
-        return Extra(self, self.absent, self.nulls)
-
-    def __deepcopy__(self, memo: Any) -> Extra:
-        import copy
-
-        return Extra(copy.deepcopy(dict(self), memo), self.absent, self.nulls)
-
-
-class FrozenExtra(Extra):
-    """A read-only ``Extra``: decoders share one per set of absent fields between values that
-    have no unknown fields (an empty dict apiece would cost ~64 bytes a value)."""
-
-    __slots__ = ()
-
-    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("this extra is shared and read-only; copy it (dict(extra)) to change it")
-
-    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _read_only  # type: ignore[assignment]
-
-
-NO_EXTRA: Mapping[str, Any] = FrozenExtra()
-"""The ``extra`` of every value read from the wire with nothing unknown, absent or null."""
-
-
-def _extra() -> Any:
-    return field(factory=dict, eq=True, repr=lambda v: repr(v) if v else "{}")
+# re-exported: the values' ``extra`` is read from here too
+from sessiontree.domain.extra import NO_EXTRA as NO_EXTRA
+from sessiontree.domain.extra import Extra as Extra
+from sessiontree.domain.extra import FrozenExtra as FrozenExtra
 
 
 def _as_tuple(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(value)
-    return value
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _kind(types: type | tuple[type, ...], what: str, *, optional: bool = False) -> Any:
     """A validator whose TypeError is one sentence naming the class, the field and the value."""
 
     def check(instance: Any, attribute: Any, value: Any) -> None:
-        if (value is None and optional) or isinstance(value, types):
-            return
-        raise TypeError(
-            f"{type(instance).__name__}.{attribute.name} must be {what}"
-            f"{' or None' if optional else ''}, not {value!r:.80}"
-        )
+        if not ((value is None and optional) or isinstance(value, types)):
+            raise TypeError(
+                f"{type(instance).__name__}.{attribute.name} must be {what}"
+                f"{' or None' if optional else ''}, not {value!r:.80}"
+            )
+
+    return check
+
+
+def _number(types: type | tuple[type, ...], what: str) -> Any:
+    """A validator of a count or an amount (a bool is neither)."""
+
+    def check(instance: Any, attribute: Any, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise TypeError(f"{attribute.name} must be {what}, not {value!r}")
 
     return check
 
 
 _int = _kind(int, "an int")
-
-
-def _count(instance: Any, attribute: Any, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{attribute.name} must be an int, not {value!r}")
-
-
-def _amount(instance: Any, attribute: Any, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{attribute.name} must be a number, not {value!r}")
-
+_count, _amount = _number(int, "an int"), _number((int, float), "a number")
 _str = _kind(str, "a str")
 _opt_str = _kind(str, "a str", optional=True)
 _mapping = _kind(Mapping, "a mapping (dict)")
@@ -108,7 +59,7 @@ class TextContent:
 
     type: ClassVar[str] = "text"
     text: str = field(validator=_str)
-    extra: Mapping[str, Any] = _extra()
+    extra: Mapping[str, Any] = NO_EXTRA
 
 
 @frozen(kw_only=True)
@@ -118,7 +69,7 @@ class ImageContent:
     type: ClassVar[str] = "image"
     data: str = field(validator=_str)
     mime_type: str = field(validator=_str)
-    extra: Mapping[str, Any] = _extra()
+    extra: Mapping[str, Any] = NO_EXTRA
 
 
 @frozen(kw_only=True)
@@ -128,7 +79,7 @@ class ThinkingContent:
     type: ClassVar[str] = "thinking"
     thinking: str = field(validator=_str)
     signature: str | None = field(default=None, validator=_opt_str)
-    extra: Mapping[str, Any] = _extra()
+    extra: Mapping[str, Any] = NO_EXTRA
 
 
 @frozen(kw_only=True)
@@ -139,7 +90,7 @@ class ToolCall:
     id: str = field(validator=_str)
     name: str = field(validator=_str)
     arguments: Mapping[str, Any] = field(factory=dict, validator=_mapping)
-    extra: Mapping[str, Any] = _extra()
+    extra: Mapping[str, Any] = NO_EXTRA
 
 
 @frozen(kw_only=True)
@@ -162,7 +113,7 @@ def _carry_tag(obj: Any, key: str, tag: str) -> None:
 
 
 Content = TextContent | ImageContent | ThinkingContent | ToolCall | UnknownContent
-_BLOCK_TYPES = (TextContent, ImageContent, ThinkingContent, ToolCall, UnknownContent)
+CONTENT_TYPES: tuple[type, ...] = get_args(Content)
 _BLOCKS = "a list of content blocks (TextContent, ImageContent, ThinkingContent, ToolCall)"
 
 
@@ -170,7 +121,7 @@ def _blocks(instance: Any, attribute: Any, value: Any) -> None:
     if not isinstance(value, tuple):
         raise TypeError(f"{type(instance).__name__}.{attribute.name} must be {_BLOCKS}, not {value!r:.80}")
     for block in value:
-        if not isinstance(block, _BLOCK_TYPES):
+        if not isinstance(block, CONTENT_TYPES):
             raise TypeError(
                 f"{type(instance).__name__}.{attribute.name} must be {_BLOCKS}; {block!r:.80} is not a block"
             )
@@ -193,7 +144,7 @@ class Cost:
     cache_read: float = field(default=0.0, validator=_amount)
     cache_write: float = field(default=0.0, validator=_amount)
     total: float = field(default=0.0, validator=_amount)
-    extra: Mapping[str, Any] = _extra()
+    extra: Mapping[str, Any] = NO_EXTRA
 
 
 @frozen(kw_only=True)
@@ -206,7 +157,7 @@ class Usage:
     cache_write: int = field(default=0, validator=_count)
     total_tokens: int = field(default=0, validator=_count)
     cost: Cost = field(factory=Cost, validator=_kind(Cost, "a Cost"))
-    extra: Mapping[str, Any] = _extra()
+    extra: Mapping[str, Any] = NO_EXTRA
 
 
 _opt_usage = _kind(Usage, "a Usage", optional=True)
@@ -219,7 +170,7 @@ class UserMessage:
     role: ClassVar[str] = "user"
     content: str | tuple[Content, ...] = field(converter=_as_tuple, validator=_user_content)
     timestamp: int = field(default=0, validator=_int)
-    extra: Mapping[str, Any] = _extra()
+    extra: Mapping[str, Any] = NO_EXTRA
 
 
 @frozen(kw_only=True)
@@ -235,7 +186,7 @@ class AssistantMessage:
     stop_reason: str = field(default="stop", validator=_str)
     error_message: str | None = field(default=None, validator=_opt_str)
     timestamp: int = field(default=0, validator=_int)
-    extra: Mapping[str, Any] = _extra()
+    extra: Mapping[str, Any] = NO_EXTRA
 
 
 @frozen(kw_only=True)
@@ -249,7 +200,7 @@ class ToolResultMessage:
     is_error: bool = field(default=False, validator=_kind(bool, "a bool"))
     details: Any = None
     timestamp: int = field(default=0, validator=_int)
-    extra: Mapping[str, Any] = _extra()
+    extra: Mapping[str, Any] = NO_EXTRA
 
 
 @frozen(kw_only=True)
@@ -262,7 +213,7 @@ class CustomMessage:
     display: bool = True
     details: Any = None
     timestamp: int = field(default=0, validator=_int)
-    extra: Mapping[str, Any] = _extra()
+    extra: Mapping[str, Any] = NO_EXTRA
 
 
 @frozen(kw_only=True)
@@ -273,7 +224,7 @@ class CompactionSummaryMessage:
     summary: str = field(validator=_str)
     tokens_before: int = field(default=0, validator=_int)
     timestamp: int = field(default=0, validator=_int)
-    extra: Mapping[str, Any] = _extra()
+    extra: Mapping[str, Any] = NO_EXTRA
 
 
 @frozen(kw_only=True)
@@ -284,7 +235,7 @@ class BranchSummaryMessage:
     summary: str = field(validator=_str)
     from_id: str = field(validator=_str)
     timestamp: int = field(default=0, validator=_int)
-    extra: Mapping[str, Any] = _extra()
+    extra: Mapping[str, Any] = NO_EXTRA
 
 
 @frozen(kw_only=True)
@@ -306,16 +257,7 @@ Message = (
     UserMessage | AssistantMessage | ToolResultMessage | CustomMessage | CompactionSummaryMessage
     | BranchSummaryMessage | UnknownMessage
 )
-MESSAGE_TYPES: tuple[type, ...] = (
-    UserMessage,
-    AssistantMessage,
-    ToolResultMessage,
-    CustomMessage,
-    CompactionSummaryMessage,
-    BranchSummaryMessage,
-    UnknownMessage,
-)
-CONTENT_TYPES: tuple[type, ...] = _BLOCK_TYPES
+MESSAGE_TYPES: tuple[type, ...] = get_args(Message)
 
 
 def message_text(message: Any) -> str:
@@ -327,6 +269,3 @@ def message_text(message: Any) -> str:
         summary = getattr(message, "summary", None)
         return summary if isinstance(summary, str) else ""
     return "".join(b.text for b in content if isinstance(b, TextContent))
-
-
-evolve = attrs.evolve

@@ -111,6 +111,7 @@ def _check(value: Any, depth: int) -> None:
     raise _NotJson(value, "not a JSON value")
 
 
+# every known class holds its tag as a ClassVar (which the tuples' element type cannot say)
 _KNOWN_ROLES = frozenset(c.role for c in MESSAGE_TYPES if c is not UnknownMessage)  # type: ignore[attr-defined]
 _KNOWN_BLOCKS = frozenset(c.type for c in CONTENT_TYPES if c is not UnknownContent)  # type: ignore[attr-defined]
 # The fields of messages and blocks that hold free-form JSON (the others are typed, and
@@ -119,11 +120,11 @@ _FREE = {ToolCall: ("arguments",), ToolResultMessage: ("details",), CustomMessag
          UnknownMessage: ("data",), UnknownContent: ("data",)}
 
 
-def check_str(name: str, value: Any, *, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if not isinstance(value, str):
+def check_str(name: str, value: Any, *, optional: bool = False) -> Any:
+    """``value``, once checked to be a str (or None, if ``optional``)."""
+    if not (isinstance(value, str) or (value is None and optional)):
         raise TypeError(f"{name} must be a str{' or None' if optional else ''}, not {value!r}")
+    return value
 
 
 def check_usage(usage: Any) -> None:

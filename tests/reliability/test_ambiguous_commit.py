@@ -105,6 +105,20 @@ def test_an_entry_id_of_another_append_is_already_exists(repo_url: str) -> None:
     assert stored_ids(repo_url, session.id) == ["aaaa0001"]
 
 
+def test_a_retry_is_the_same_append_when_it_writes_the_same_line(tmp_path: Path) -> None:
+    """A message holding a tuple reads back with a list (JSON has one array type): retrying
+    it with its id still counts as the same append, on a session that holds the entry as its
+    line and decodes it again."""
+    from sessiontree import JsonlSessionStorage, Session, ToolResultMessage
+
+    session = Session(JsonlSessionStorage.create(tmp_path / "s.jsonl"))
+    result = ToolResultMessage(tool_call_id="t1", tool_name="read", details={"lines": (1, 2)})
+    assert session.append_message(result, entry_id="bbbb0001") == "bbbb0001"
+    assert session.get_entry("bbbb0001").message.details == {"lines": [1, 2]}
+    assert session.append_message(result, entry_id="bbbb0001") == "bbbb0001"
+    assert [e.id for e in session.get_entries()] == ["bbbb0001"]
+
+
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_backends_killed_during_appends_lose_and_duplicate_nothing(tmp_path: Path) -> None:

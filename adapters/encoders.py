@@ -1,0 +1,124 @@
+"""The encoders of one dialect: each class's wire dict, made from its schema.
+
+Each class gets one encoder, made once from its schema: a function whose body is one dict
+literal with the wire keys in the schema's order (the tag first) and each value read from
+its attribute (nested values through their own encoders); the None-valued fields the dialect
+leaves out are then removed and, for a value read from the wire, the fields the producer left
+out removed and its unknown fields added. The body is generated from the schema because
+neither library writes it: cattrs puts keys in the class's order (not pi's) and msgspec
+cannot keep unknown fields; a literal is also several times faster than assembling the dict
+at run time (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sessiontree.adapters.schema import Field, Schema
+from sessiontree.domain import messages as m
+
+Encode = Callable[[Any], Any]
+
+
+class Writers:
+    """How a dialect hands plain values to orjson (pi lays out its numbers as JavaScript does)."""
+
+    number: Encode | None = None  # a float field's value
+    free: Encode | None = None  # a free-form value (details, data, arguments)
+    items: Encode | None = None  # the unknown fields of an object
+
+
+class Encoders:
+    """The encoders of one dialect: ``encode(value)`` gives the wire form of any value."""
+
+    def __init__(self, schemas: Mapping[type, Schema], writers: Writers | None = None) -> None:
+        self._writers = writers or Writers()
+        self._by_class: dict[type, Encode] = {}
+        for cls, schema in schemas.items():  # usage and cost first: the others call theirs
+            self._by_class[cls] = self._make(schema)
+
+    def encoder_of(self, cls: type) -> Encode:
+        return self._by_class[cls]
+
+    def encode(self, value: Any) -> Any:
+        """The wire form of a message, block, usage, cost or entry."""
+        encoder = self._by_class.get(value.__class__)
+        return encoder(value) if encoder is not None else self._generic(value)
+
+    def _generic(self, value: Any) -> Any:
+        if isinstance(value, (m.UnknownContent, m.UnknownMessage)):
+            return self._free(dict(value.data))
+        for cls, encoder in self._by_class.items():
+            if isinstance(value, cls):  # an app's subclass of a block or a message: written as its class
+                return encoder(value)
+        raise TypeError(f"cannot write {type(value).__name__} values")
+
+    def _free(self, value: Any) -> Any:
+        writer = self._writers.free
+        return value if writer is None else writer(value)
+
+    def _value_expression(self, f: Field, ns: dict[str, Any]) -> str:
+        attr, kind = f"o.{f.name}", f.kind
+        if kind in ("value", "opt_value"):
+            ns[f"_e_{f.name}"] = self._by_class[f.nested]  # type: ignore[index]
+            call = f"_e_{f.name}({attr})"
+            return call if kind == "value" else f"(None if {attr} is None else {call})"
+        if kind == "message":
+            return f"_by({attr}.__class__, _e)({attr})"
+        if kind == "blocks":
+            return f"[_by(b.__class__, _e)(b) for b in {attr}]"
+        if kind == "content":
+            return f"({attr} if {attr}.__class__ is str else [_by(b.__class__, _e)(b) for b in {attr}])"
+        if kind == "messages":
+            return f"(None if {attr} is None else [_by(x.__class__, _e)(x) for x in {attr}])"
+        if kind == "names":
+            return f"list({attr})"
+        if kind == "number" and self._writers.number is not None:
+            return f"_number({attr})"
+        if kind in ("free", "object") and self._writers.free is not None:
+            return f"_free({attr})"
+        return attr
+
+    def _make(self, schema: Schema) -> Encode:
+        ns: dict[str, Any] = {
+            "_e": self.encode, "_by": self._by_class.get, "_NONE": m.NO_EXTRA, "_number": self._writers.number,
+            "_free": self._writers.free, "_finish": _finisher(schema, self._writers),
+        }
+        items = [f"{schema.tag_key!r}: {schema.tag!r}"] if schema.tag_key else []
+        items += [f"{f.wire!r}: {self._value_expression(f, ns)}" for f in schema.fields]
+        lines = [
+            "def encode(o):",
+            f"    out = {{{', '.join(items)}}}",
+            "    extra = o.extra",
+            "    if extra is not _NONE and (extra.__class__ is not dict or extra):",
+            "        return _finish(out, extra)",
+        ]
+        lines += [f"    if out[{f.wire!r}] is None:\n        del out[{f.wire!r}]" for f in schema.fields if f.omit_none]
+        lines.append("    return out")
+        exec(compile("\n".join(lines), f"<sessiontree encoder {schema.cls.__name__}>", "exec"), ns)
+        return ns["encode"]  # type: ignore[no-any-return]
+
+
+def _finisher(schema: Schema, writers: Writers) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The end of an encoder for a value read from the wire (or made with unknown fields):
+    None-valued fields left out unless the line had them as null, fields the producer left
+    out left out again, unknown fields added."""
+    omit = [(f.wire, f.name) for f in schema.fields if f.omit_none]
+    optional = {f.name: f.wire for f in schema.fields if not f.required}
+    items = writers.items
+
+    def finish(out: dict[str, Any], extra: Any) -> dict[str, Any]:
+        nulls = getattr(extra, "nulls", ())
+        for wire, name in omit:
+            if out[wire] is None and name not in nulls:
+                del out[wire]
+        for name in getattr(extra, "absent", ()):
+            key = optional.get(name)
+            if key is not None:
+                out.pop(key, None)
+        if extra:
+            out.update(extra if items is None else items(extra))
+        return out
+
+    return finish
