@@ -46,6 +46,9 @@ class Codec:
         self.structurer = Structurer(self.schemas, dialect.parent_key)
         self._wire: WireDecoder | None = None  # built on first use: a header-only open needs none
         self._canonical = msgspec.json.Encoder().encode
+        # Events whose line does not decode back to them alone (pi's leaf markers are read in
+        # the context of their file): a reader must keep such an event, not its line.
+        self.stand_ins: frozenset[type] = frozenset()
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -67,11 +70,6 @@ class Codec:
             raise SessionError(
                 "invalid_entry", f"entry {getattr(event, 'id', '?')!r} is not JSON-serialisable: {exc}"
             ) from None
-
-    def round_trips(self, event: Any) -> bool:
-        """Does the line of ``event`` decode back to it? (A dialect whose lines stand in for
-        some events, as pi's leaf markers do, says no for those.)"""
-        return True
 
     def event_dict(self, event: Any) -> dict[str, Any]:
         """The wire object of an event, as a dict."""

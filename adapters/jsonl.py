@@ -291,8 +291,10 @@ class JsonlSessionStorage(SessionStorage):
             why = f"could not append to {where}: {exc.strerror or exc}"
             raise SessionError("storage", f"could not save to session {sid}: {why}", path=where) from exc
         self.chain_head.set(first + len(lines) - 1, digest)
-        if self._live is not None:
-            self._live.written(first, lines, events)
+        held = self._live.lines if self._live is not None else None
+        if held is not None and len(held) == first - 1:  # the log keeps no entry for a held line (EntryLoader.holds)
+            stand_ins = self.codec.stand_ins
+            held.extend(lines if not stand_ins else [None if e.__class__ in stand_ins else x for x, e in zip(lines, events)])
 
 
 __all__ = ["JsonlSessionStorage", "TornLineWarning"]

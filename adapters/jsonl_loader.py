@@ -83,16 +83,6 @@ class LineLoader:
         index = position + 1
         return index < len(self.lines) and self.lines[index] is not None
 
-    def written(self, version: int, lines: Sequence[bytes], events: Sequence[Entry]) -> None:
-        """Hold the lines just appended as versions ``version`` on (when they follow the ones
-        held), so the log need not keep their entries: a line's bytes cost less memory than
-        its objects, and nothing the collector must walk. A line that does not decode back
-        to its event (a dialect's stand-in) is not held."""
-        if len(self.lines) != version - 1:
-            return
-        for line, event in zip(lines, events):
-            self.lines.append(line if self.codec.round_trips(event) else None)
-
     def warn_at(self, version: int, message: str) -> None:
         self.warn(f"{self.path}:{version}: {message}")
 

@@ -92,7 +92,8 @@ class EntryLog:
 
     def add(self, entry: Entry) -> None:
         """Add an entry at the end (ids are checked by the caller); kept decoded unless the
-        loader holds what it needs to decode it again."""
+        loader holds what it needs to decode it again (a line costs less memory than its
+        objects, and nothing the cyclic collector must walk)."""
         pos = len(self._items)
         parent = entry.parent_id
         loader = self._loader

@@ -1,0 +1,86 @@
+"""The write path of a JSONL append, recorded: every call from one library module into
+another. docs/architecture.md draws exactly these calls; a change that adds a hop must
+change both, on purpose.
+
+Code generated at run time (the wire encoders, attrs' __init__) runs inside the module
+that asked for it and is not a module of its own here.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+_SUPPORT = str(Path(__file__).resolve().parent / "support")
+if _SUPPORT not in sys.path:
+    sys.path.insert(0, _SUPPORT)
+
+import sessiontree_testkit as kit  # noqa: E402
+from sessiontree import AssistantMessage, Cost, JsonlSessionStorage, Session, TextContent, Usage  # noqa: E402
+
+LAYERS = {"domain", "projections", "application", "adapters"}
+
+# (caller module, callee module, callee) in call order: docs/architecture.md, "The write path".
+DOCUMENTED = [
+    ("application/session.py", "domain/ids.py", "RandomIds.__call__"),  # the injected id generator
+    ("application/session.py", "domain/ids.py", "UtcTimestamps.__call__"),  # the injected clock
+    ("application/session.py", "domain/aggregate.py", "append_message"),  # the command
+    ("domain/aggregate.py", "domain/values.py", "check_message"),
+    ("domain/aggregate.py", "domain/log.py", "EntryLog.has"),
+    ("application/session.py", "adapters/jsonl.py", "JsonlSessionStorage.save"),
+    ("adapters/jsonl.py", "adapters/codec.py", "Codec.encode_event"),  # encode
+    ("adapters/jsonl.py", "adapters/chain.py", "seal_lines"),  # seal
+    ("adapters/jsonl.py", "adapters/jsonl_lease.py", "LeasedFile.append_at"),  # the log's append
+    ("adapters/jsonl.py", "adapters/chain.py", "ChainHead.set"),
+    ("application/session.py", "domain/aggregate.py", "project"),  # the fold
+    ("domain/aggregate.py", "domain/log.py", "EntryLog.add"),
+    ("domain/log.py", "adapters/jsonl_loader.py", "LineLoader.holds"),  # the loader port
+]
+
+
+def _module(code: Any) -> str | None:
+    path = Path(code.co_filename)
+    return f"{path.parent.name}/{path.name}" if path.parent.name in LAYERS else None
+
+
+def record_append(session: Session, message: Any) -> list[tuple[str, str, str]]:
+    calls: list[tuple[str, str, str]] = []
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event != "call" or frame.f_back is None:
+            return
+        callee, caller = _module(frame.f_code), _module(frame.f_back.f_code)
+        if callee and caller and callee != caller:
+            calls.append((caller, callee, frame.f_code.co_qualname))
+
+    sys.setprofile(profile)
+    try:
+        session.append_message(message)
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def _reply(text: str) -> AssistantMessage:
+    usage = Usage(input=10, output=5, total_tokens=15, cost=Cost(total=0.01))
+    return AssistantMessage(content=[TextContent(text=text)], provider="p", model="m", usage=usage)
+
+
+def test_an_append_makes_only_the_documented_calls_between_modules(tmp_path: Path) -> None:
+    """An agent's append (a session in use, its context built): the documented calls, in order."""
+    session = Session(JsonlSessionStorage.create(tmp_path / "s.jsonl"))
+    session.append_message(kit.user("hello"))
+    session.build_context()
+    assert record_append(session, _reply("hi")) == DOCUMENTED
+    assert len({(caller, callee) for caller, callee, _ in DOCUMENTED}) == 9  # module pairs
+
+
+def test_the_first_append_takes_the_lease_and_catches_up(tmp_path: Path) -> None:
+    """The recording sees more than the documented path when there is more: the first append
+    of a writer takes the lease and reads the file's end first."""
+    session = Session(JsonlSessionStorage.create(tmp_path / "s.jsonl"))
+    calls = record_append(session, kit.user("hello"))
+    assert ("adapters/jsonl_lease.py", "adapters/jsonl_file.py", "LineFile.sync") in calls
+    assert [c for c in calls if c[1] not in ("adapters/jsonl_file.py", "adapters/files.py")] == DOCUMENTED
