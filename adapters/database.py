@@ -1,17 +1,14 @@
 """Sessions in a database, through eventsourcing's stock persistence modules.
 
 ``DatabaseStore`` keeps an eventsourcing ``Application`` (``SessionLog``, named
-``sessiontree``) configured by environment, as every eventsourcing application is:
-``PERSISTENCE_MODULE`` picks ``eventsourcing.popo``, ``eventsourcing.sqlite`` or
-``eventsourcing.postgres``; ``ORIGINATOR_ID_TYPE=text`` keeps session ids as they are.
-Its mapper is the project's own (:class:`SessionMapper`): a stored event's ``state`` is
-exactly the JSON line a JSONL file holds, so a session reads back identically from any
-backend and ``SELECT state ... ORDER BY originator_version`` is an export to JSONL.
-
-Each session is one aggregate sequence; the ``Session`` service writes through
-:class:`RecorderSessionStorage`, whose optimistic version check turns a stale writer's
-insert into ``SessionError('conflict')``. Listing runs on a projection of the
-application's notification log (:mod:`sessiontree.adapters.database_index`).
+``sessiontree``) configured by environment: ``PERSISTENCE_MODULE`` picks
+``eventsourcing.popo``, ``eventsourcing.sqlite`` or ``eventsourcing.postgres``;
+``ORIGINATOR_ID_TYPE=text`` keeps session ids as they are. A stored event's ``state`` is
+exactly the JSON line a JSONL file holds (:class:`SessionMapper`), so a session reads back
+identically from any backend and ``SELECT state ... ORDER BY originator_version`` is an
+export to JSONL. Each session is one aggregate sequence, written through
+:class:`RecorderSessionStorage`; listing runs on a projection of the notification log
+(:mod:`sessiontree.adapters.database_index`).
 
 Settings given to the constructors win; anything else may come from the process
 environment (``POSTGRES_POOL_SIZE``, ``POSTGRES_PASSWORD``, ... or the same names
@@ -27,27 +24,27 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from eventsourcing.application import Application
 from eventsourcing.domain import EventSourcingError
 from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent, Tracking
-from eventsourcing.popo import POPOApplicationRecorder
 
 from sessiontree.adapters.database_index import (
     DELETED_TOPIC,
     DELETIONS_STREAM,
-    DeletionMarker,
-    POPOSessionIndexView,
+    DatabaseMapper,
+    IndexView,
     SessionIndexProjection,
-    SQLiteSessionIndexView,
     postgres_view_class,
     process_once,
+    view_class,
 )
-from sessiontree.adapters.recorder import RecorderSessionStorage, SessionMapper
+from sessiontree.adapters.files import make_private_dirs
+from sessiontree.adapters.recorder import RecorderSessionStorage
 from sessiontree.adapters.storage import SessionStorage
-from sessiontree.adapters.store import SessionInfo, SessionStore, check_session_id
+from sessiontree.adapters.store import SessionInfo, SessionStore, check_session_id, forget_popo_events
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
 from sessiontree.domain.ids import now_iso
@@ -55,21 +52,6 @@ from sessiontree.domain.ids import now_iso
 APP_NAME = "sessiontree"
 _OPEN_TRIES = 5
 BATCH = 1000
-_VIEWS: dict[str, Any] = {
-    "eventsourcing.popo": lambda: POPOSessionIndexView,
-    "eventsourcing.sqlite": lambda: SQLiteSessionIndexView,
-    "eventsourcing.postgres": postgres_view_class,
-}
-
-
-class DatabaseMapper(SessionMapper):
-    """The session mapper, plus the deletion markers of the ``~deletions`` stream."""
-
-    def to_domain_event(self, stored_event: StoredEvent) -> Any:
-        if stored_event.topic == DELETED_TOPIC:
-            data = orjson.loads(stored_event.state)
-            return DeletionMarker(str(stored_event.originator_id), stored_event.originator_version, data["id"])
-        return super().to_domain_event(stored_event)
 
 
 class SessionLog(Application[str]):
@@ -77,15 +59,14 @@ class SessionLog(Application[str]):
 
     name = APP_NAME
 
-    def construct_mapper(self) -> DatabaseMapper:  # type: ignore[override]
+    def construct_mapper(self) -> DatabaseMapper:
         return DatabaseMapper()
 
 
 def _explicit(settings: Mapping[str, str]) -> dict[str, str]:
     """Settings that beat the process environment (eventsourcing reads ``NAME_KEY`` first)."""
     env = {k: str(v) for k, v in settings.items()}
-    env.update({f"{APP_NAME.upper()}_{k}": str(v) for k, v in settings.items()})
-    return env
+    return env | {f"{APP_NAME.upper()}_{k}": v for k, v in env.items()}
 
 
 def _has_setting(key: str) -> bool:
@@ -98,28 +79,14 @@ class DatabaseStore(SessionStore):
     def __init__(self, settings: Mapping[str, str], *, url: str) -> None:
         self.url = url
         self.env = _explicit({"ORIGINATOR_ID_TYPE": "text", **settings})
-        for attempt in range(_OPEN_TRIES):
-            try:
-                self.app = SessionLog(env=self.env)
-                break
-            except (PersistenceError, OSError, EventSourcingError) as exc:
-                gc.collect()  # close the half-built connection pool now, not at interpreter exit
-                detail = " ".join(str(exc).split())
-                # eventsourcing re-creates its PostgreSQL function on every start; processes
-                # starting together can collide ("tuple concurrently updated"): try again.
-                if "concurrently updated" in detail and attempt + 1 < _OPEN_TRIES:
-                    time.sleep(0.05 * (attempt + 1) * (1 + random.random()))
-                    continue
-                raise SessionError("storage", f"cannot open the session database {url}: {detail}") from exc
+        self.app = _open_app(self.env, url)
         self.recorder = self.app.recorder
         self.module = type(self.app.factory).__module__
-        view_class = _VIEWS.get(self.module)
-        if view_class is None:
+        view = view_class(self.module)
+        if view is None:
             raise SessionError("storage", f"{url}: persistence module {self.module} is not supported")
-        self.view = self.app.factory.tracking_recorder(view_class())
+        self.view = cast(IndexView, self.app.factory.tracking_recorder(view))
         self._lock = threading.RLock()
-
-    # -- constructors -----------------------------------------------------------------
 
     @classmethod
     def popo(cls) -> DatabaseStore:
@@ -131,20 +98,12 @@ class DatabaseStore(SessionStore):
         """Sessions in one SQLite file (created if missing; WAL mode)."""
         path = os.fspath(path)
         _private_file(path)
-        settings = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": path}
-        return cls(settings, url=f"sqlite:///{path}")
+        return cls({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": path}, url=f"sqlite:///{path}")
 
     @classmethod
     def postgres(
-        cls,
-        dbname: str,
-        *,
-        host: str = "127.0.0.1",
-        port: int = 5432,
-        user: str = "postgres",
-        password: str | None = None,
-        schema: str | None = None,
-        settings: Mapping[str, str] | None = None,
+        cls, dbname: str, *, host: str = "127.0.0.1", port: int = 5432, user: str = "postgres",
+        password: str | None = None, schema: str | None = None, settings: Mapping[str, str] | None = None,
     ) -> DatabaseStore:
         """Sessions in PostgreSQL (psycopg 3; install ``sessiontree[postgres]``).
 
@@ -155,29 +114,11 @@ class DatabaseStore(SessionStore):
             import psycopg  # noqa: F401
         except ImportError:
             raise SessionError("storage", "PostgreSQL needs psycopg: pip install 'sessiontree[postgres]'") from None
-        env: dict[str, str] = {
-            "PERSISTENCE_MODULE": "eventsourcing.postgres",
-            "POSTGRES_DBNAME": dbname,
-            "POSTGRES_HOST": host,
-            "POSTGRES_PORT": str(port),
-            "POSTGRES_USER": user,
-        }
-        if password is not None:
-            env["POSTGRES_PASSWORD"] = password
-        elif not _has_setting("POSTGRES_PASSWORD") and not _has_setting("POSTGRES_GET_PASSWORD_TOPIC"):
-            env["POSTGRES_PASSWORD"] = ""  # trust auth, or libpq's own PGPASSFILE
-        if schema:
-            env["POSTGRES_SCHEMA"] = schema
-        if not _has_setting("POSTGRES_CONNECT_TIMEOUT"):
-            # eventsourcing's 30 s, times its 10 attempts, makes a silent server a 5-minute wait.
-            env["POSTGRES_CONNECT_TIMEOUT"] = "5"
-        env.update(settings or {})
+        env = {**_postgres_env(dbname, host, port, user, password, schema), **(settings or {})}
         url = f"postgresql://{user}@{host}:{port}/{dbname}" + (f"?schema={schema}" if schema else "")
         if schema:
             ensure_schema(env, schema, url)
         return cls(env, url=url)
-
-    # -- the backend primitives -------------------------------------------------------
 
     def _storage(self, session_id: str) -> RecorderSessionStorage:
         storage = RecorderSessionStorage(self.recorder, session_id, location=f"{self.url}#{session_id}")
@@ -190,9 +131,7 @@ class DatabaseStore(SessionStore):
             storage.save([header])
         except SessionError as exc:
             if exc.code == "conflict":
-                raise SessionError(
-                    "already_exists", f"session {header.originator_id} already exists in {self.url}"
-                ) from None
+                raise SessionError("already_exists", f"session {header.originator_id} already exists in {self.url}") from None
             raise
         return storage
 
@@ -235,9 +174,8 @@ class DatabaseStore(SessionStore):
 
     def _delete_events(self, session_id: str) -> None:
         recorder: Any = self.recorder
-        if isinstance(recorder, POPOApplicationRecorder):
-            with recorder._database_lock:
-                recorder._stored_events_index.pop(session_id, None)
+        if self.module == "eventsourcing.popo":
+            forget_popo_events(recorder, session_id)
             return
         if self.module == "eventsourcing.sqlite":
             with recorder.datastore.transaction(commit=True) as c:
@@ -245,17 +183,13 @@ class DatabaseStore(SessionStore):
             return
         from psycopg.sql import SQL, Identifier
 
-        statement = SQL("DELETE FROM {0}.{1} WHERE originator_id = %s").format(
-            Identifier(recorder.datastore.schema), Identifier(recorder.events_table_name)
-        )
+        table = (Identifier(recorder.datastore.schema), Identifier(recorder.events_table_name))
         with recorder.datastore.transaction(commit=True) as curs:
-            curs.execute(statement, (session_id,))
+            curs.execute(SQL("DELETE FROM {0}.{1} WHERE originator_id = %s").format(*table), (session_id,))
 
     def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
         self.refresh_index()
         return [SessionInfo.from_summary(s, f"{self.url}#{s.id}") for s in self.view.summaries(cwd)]
-
-    # -- the listing projection -------------------------------------------------------
 
     def refresh_index(self) -> int:
         """Fold the notifications the listing view has not seen yet; how many were new."""
@@ -274,8 +208,8 @@ class DatabaseStore(SessionStore):
             raise SessionError("storage", f"could not update the session index of {self.url}: {exc}") from exc
 
     def index_runner(self) -> Any:
-        """An eventsourcing ``ProjectionRunner`` keeping the listing view current as events
-        are recorded (PostgreSQL: LISTEN/NOTIFY). Use it as a context manager; ``list()``
+        """An eventsourcing ``ProjectionRunner`` keeping the listing view current as events are
+        recorded (PostgreSQL only: LISTEN/NOTIFY). Use it as a context manager; ``list()``
         catches up by itself either way."""
         if self.module != "eventsourcing.postgres":
             raise SessionError(
@@ -286,14 +220,44 @@ class DatabaseStore(SessionStore):
         from eventsourcing.projection import ProjectionRunner
 
         return ProjectionRunner(
-            application_class=SessionLog,
-            projection_class=SessionIndexProjection,
-            view_class=postgres_view_class(),
-            env=self.env,
+            application_class=SessionLog, projection_class=SessionIndexProjection, view_class=postgres_view_class(), env=self.env
         )
 
     def close(self) -> None:
         self.app.close()
+
+
+def _open_app(env: Mapping[str, str], url: str) -> SessionLog:
+    """The application on ``env``; opening errors become ``SessionError('storage')``."""
+    failures = 0
+    while True:
+        try:
+            return SessionLog(env=env)
+        except (PersistenceError, OSError, EventSourcingError) as exc:
+            gc.collect()  # close the half-built connection pool now, not at interpreter exit
+            detail = " ".join(str(exc).split())
+            failures += 1
+            # eventsourcing re-creates its PostgreSQL function on every start; processes
+            # starting together can collide ("tuple concurrently updated"): try again.
+            if "concurrently updated" not in detail or failures == _OPEN_TRIES:
+                raise SessionError("storage", f"cannot open the session database {url}: {detail}") from exc
+            time.sleep(0.05 * failures * (1 + random.random()))
+
+
+def _postgres_env(dbname: str, host: str, port: int, user: str, password: str | None, schema: str | None) -> dict[str, str]:
+    """The eventsourcing settings of a PostgreSQL database, before the caller's own."""
+    env = {"PERSISTENCE_MODULE": "eventsourcing.postgres", "POSTGRES_DBNAME": dbname, "POSTGRES_HOST": host,
+           "POSTGRES_PORT": str(port), "POSTGRES_USER": user}
+    if password is not None:
+        env["POSTGRES_PASSWORD"] = password
+    elif not _has_setting("POSTGRES_PASSWORD") and not _has_setting("POSTGRES_GET_PASSWORD_TOPIC"):
+        env["POSTGRES_PASSWORD"] = ""  # trust auth, or libpq's own PGPASSFILE
+    if schema:
+        env["POSTGRES_SCHEMA"] = schema
+    if not _has_setting("POSTGRES_CONNECT_TIMEOUT"):
+        # eventsourcing's 30 s, times its 10 attempts, makes a silent server a 5-minute wait.
+        env["POSTGRES_CONNECT_TIMEOUT"] = "5"
+    return env
 
 
 def _private_file(path: str) -> None:
@@ -301,8 +265,6 @@ def _private_file(path: str) -> None:
     files the database's mode, so the sessions stay private (docs/reliability.md)."""
     if path in ("", ":memory:") or path.startswith("file:") or os.path.exists(path):
         return
-    from sessiontree.adapters.files import make_private_dirs
-
     try:
         make_private_dirs(Path(path).resolve().parent)
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
@@ -327,13 +289,8 @@ def ensure_schema(env: Mapping[str, str], schema: str, url: str) -> None:
     password = env.get("POSTGRES_PASSWORD") or os.environ.get("POSTGRES_PASSWORD") or None
     try:
         with psycopg.connect(
-            dbname=env["POSTGRES_DBNAME"],
-            host=env["POSTGRES_HOST"],
-            port=env["POSTGRES_PORT"],
-            user=env["POSTGRES_USER"],
-            password=password,
-            autocommit=True,
-            connect_timeout=10,
+            dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"], user=env["POSTGRES_USER"],
+            password=password, autocommit=True, connect_timeout=10,
         ) as conn:
             conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {0}").format(Identifier(schema)))
     except psycopg.Error as exc:

@@ -1,36 +1,33 @@
 """The session listing of a database repository, run on eventsourcing's projection machinery.
 
 :class:`SessionIndexProjection` is an eventsourcing ``Projection`` over the application's
-notification log (every event of every session, in commit order). Its materialised view
-is a ``TrackingRecorder`` with one more table, ``<name>_sessions`` (``session_index`` on
-SQLite): one row per session holding its listing summary (:mod:`sessiontree.adapters.index`),
-written in the same transaction as the tracking record, so the view and its position
-never disagree and a view can be dropped and rebuilt from notification 1.
+notification log. Its view is a ``TrackingRecorder`` with one more table, ``<name>_sessions``
+(``session_index`` on SQLite), holding each session's listing summary
+(:mod:`sessiontree.adapters.index`) and written in the transaction of the tracking record:
+the view never disagrees with its position, and can be rebuilt from notification 1.
 
-It runs two ways. ``DatabaseSessionRepo.list()`` pulls whatever notifications the view
-has not seen yet (all modules, SQLite included, whose recorder cannot subscribe), and on
-modules with subscriptions (PostgreSQL) a ``ProjectionRunner`` can keep the view current
-from another process (``DatabaseSessionRepo.index_runner``). Both may run at once: the
-tracking row serialises them and an already-processed batch is skipped.
-
-A deleted session is a marker event in the ``~deletions`` stream (topic
-``sessiontree:deleted``), so the projection sees creations and deletions in log order.
+``list()`` pulls what the view has not seen yet (every module); on PostgreSQL a
+``ProjectionRunner`` can also push (``index_runner``). The tracking row serialises the two,
+and an already-processed batch is skipped. A deleted session is a marker event in the
+``~deletions`` stream, so the projection sees creations and deletions in log order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from functools import singledispatchmethod
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from functools import cache, singledispatchmethod
+from typing import Any, Protocol
 
+import attrs
 import orjson
-from eventsourcing.persistence import IntegrityError, Tracking
+from eventsourcing.persistence import IntegrityError, StoredEvent, Tracking
 from eventsourcing.popo import POPOTrackingRecorder
 from eventsourcing.projection import Projection
 from eventsourcing.sqlite import SQLiteTrackingRecorder
 
 from sessiontree.adapters.codec import native_codec
 from sessiontree.adapters.index import Summary
+from sessiontree.adapters.recorder import SessionMapper
 
 DELETIONS_STREAM = "~deletions"
 DELETED_TOPIC = "sessiontree:deleted"
@@ -39,12 +36,43 @@ DELETED_TOPIC = "sessiontree:deleted"
 Item = tuple[int, str, int, Any]
 
 
+@attrs.frozen
+class DeletionMarker:
+    """What the mapper makes of a ``~deletions`` event: which session was deleted."""
+
+    originator_id: str
+    originator_version: int
+    session_id: str
+
+
+class DatabaseMapper(SessionMapper):
+    """The session mapper, plus the deletion markers of the ``~deletions`` stream."""
+
+    def to_domain_event(self, stored_event: StoredEvent) -> Any:
+        if stored_event.topic == DELETED_TOPIC:
+            data = orjson.loads(stored_event.state)
+            return DeletionMarker(str(stored_event.originator_id), stored_event.originator_version, data["id"])
+        return super().to_domain_event(stored_event)
+
+
+def _deleted(marker: Any) -> str | None:
+    """The session a deletion marker names."""
+    target = marker.get("id") if isinstance(marker, dict) else None
+    return target if isinstance(target, str) else None
+
+
+def touched(items: Sequence[Item]) -> list[str]:
+    """The sessions a batch changes, in order of first appearance."""
+    ids = dict.fromkeys(_deleted(data) if sid == DELETIONS_STREAM else sid for _nid, sid, _v, data in items)
+    return [sid for sid in ids if sid is not None]
+
+
 def fold_items(rows: dict[str, Summary | None], items: Sequence[Item]) -> dict[str, Summary | None]:
     """Apply notifications to the summaries they touch (None: the session is gone)."""
     for _nid, sid, version, data in items:
         if sid == DELETIONS_STREAM:
-            target = data.get("id") if isinstance(data, dict) else None
-            if isinstance(target, str):
+            target = _deleted(data)
+            if target is not None:
                 rows[target] = None
             continue
         summary = rows.get(sid)
@@ -56,22 +84,12 @@ def fold_items(rows: dict[str, Summary | None], items: Sequence[Item]) -> dict[s
     return rows
 
 
-def _split(rows: dict[str, Summary | None]) -> tuple[list[tuple[str]], list[tuple[str, str, str, bytes]]]:
-    """Rows to delete and rows to upsert (id, cwd, modified, summary JSON)."""
-    gone = [(sid,) for sid, summary in rows.items() if summary is None]
-    kept = [(sid, s.cwd, s.modified, orjson.dumps(s.to_dict())) for sid, s in rows.items() if s is not None]
-    return gone, kept
+class IndexView(Protocol):
+    """What the store and the projection use of a listing view (the three classes below)."""
 
-
-def touched(items: Sequence[Item]) -> list[str]:
-    ids: dict[str, None] = {}
-    for _nid, sid, _v, data in items:
-        if sid == DELETIONS_STREAM:
-            if isinstance(data, dict) and isinstance(data.get("id"), str):
-                ids[data["id"]] = None
-        else:
-            ids[sid] = None
-    return list(ids)
+    def max_tracking_id(self, application_name: str) -> int | None: ...
+    def process(self, items: Sequence[Item], tracking: Tracking) -> None: ...
+    def summaries(self, cwd: str | None) -> list[Summary]: ...
 
 
 class POPOSessionIndexView(POPOTrackingRecorder):
@@ -97,120 +115,115 @@ class POPOSessionIndexView(POPOTrackingRecorder):
             return [Summary.from_dict(s.to_dict()) for s in self._rows.values() if cwd is None or s.cwd == cwd]
 
 
-class SQLiteSessionIndexView(SQLiteTrackingRecorder):
+# The statements of the SQL views, written for SQLite (the PostgreSQL view adapts them).
+_DELETE = "DELETE FROM {table} WHERE session_id = ?"
+_UPSERT = (
+    "INSERT INTO {table} VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE "
+    "SET cwd = excluded.cwd, modified = excluded.modified, summary = excluded.summary"
+)
+_LIST_ALL = "SELECT summary FROM {table} ORDER BY modified DESC"
+_LIST_CWD = "SELECT summary FROM {table} WHERE cwd = ? ORDER BY modified DESC"
+
+
+class _TableView:
+    """What the SQLite and PostgreSQL views share. A subclass writes the statements above in
+    its database's form (``_sql``) and selects the rows (``session_id``, ``summary``) of some
+    sessions (``_stored``)."""
+
+    datastore: Any
+    _insert_tracking: Callable[[Any, Tracking], None]
+    _sql: Callable[[str], Any]
+    _stored: Callable[[Any, list[str]], Iterable[Any]]
+
+    def process(self, items: Sequence[Item], tracking: Tracking) -> None:
+        with self.datastore.transaction(commit=True) as cursor:
+            self._insert_tracking(cursor, tracking)  # first: it serialises concurrent writers
+            ids = touched(items)
+            rows: dict[str, Summary | None] = dict.fromkeys(ids)
+            for row in self._stored(cursor, ids):
+                rows[row["session_id"]] = Summary.from_dict(orjson.loads(row["summary"]))
+            folded = fold_items(rows, items)
+            gone = [(sid,) for sid, summary in folded.items() if summary is None]
+            kept = [(sid, s.cwd, s.modified, orjson.dumps(s.to_dict())) for sid, s in folded.items() if s is not None]
+            if gone:
+                cursor.executemany(self._sql(_DELETE), gone)
+            if kept:
+                cursor.executemany(self._sql(_UPSERT), kept)
+
+    def summaries(self, cwd: str | None) -> list[Summary]:
+        with self.datastore.transaction(commit=False) as cursor:
+            if cwd is None:
+                cursor.execute(self._sql(_LIST_ALL))
+            else:
+                cursor.execute(self._sql(_LIST_CWD), (cwd,))
+            return [Summary.from_dict(orjson.loads(row["summary"])) for row in cursor.fetchall()]
+
+
+class SQLiteSessionIndexView(_TableView, SQLiteTrackingRecorder):
     """The listing view as an SQLite table ``session_index`` beside ``tracking``."""
 
     table = "session_index"
 
     def construct_create_table_statements(self) -> list[str]:
-        statements = super().construct_create_table_statements()
-        statements.append(
+        return [
+            *super().construct_create_table_statements(),
             f"CREATE TABLE IF NOT EXISTS {self.table} (session_id TEXT PRIMARY KEY, "
-            "cwd TEXT NOT NULL, modified TEXT NOT NULL, summary BLOB NOT NULL)"
-        )
-        statements.append(f"CREATE INDEX IF NOT EXISTS {self.table}_modified ON {self.table} (modified)")
-        return statements
+            "cwd TEXT NOT NULL, modified TEXT NOT NULL, summary BLOB NOT NULL)",
+            f"CREATE INDEX IF NOT EXISTS {self.table}_modified ON {self.table} (modified)",
+        ]
 
-    def process(self, items: Sequence[Item], tracking: Tracking) -> None:
-        with self.datastore.transaction(commit=True) as c:
-            self._insert_tracking(c, tracking)
-            ids = touched(items)
-            rows: dict[str, Summary | None] = dict.fromkeys(ids)
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                c.execute(
-                    f"SELECT session_id, summary FROM {self.table} WHERE session_id IN ({','.join('?' * len(chunk))})",
-                    chunk,
-                )
-                for row in c.fetchall():
-                    rows[row[0]] = Summary.from_dict(orjson.loads(row[1]))
-            gone, kept = _split(fold_items(rows, items))
-            if gone:
-                c.executemany(f"DELETE FROM {self.table} WHERE session_id = ?", gone)
-            if kept:
-                c.executemany(
-                    f"INSERT INTO {self.table} VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE "
-                    "SET cwd = excluded.cwd, modified = excluded.modified, summary = excluded.summary",
-                    kept,
-                )
+    def _sql(self, template: str) -> str:
+        return template.format(table=self.table)
 
-    def summaries(self, cwd: str | None) -> list[Summary]:
-        with self.datastore.transaction(commit=False) as c:
-            if cwd is None:
-                c.execute(f"SELECT summary FROM {self.table} ORDER BY modified DESC")
-            else:
-                c.execute(f"SELECT summary FROM {self.table} WHERE cwd = ? ORDER BY modified DESC", (cwd,))
-            return [Summary.from_dict(orjson.loads(row[0])) for row in c.fetchall()]
+    def _stored(self, cursor: Any, ids: list[str]) -> Iterable[Any]:
+        for start in range(0, len(ids), 500):  # within SQLite's limit on bound parameters
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            cursor.execute(f"SELECT session_id, summary FROM {self.table} WHERE session_id IN ({marks})", chunk)
+            yield from cursor.fetchall()
 
 
-_POSTGRES_VIEW: Any = None
-
-
+@cache
 def postgres_view_class() -> Any:
     """The PostgreSQL view class, defined on first use (psycopg is an optional extra)."""
-    global _POSTGRES_VIEW
-    if _POSTGRES_VIEW is not None:
-        return _POSTGRES_VIEW
     from eventsourcing.postgres import PostgresTrackingRecorder
     from psycopg.sql import SQL, Identifier
 
-    class PostgresSessionIndexView(PostgresTrackingRecorder):
+    class PostgresSessionIndexView(_TableView, PostgresTrackingRecorder):
         """The listing view as a PostgreSQL table ``<name>_sessions`` beside ``<name>_tracking``."""
 
         def __init__(self, datastore: Any, *, tracking_table_name: str = "notification_tracking", **kwargs: Any):
             super().__init__(datastore, tracking_table_name=tracking_table_name, **kwargs)
-            base = tracking_table_name.removesuffix("_tracking")
-            self.sessions_table_name = f"{base}_sessions"
-            self.check_identifier_length(self.sessions_table_name + "_modified")
-            schema = Identifier(self.datastore.schema)
-            table = Identifier(self.sessions_table_name)
-            self.sql_create_statements.append(
-                SQL(
-                    "CREATE TABLE IF NOT EXISTS {0}.{1} (session_id text PRIMARY KEY, "
+            self.sessions_table_name = tracking_table_name.removesuffix("_tracking") + "_sessions"
+            index = self.sessions_table_name + "_modified"
+            self.check_identifier_length(index)
+            self._names = (Identifier(self.datastore.schema), Identifier(self.sessions_table_name))
+            self.sql_create_statements += [
+                self._sql(
+                    "CREATE TABLE IF NOT EXISTS {table} (session_id text PRIMARY KEY, "
                     "cwd text NOT NULL, modified text NOT NULL, summary bytea NOT NULL)"
-                ).format(schema, table)
-            )
-            self.sql_create_statements.append(
-                SQL("CREATE INDEX IF NOT EXISTS {0} ON {1}.{2} (modified)").format(
-                    Identifier(self.sessions_table_name + "_modified"), schema, table
-                )
-            )
-            self._select = SQL("SELECT session_id, summary FROM {0}.{1} WHERE session_id = ANY(%s)").format(schema, table)
-            self._delete = SQL("DELETE FROM {0}.{1} WHERE session_id = %s").format(schema, table)
-            self._upsert = SQL(
-                "INSERT INTO {0}.{1} VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE "
-                "SET cwd = excluded.cwd, modified = excluded.modified, summary = excluded.summary"
-            ).format(schema, table)
-            self._list_all = SQL("SELECT summary FROM {0}.{1} ORDER BY modified DESC").format(schema, table)
-            self._list_cwd = SQL("SELECT summary FROM {0}.{1} WHERE cwd = %s ORDER BY modified DESC").format(
-                schema, table
-            )
+                ),
+                SQL("CREATE INDEX IF NOT EXISTS {0} ON {1}.{2} (modified)").format(Identifier(index), *self._names),
+            ]
+            self._select = self._sql("SELECT session_id, summary FROM {table} WHERE session_id = ANY(?)")
 
-        def process(self, items: Sequence[Item], tracking: Tracking) -> None:
-            with self.datastore.transaction(commit=True) as curs:
-                self._insert_tracking(curs, tracking)  # first: it serialises concurrent writers
-                ids = touched(items)
-                rows: dict[str, Summary | None] = dict.fromkeys(ids)
-                curs.execute(self._select, (ids,))
-                for row in curs.fetchall():
-                    rows[row["session_id"]] = Summary.from_dict(orjson.loads(row["summary"]))
-                gone, kept = _split(fold_items(rows, items))
-                if gone:
-                    curs.executemany(self._delete, gone)
-                if kept:
-                    curs.executemany(self._upsert, kept)
+        def _sql(self, template: str) -> Any:
+            """``template`` with psycopg's placeholders and the table's quoted name in its schema."""
+            return SQL(template.replace("?", "%s").replace("{table}", "{0}.{1}")).format(*self._names)
 
-        def summaries(self, cwd: str | None) -> list[Summary]:
-            with self.datastore.transaction(commit=False) as curs:
-                if cwd is None:
-                    curs.execute(self._list_all)
-                else:
-                    curs.execute(self._list_cwd, (cwd,))
-                return [Summary.from_dict(orjson.loads(row["summary"])) for row in curs.fetchall()]
+        def _stored(self, cursor: Any, ids: list[str]) -> Iterable[Any]:
+            cursor.execute(self._select, (ids,))
+            yield from cursor.fetchall()
 
     PostgresSessionIndexView.__module__ = __name__
-    _POSTGRES_VIEW = PostgresSessionIndexView
     return PostgresSessionIndexView
+
+
+def view_class(module: str) -> Any:
+    """The listing view class for an eventsourcing persistence module (None: not supported)."""
+    if module == "eventsourcing.postgres":
+        return postgres_view_class()
+    return {"eventsourcing.popo": POPOSessionIndexView, "eventsourcing.sqlite": SQLiteSessionIndexView}.get(module)
 
 
 class SessionIndexProjection(Projection[Any]):
@@ -228,7 +241,7 @@ class SessionIndexProjection(Projection[Any]):
         process_once(self.view, [item], tracking)
 
 
-def process_once(view: Any, items: Sequence[Item], tracking: Tracking) -> bool:
+def process_once(view: IndexView, items: Sequence[Item], tracking: Tracking) -> bool:
     """Process a batch unless another writer already has; True if this call wrote it."""
     last = view.max_tracking_id(tracking.application_name)
     if last is not None:
@@ -240,12 +253,3 @@ def process_once(view: Any, items: Sequence[Item], tracking: Tracking) -> bool:
     except IntegrityError:
         return False
     return True
-
-
-class DeletionMarker:
-    """What the mapper makes of a ``~deletions`` event: which session was deleted."""
-
-    def __init__(self, originator_id: str, originator_version: int, session_id: str) -> None:
-        self.originator_id = originator_id
-        self.originator_version = originator_version
-        self.session_id = session_id

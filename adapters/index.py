@@ -1,10 +1,9 @@
 """The cross-session listing index: one small summary per session, folded from its log.
 
-A :class:`Summary` is what ``repo.list()`` shows about a session (id, cwd, created,
-modified, name, message count, first user message, parent session). It is a projection
-over the session's events, folded line by line from the raw JSON objects (no full decode),
-so the same fold serves every backend: JSONL files (:class:`DirectoryIndex`, below), the
-in-memory repository and the database view (``sessiontree.adapters.database``).
+A :class:`Summary` is what ``repo.list()`` shows about a session, folded line by line from
+the raw JSON objects (no full decode), so the same fold serves every backend: JSONL files
+(:class:`DirectoryIndex`, below), the in-memory store and the database view
+(:mod:`sessiontree.adapters.database_index`).
 
 :class:`DirectoryIndex` keeps the summaries of a JSONL directory in one index file and
 brings them up to date from the logs on each ``refresh``: an unchanged file (same size,
@@ -55,17 +54,9 @@ class Summary:
         sid = data.get("id")
         if not isinstance(sid, str) or not sid:
             return None
-        timestamp = data.get("timestamp")
-        timestamp = timestamp if isinstance(timestamp, str) else ""
-        cwd = data.get("cwd")
-        parent = data.get("parent_session", data.get("parentSession"))
-        return cls(
-            id=sid,
-            cwd=cwd if isinstance(cwd, str) else "",
-            created=timestamp,
-            modified=timestamp,
-            parent_session=parent if isinstance(parent, str) else None,
-        )
+        timestamp = _str(data.get("timestamp")) or ""
+        parent = _str(data.get("parent_session", data.get("parentSession")))
+        return cls(id=sid, cwd=_str(data.get("cwd")) or "", created=timestamp, modified=timestamp, parent_session=parent)
 
     def apply(self, data: Any) -> None:
         """Fold one entry (a parsed JSON object in either dialect)."""
@@ -92,6 +83,10 @@ class Summary:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Summary:
         return cls(**{f.name: data[f.name] for f in attrs.fields(cls) if f.name in data})
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def message_text(content: Any) -> str:
@@ -137,13 +132,48 @@ def _private(path: str, flags: int) -> int:
     return os.open(path, flags | os.O_EXCL | os.O_NOFOLLOW, 0o600)
 
 
+def _logs(root: str) -> Iterator[tuple[os.DirEntry[str], os.stat_result]]:
+    """The regular, not hidden ``*.jsonl`` files directly in ``root``, with their ``stat``."""
+    try:
+        entries = list(os.scandir(root))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if not entry.name.endswith(".jsonl") or entry.name.startswith("."):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):  # a symlink, a FIFO, a device: never a session here
+            yield entry, st
+
+
+def _fold_on(fd: int, summary: Summary | None, offset: int) -> tuple[Summary | None, int]:
+    """Fold the whole lines of ``fd`` from ``offset`` into ``summary`` (None: from the header,
+    at offset 0); the summary and the end of the last line folded."""
+    reached = offset
+
+    def lines() -> Iterator[bytes | None]:
+        nonlocal reached
+        for line, end in read_lines(fd, offset, jsontext.MAX_LINE_BYTES):
+            reached = end
+            yield line
+
+    if summary is None:
+        summary = fold_lines(lines())
+    else:
+        for line in lines():
+            summary.apply(_parse(line))
+    return summary, reached
+
+
 class DirectoryIndex:
     """Summaries of every ``*.jsonl`` file directly in ``root``, cached in an index file."""
 
-    def __init__(self, root: str | os.PathLike[str], *, persist: bool = True) -> None:
+    def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = os.fspath(root)
         self.path = os.path.join(self.root, INDEX_FILE)
-        self.persist = persist
         self._files: dict[str, dict[str, Any]] | None = None
         self._summaries: dict[str, Summary] = {}  # decoded once per file version
 
@@ -155,7 +185,7 @@ class DirectoryIndex:
             finally:
                 os.close(fd)
             if isinstance(data, dict) and data.get("format") == INDEX_FORMAT and isinstance(data.get("files"), dict):
-                return data["files"]  # type: ignore[no-any-return]
+                return data["files"]  # type: ignore[no-any-return]  # parsed JSON, checked to be a dict
         except (OSError, orjson.JSONDecodeError):
             pass
         return {}  # missing or unreadable: rebuilt from the logs
@@ -180,48 +210,30 @@ class DirectoryIndex:
         files = self._files if self._files is not None else self._load()
         changed = self._files is None and not os.path.exists(self.path)
         seen: dict[str, dict[str, Any]] = {}
-        try:
-            entries = list(os.scandir(self.root))
-        except FileNotFoundError:
-            entries = []
-        for entry in entries:
-            name = entry.name
-            if not name.endswith(".jsonl") or name.startswith("."):
-                continue
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode):  # a symlink, a FIFO, a device: never a session here
-                continue
-            record = files.get(name)
-            if (
-                record is not None
-                and record["size"] == st.st_size
-                and record["mtime_ns"] == st.st_mtime_ns
-                and record["ino"] == st.st_ino
-            ):
-                seen[name] = record
-                continue
-            seen[name] = self._scan(entry.path, st, record)
-            changed = True
-        if set(files) != set(seen):
-            changed = True
+        for entry, st in _logs(self.root):
+            record = files.get(entry.name)
+            if record is None or (record["size"], record["mtime_ns"], record["ino"]) != (st.st_size, st.st_mtime_ns, st.st_ino):
+                record = self._scan(entry.path, st, record)
+                changed = True
+            seen[entry.name] = record
         self._files = seen
-        if changed and self.persist:
+        if changed or set(files) != set(seen):
             self._save(seen)
-        cache, out = self._summaries, {}
-        for name, record in seen.items():
+        return self._decoded(seen)
+
+    def _decoded(self, files: dict[str, dict[str, Any]]) -> dict[str, Summary]:
+        """The summaries of ``files``, decoded again only where a file changed."""
+        summaries = {}
+        for name, record in files.items():
             data = record["summary"]
             if data is None:
                 continue
-            summary = cache.get(name)
+            summary = self._summaries.get(name)
             if summary is None or summary.version != data["version"] or summary.modified != data["modified"]:
-                summary = cache[name] = Summary.from_dict(data)
-            out[name] = summary
-        for name in set(cache) - set(out):
-            del cache[name]
-        return out
+                summary = Summary.from_dict(data)
+            summaries[name] = summary
+        self._summaries = summaries
+        return dict(summaries)
 
     def forget(self, name: str) -> None:
         """Drop a file from the index (after deleting it)."""
@@ -230,44 +242,24 @@ class DirectoryIndex:
         self._summaries.pop(name, None)
 
     def _scan(self, path: str, st: os.stat_result, record: dict[str, Any] | None) -> dict[str, Any]:
-        summary: Summary | None = None
-        offset = 0
+        """The record of a new or changed file: folded on from where ``record`` stopped if the
+        file only grew, else from its first line."""
+        summary, offset = None, 0
         if (
-            record is not None
-            and record["summary"] is not None
-            and record["ino"] == st.st_ino
-            and 0 < record["offset"] <= st.st_size
+            record is not None and record["summary"] is not None
+            and record["ino"] == st.st_ino and 0 < record["offset"] <= st.st_size
         ):
-            summary = Summary.from_dict(record["summary"])
-            offset = record["offset"]
+            summary, offset = Summary.from_dict(record["summary"]), record["offset"]
         try:
             fd = open_regular(path, follow=False)
-        except OSError:
-            return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "offset": 0, "summary": None}
-        try:
-            if offset and os.pread(fd, 1, offset - 1) != b"\n":  # rewritten, not appended: start over
-                summary, offset = None, 0
-            reached = [offset]  # the end of the last whole line folded
-
-            def texts() -> Iterator[bytes | None]:
-                for line, end in read_lines(fd, offset, jsontext.MAX_LINE_BYTES):
-                    reached[0] = end
-                    yield line
-
-            if summary is None:
-                summary = fold_lines(texts())
-            else:
-                for line in texts():
-                    summary.apply(_parse(line))
-            end = reached[0]
+            try:
+                if offset and os.pread(fd, 1, offset - 1) != b"\n":  # rewritten, not appended: start over
+                    summary, offset = None, 0
+                summary, offset = _fold_on(fd, summary, offset)
+            finally:
+                os.close(fd)
         except OSError:
             summary = None
-        finally:
-            os.close(fd)
-        return {
-            "size": st.st_size,
-            "mtime_ns": st.st_mtime_ns,
-            "ino": st.st_ino,
-            "offset": end if summary is not None else 0,
-            "summary": summary.to_dict() if summary is not None else None,
-        }
+        if summary is None:
+            return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "offset": 0, "summary": None}
+        return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "offset": offset, "summary": summary.to_dict()}

@@ -1,16 +1,14 @@
 """A directory of JSONL session files: the embedded, default store.
 
-Each session is ``<root>/<session id>.jsonl`` (:class:`JsonlSessionStorage`). Other regular
-``*.jsonl`` files in the directory whose first line is a session header (pi's
-``<timestamp>_<id>.jsonl`` files, for instance) are listed and opened by their header id
-too. Session ids are checked before they reach a path: no separators, no ``..``, no NUL.
-A symbolic link is never a session of the directory: it is not listed, and opening or
-deleting its id is refused.
+Each session is ``<root>/<session id>.jsonl`` (:class:`JsonlSessionStorage`; the id is
+checked before it reaches a path). Other regular ``*.jsonl`` files in the directory whose
+first line is a session header (pi's ``<timestamp>_<id>.jsonl`` files, for instance) are
+listed and opened by their header id too. A symbolic link is never a session of the
+directory: it is not listed, and opening or deleting its id is refused.
 
-Listing reads a cross-session index (``.sessiontree-index.json``, a cache of
-:class:`~sessiontree.adapters.index.DirectoryIndex`) and only the parts of the logs it has
-not seen. The directory is created on the first ``create``; listing a directory that does
-not exist gives an empty list.
+Listing reads a cross-session index (:class:`~sessiontree.adapters.index.DirectoryIndex`)
+and only the parts of the logs it has not seen. The directory is created on the first
+``create``; listing a directory that does not exist gives an empty list.
 """
 
 from __future__ import annotations
@@ -66,9 +64,7 @@ class JsonlStore(SessionStore):
 
     def store_lines(self, session_id: str, lines: Sequence[bytes]) -> SessionStorage:
         self._private_root()
-        return JsonlSessionStorage.create_from_lines(
-            self.path_for(session_id), lines, durability=self.durability, wait=self.wait
-        )
+        return JsonlSessionStorage.create_from_lines(self.path_for(session_id), lines, durability=self.durability, wait=self.wait)
 
     def attach(self, session_id: str) -> SessionStorage:
         path = self._find(session_id)

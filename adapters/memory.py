@@ -20,15 +20,9 @@ class InMemorySessionStorage(RecorderSessionStorage):
     """
 
     def __init__(
-        self,
-        *,
-        cwd: str = "",
-        metadata: Mapping[str, Any] | None = None,
-        session_id: str | None = None,
-        parent_session: str | None = None,
-        timestamp: str | None = None,
-        recorder: POPOAggregateRecorder | None = None,
-        _existing: bool = False,
+        self, *, cwd: str = "", metadata: Mapping[str, Any] | None = None, session_id: str | None = None,
+        parent_session: str | None = None, timestamp: str | None = None,
+        recorder: POPOAggregateRecorder | None = None, _existing: bool = False,
     ) -> None:
         if session_id is not None and (not isinstance(session_id, str) or not session_id):
             raise TypeError(f"session_id must be a non-empty str or None, not {session_id!r}")
@@ -42,18 +36,11 @@ class InMemorySessionStorage(RecorderSessionStorage):
 
     @classmethod
     def create(
-        cls,
-        *,
-        cwd: str = "",
-        metadata: Mapping[str, Any] | None = None,
-        session_id: str | None = None,
-        parent_session: str | None = None,
-        timestamp: str | None = None,
+        cls, *, cwd: str = "", metadata: Mapping[str, Any] | None = None, session_id: str | None = None,
+        parent_session: str | None = None, timestamp: str | None = None,
     ) -> InMemorySessionStorage:
         """A new, empty session in memory (``timestamp``: the header's, default now)."""
-        return cls(
-            cwd=cwd, metadata=metadata, session_id=session_id, parent_session=parent_session, timestamp=timestamp
-        )
+        return cls(cwd=cwd, metadata=metadata, session_id=session_id, parent_session=parent_session, timestamp=timestamp)
 
     @classmethod
     def attach(cls, recorder: POPOAggregateRecorder, session_id: str) -> InMemorySessionStorage:

@@ -86,24 +86,12 @@ class RecorderSessionStorage(SessionStorage):
         except (PersistenceError, ConnectionPoolClosedError) as exc:
             raise SessionError("storage", f"could not read session {self._session_id}: {_why(exc)}") from exc
 
-    def _previous_digest(self, version: int) -> bytes | None:
-        """The digest line ``version`` chains to (None: that line is not chained)."""
-        if version == 1:
-            return chain.GENESIS if self.codec.dialect.name == "native" and self.chain_new_sessions else None
-        head = self.chain_head
-        if head.version != version - 1:  # not looked yet, or stale
-            before = self._select(gt=version - 2, lte=version - 1)
-            if not before:  # line version-1 is not there (yet): the append cannot follow it
-                raise self.conflict(version, f"there is no version {version - 1} to follow")
-            header = self._select(lte=1)[0] if chain.recorded(before[-1]) is None and version > 2 else None
-            head.observe(version - 1, before[-1], header=header)
-        if head.digest is None and head.chained:
-            raise SessionError(
-                "corrupt",
-                f"session {self._session_id} is hash-chained but version {version - 1} carries no chain digest: "
-                "the log was damaged (run verify); it is not extended unchained",
-            )
-        return head.digest
+    def line_before(self, version: int) -> tuple[bytes, bytes | None]:
+        before = self._select(gt=version - 2, lte=version - 1)
+        if not before:  # line version-1 is not there (yet): the append cannot follow it
+            raise self.conflict(version, f"there is no version {version - 1} to follow")
+        header = self._select(lte=1)[0] if chain.recorded(before[-1]) is None and version > 2 else None
+        return before[-1], header
 
     def save(self, events: Sequence[Any]) -> None:
         """Record the events in one insert: ``conflict`` if another writer took their
@@ -113,7 +101,7 @@ class RecorderSessionStorage(SessionStorage):
         if not events:
             return
         first = events[0].originator_version
-        lines, digest = self.sealed_lines(events, self._previous_digest(first))
+        lines, digest = self.sealed_lines(events, self.previous_digest(first))
         stored = [stored_event(self._session_id, first + i, line) for i, line in enumerate(lines)]
         try:
             self.recorder.insert_events(stored)
@@ -133,10 +121,9 @@ class RecorderSessionStorage(SessionStorage):
         failed before the acknowledgement)? None when that cannot be told. Each line holds a
         random id, a timestamp and a chain digest: only this append matches."""
         try:
-            found = self.recorder.select_events(self._session_id, gt=first - 1, lte=first + len(lines) - 1)
-        except (PersistenceError, ConnectionPoolClosedError):
+            return self._select(gt=first - 1, lte=first + len(lines) - 1) == lines
+        except SessionError:
             return None
-        return [bytes(s.state) for s in found] == lines
 
     def _failed(self, exc: Exception, unknown: Sequence[Any] = ()) -> SessionError:
         why = f"could not save to session {self._session_id}: {_why(exc)}"

@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
 from eventsourcing.popo import POPOAggregateRecorder
 
-from sessiontree.adapters.index import Summary
+from sessiontree.adapters.index import Summary, fold_line
 from sessiontree.adapters.memory import InMemorySessionStorage
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain.errors import SessionError
@@ -81,6 +81,13 @@ def _sortable(timestamp: str) -> str:
         return ""
 
 
+def forget_popo_events(recorder: POPOAggregateRecorder, session_id: str) -> None:
+    """Delete a session from a POPO recorder, which has no delete: drop its index of the
+    session's events, so nothing can read them again."""
+    with recorder._database_lock:
+        recorder._stored_events_index.pop(session_id, None)
+
+
 class SessionStore(ABC):
     """Many sessions in one place (see the module documentation)."""
 
@@ -130,22 +137,18 @@ class MemoryStore(SessionStore):
         self._ids: dict[str, None] = {}
         self._summaries: dict[str, Summary] = {}
 
-    def _new(self, session_id: str) -> InMemorySessionStorage:
-        if session_id in self._ids:
-            raise SessionError("already_exists", f"session {session_id} already exists in memory")
-        return InMemorySessionStorage.attach(self.recorder, session_id)
-
     def store_header(self, header: SessionStarted) -> SessionStorage:
-        with self._lock:
-            storage = self._new(check_session_id(header.originator_id))
-            storage.save([header])
-            self._ids[header.originator_id] = None
-        return storage
+        return self._create(check_session_id(header.originator_id), lambda storage: storage.save([header]))
 
     def store_lines(self, session_id: str, lines: Sequence[bytes]) -> SessionStorage:
+        return self._create(session_id, lambda storage: storage.write_lines(lines))
+
+    def _create(self, session_id: str, write: Callable[[InMemorySessionStorage], None]) -> SessionStorage:
         with self._lock:
-            storage = self._new(session_id)
-            storage.write_lines(lines)
+            if session_id in self._ids:
+                raise SessionError("already_exists", f"session {session_id} already exists in memory")
+            storage = InMemorySessionStorage.attach(self.recorder, session_id)
+            write(storage)
             self._ids[session_id] = None
         return storage
 
@@ -155,11 +158,10 @@ class MemoryStore(SessionStore):
         return InMemorySessionStorage.attach(self.recorder, session_id)
 
     def remove(self, session_id: str) -> None:
-        with self._lock, self.recorder._database_lock:
+        with self._lock:
             self._ids.pop(session_id, None)
             self._summaries.pop(session_id, None)
-            # POPO has no delete: forget the session's index so nothing can read it again.
-            self.recorder._stored_events_index.pop(session_id, None)
+            forget_popo_events(self.recorder, session_id)
 
     def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
         out = []
@@ -170,8 +172,6 @@ class MemoryStore(SessionStore):
         return out
 
     def _summary(self, sid: str) -> Summary | None:
-        from sessiontree.adapters.index import fold_line
-
         summary = self._summaries.get(sid)
         for stored in self.recorder.select_events(sid, gt=summary.version if summary else None):
             summary = fold_line(summary, stored.state)

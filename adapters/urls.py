@@ -57,12 +57,8 @@ def open_store(url: str | os.PathLike[str], *, durability: str = "flush") -> Ses
 
 
 def _path_after(rest: str, url: str, *, sqlalchemy: bool = False) -> str:
-    """The path of a ``jsonl:`` or ``sqlite:`` URL.
-
-    ``jsonl:`` reads like ``file:`` (``jsonl:///a/b`` is ``/a/b``); ``sqlite:`` like
-    SQLAlchemy (``sqlite:///a.db`` is relative, ``sqlite:////a/b.db`` absolute). Both
-    take a bare path too (``jsonl:sessions``, ``sqlite:a.db``).
-    """
+    """The path of a ``jsonl:`` URL (read as in ``file:`` URLs) or, with ``sqlalchemy``, of a
+    ``sqlite:`` URL (read as SQLAlchemy does); both take a bare path too (``sqlite:a.db``)."""
     if rest.startswith("//"):
         rest = rest[2:]
         if not rest.startswith("/"):
@@ -92,9 +88,18 @@ def _postgres(url: str) -> SessionStore:
         port = parts.port or 5432
     except ValueError:
         raise SessionError("storage", f"{_safe(url)}: the port is not a number") from None
+    schema, settings = _query(url, parts.query)
+    user = unquote(parts.username) if parts.username else "postgres"
+    password = unquote(parts.password) if parts.password is not None else None
+    host = parts.hostname or "127.0.0.1"
+    return DatabaseStore.postgres(dbname, host=host, port=port, user=user, password=password, schema=schema, settings=settings)
+
+
+def _query(url: str, query: str) -> tuple[str | None, dict[str, str]]:
+    """The ``schema`` a PostgreSQL URL's query names, and its eventsourcing settings by full name."""
     schema = None
     settings: dict[str, str] = {}
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+    for key, value in parse_qsl(query, keep_blank_values=True):
         if key.lower() == "schema":
             schema = value
             continue
@@ -108,15 +113,7 @@ def _postgres(url: str) -> SessionStore:
         if not name.startswith("POSTGRES_") and name not in ("ORIGINATOR_ID_TYPE", "CREATE_TABLE", "SINGLE_ROW_TRACKING"):
             name = "POSTGRES_" + name
         settings[name] = value
-    return DatabaseStore.postgres(
-        dbname,
-        host=parts.hostname or "127.0.0.1",
-        port=port,
-        user=unquote(parts.username) if parts.username else "postgres",
-        password=unquote(parts.password) if parts.password is not None else None,
-        schema=schema,
-        settings=settings,
-    )
+    return schema, settings
 
 
 def _safe(url: str) -> str:
