@@ -26,7 +26,7 @@ import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import orjson
@@ -34,9 +34,6 @@ import orjson
 from sessiontree.adapters.files import open_regular
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.ids import now_iso
-
-if TYPE_CHECKING:
-    from sessiontree.adapters.verify import VerifyReport
 
 HMAC = "hmac-sha256"
 ED25519 = "ed25519"
@@ -99,10 +96,26 @@ class Checkpoint:
             raise SessionError("corrupt", f"checkpoint is not valid JSON ({exc})") from None
 
 
+def parse_all(items: Iterable[Any]) -> list[Checkpoint]:
+    """Checkpoints from ``Checkpoint`` objects, dicts or JSON strings."""
+    out = []
+    for item in items:
+        if isinstance(item, Checkpoint):
+            out.append(item)
+        elif isinstance(item, dict):
+            out.append(Checkpoint.from_dict(item))
+        elif isinstance(item, (str, bytes)):
+            out.append(Checkpoint.from_json(item))
+        else:
+            raise TypeError(f"not a checkpoint: {item!r}")
+    return out
+
+
 # -- keys -----------------------------------------------------------------------------------
 
 
-def _algorithm(key: Any) -> str:
+def key_algorithm(key: Any) -> str:
+    """``HMAC`` or ``ED25519``: what ``key`` signs with (``ValueError``/``TypeError`` for anything else)."""
     if isinstance(key, (bytes, bytearray)):
         if len(key) < MIN_HMAC_KEY:
             raise ValueError(f"an HMAC key needs at least {MIN_HMAC_KEY} bytes (use os.urandom(32))")
@@ -116,17 +129,19 @@ def _algorithm(key: Any) -> str:
 
 
 def _sign(key: Any, message: bytes) -> str:
-    if _algorithm(key) == HMAC:
+    if key_algorithm(key) == HMAC:
         return hmac.new(bytes(key), message, hashlib.sha256).hexdigest()
     if not hasattr(key, "sign"):
         raise TypeError("signing needs the Ed25519 private key (a public key can only verify)")
-    return key.sign(message).hex()  # type: ignore[no-any-return]
+    signature: bytes = key.sign(message)
+    return signature.hex()
 
 
-def _valid(key: Any, checkpoint: Checkpoint) -> bool:
+def signature_valid(key: Any, checkpoint: Checkpoint) -> bool:
+    """Does ``checkpoint`` carry a valid signature by ``key`` (or, for Ed25519, its public key)?"""
     message = checkpoint.message()
-    if _algorithm(key) == HMAC:
-        return hmac.compare_digest(hmac.new(bytes(key), message, hashlib.sha256).hexdigest(), checkpoint.signature)
+    if key_algorithm(key) == HMAC:
+        return hmac.compare_digest(_sign(key, message), checkpoint.signature)
     from cryptography.exceptions import InvalidSignature
 
     public = key.public_key() if hasattr(key, "public_key") else key
@@ -151,7 +166,7 @@ def sign_checkpoint(target: Any, key: Any, *, key_id: str | None = None, sequenc
     last checkpoint kept beside the session file, or is 1 for a log without a file (keep
     your own count there, and pass it).
     """
-    algorithm = _algorithm(key)
+    algorithm = key_algorithm(key)
     storage = getattr(target, "storage", target)
     head = getattr(storage, "chain_head", None)
     version = getattr(target, "version", None)
@@ -244,95 +259,7 @@ def read_checkpoint_file(where: str | os.PathLike[str], *, missing_ok: bool = Fa
     return out
 
 
-# -- verifying ------------------------------------------------------------------------------
-
-
-def parse_all(items: Iterable[Any]) -> list[Checkpoint]:
-    """Checkpoints from ``Checkpoint`` objects, dicts or JSON strings."""
-    out = []
-    for item in items:
-        if isinstance(item, Checkpoint):
-            out.append(item)
-        elif isinstance(item, dict):
-            out.append(Checkpoint.from_dict(item))
-        elif isinstance(item, (str, bytes)):
-            out.append(Checkpoint.from_json(item))
-        else:
-            raise TypeError(f"not a checkpoint: {item!r}")
-    return out
-
-
-def check_checkpoints(report: VerifyReport, checkpoints: list[Checkpoint], key: Any) -> None:
-    """Add to ``report`` what the checkpoints say about the log it describes: each must be
-    signed by ``key``, for this session, and match the log's digest at its line; their
-    sequence must have no gap; lines after the last one are reported as unverified."""
-    if not checkpoints:
-        if key is not None:
-            report.problem(None, "a key was given but there is no signed checkpoint to check the log against")
-        return
-    if key is None:
-        raise ValueError("checking signed checkpoints needs the key (key=...)")
-    good = [cp for cp in checkpoints if _check_one(report, cp, key)]
-    report.checkpoints = len(good)
-    _check_sequence(report, good)
-    last = max((cp.line for cp in good), default=0)
-    if good and last < report.lines:
-        report.unverified_from = last + 1
-
-
-def _check_one(report: VerifyReport, cp: Checkpoint, key: Any) -> bool:
-    where = f"checkpoint {cp.sequence or ''} of line {cp.line} signed {cp.created}".replace("checkpoint  ", "checkpoint ")
-    algorithm = _algorithm(key)
-    if cp.algorithm != algorithm:
-        report.problem(None, f"{where} is {cp.algorithm}, but the key given is for {algorithm}")
-    elif not _valid(key, cp):
-        report.problem(None, f"{where}: the signature does not verify with this key (forged, or another key)")
-    elif cp.session_id != report.session_id:
-        report.problem(None, f"{where} is for session {cp.session_id}, not {report.session_id}")
-    elif cp.line > report.lines:
-        report.problem(
-            report.lines + 1,
-            f"the log ends at line {report.lines}, but a {where} vouches for {cp.line} lines: "
-            f"lines {report.lines + 1}..{cp.line} were removed",
-        )
-    elif cp.line not in report.digests:
-        report.problem(cp.line, f"{where}: the log has no chain digest at that line")
-    elif report.digests[cp.line].hex() != cp.digest:
-        report.problem(cp.line, f"the log up to line {cp.line} differs from what the {where} vouches for")
-    else:
-        return True
-    return False
-
-
-def _check_sequence(report: VerifyReport, good: list[Checkpoint]) -> None:
-    """Numbered checkpoints must follow each other (..., 4, 5, 6, ...) with lines that never go
-    back: a gap means checkpoints were removed from the middle (an edit of the checkpoint
-    file). A file may keep a later run only (from 4 on); cutting off the last ones is a
-    rollback, which only an anchor kept elsewhere shows (docs/audit.md)."""
-    numbered = sorted((cp for cp in good if cp.sequence is not None), key=lambda cp: (cp.sequence, cp.line))
-    expected = numbered[0].sequence if numbered else 1
-    previous_line = 0
-    for cp in numbered:
-        assert cp.sequence is not None
-        if cp.sequence > expected:
-            missing = f"{expected}" if cp.sequence == expected + 1 else f"{expected}..{cp.sequence - 1}"
-            report.problem(
-                None,
-                f"signed checkpoint(s) {missing} are missing (the sequence jumps to {cp.sequence}): "
-                "checkpoints were removed, or the checkpoint file was rolled back",
-            )
-        if cp.line < previous_line:
-            report.problem(cp.line, f"checkpoint {cp.sequence} vouches for line {cp.line}, before the line an earlier one vouches for ({previous_line})")
-        expected = max(expected, cp.sequence + 1)
-        previous_line = max(previous_line, cp.line)
-
-
 __all__ = [
-    "Checkpoint",
-    "append_checkpoint",
-    "load_checkpoints",
-    "read_checkpoint_file",
-    "save_checkpoint",
-    "sidecar",
+    "Checkpoint", "append_checkpoint", "load_checkpoints", "read_checkpoint_file", "save_checkpoint", "sidecar",
     "sign_checkpoint",
 ]

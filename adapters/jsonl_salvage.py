@@ -10,8 +10,7 @@ consistent; the skipped lines come with their reasons.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Container, Sequence
 
 from sessiontree.adapters.chain import strip as strip_chain
 from sessiontree.adapters.codec import Codec
@@ -29,30 +28,36 @@ def salvage_log(
     if not lines:
         raise SessionError("corrupt", f"{location}: no session header")
     header, codec = read_header(strip_chain(lines[0]), location, codec)
-    parent_key, sid = codec.dialect.parent_key, header.originator_id
     ids: set[str] = set()
     kept: list[Entry] = []
     skipped: list[tuple[int, str]] = []
     for number in range(2, len(lines) + 1):
-        line = lines[number - 1]
-        problem = line_problem(line, duplicates=codec.dialect.name == "native")
-        obj: Any = None
-        if problem is None:
-            try:
-                obj = parse(strip_chain(line))
-            except (ValueError, RecursionError) as exc:
-                problem = f"invalid JSON ({exc})"
-        problem = problem or envelope_problem(obj, parent_key) or tree_problem(obj, parent_key, ids)
-        if problem is None:
-            try:
-                entry = codec.decode_entry(obj, sid, len(kept) + 2)
-            except SessionError as exc:
-                problem = exc.message
-            except RecursionError:
-                problem = "nested too deeply to decode"
-        if problem is not None:
-            skipped.append((number, problem))
-            continue
-        ids.add(entry.id)
-        kept.append(entry)
+        found = read_entry(lines[number - 1], codec, header.originator_id, len(kept) + 2, ids)
+        if isinstance(found, str):
+            skipped.append((number, found))
+        else:
+            ids.add(found.id)
+            kept.append(found)
     return header, kept, skipped
+
+
+def read_entry(line: bytes, codec: Codec, session_id: str, version: int, ids: Container[str]) -> Entry | str:
+    """The entry on ``line`` as entry ``version`` if the line is entirely sound (see the module
+    docstring; ``ids``: the ids of the entries before it), else the reason it is not."""
+    problem = line_problem(line, duplicates=codec.dialect.name == "native")
+    if problem is not None:
+        return problem
+    try:
+        obj = parse(strip_chain(line))
+    except (ValueError, RecursionError) as exc:
+        return f"invalid JSON ({exc})"
+    parent_key = codec.dialect.parent_key
+    problem = envelope_problem(obj, parent_key) or tree_problem(obj, parent_key, ids)
+    if problem is not None:
+        return problem
+    try:
+        return codec.decode_entry(obj, session_id, version)
+    except SessionError as exc:
+        return exc.message
+    except RecursionError:
+        return "nested too deeply to decode"

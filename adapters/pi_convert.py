@@ -23,7 +23,7 @@ from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.jsonl import JsonlSessionStorage
 from sessiontree.adapters.pi import PiCodec, pi_codec, rename_parent_key
 from sessiontree.domain.errors import SessionError
-from sessiontree.domain.events import ContextCompacted, Entry, SessionStarted, UnknownEntryAppended
+from sessiontree.domain.events import ContextCompacted, Entry, UnknownEntryAppended
 
 
 @attrs.frozen
@@ -40,17 +40,11 @@ class Conversion:
 
 
 def _convert_entry(entry: Entry, src: Codec, dst: Codec) -> Entry:
-    """An entry as the other dialect writes it: the same object (what a producer left out is
-    remembered by attribute name, whatever the dialect), except that an entry of a type
-    neither side knows is copied verbatim with its parent key renamed."""
+    """The entry to write in ``dst``'s dialect: itself, or for a type neither side knows, a copy
+    whose verbatim data has its parent key renamed."""
     if isinstance(entry, UnknownEntryAppended) and src.dialect.name != dst.dialect.name:
         return attrs.evolve(entry, data=rename_parent_key(entry.data, src.dialect.parent_key, dst.dialect.parent_key))
     return entry
-
-
-def _header(header: SessionStarted) -> SessionStarted:
-    """The header of the copy: version 3 (an older pi file's entries come out migrated)."""
-    return attrs.evolve(header, version=3) if header.version != 3 else header
 
 
 def _notes(entry: Entry, dst: Codec) -> list[str]:
@@ -67,10 +61,10 @@ def _notes(entry: Entry, dst: Codec) -> list[str]:
 def convert(src_path: str | os.PathLike[str], dest_path: str | os.PathLike[str], dst: Codec) -> Conversion:
     """Write the session of ``src_path`` as a new file ``dest_path`` in ``dst``'s dialect."""
     dest = Path(dest_path)
-    source = JsonlSessionStorage.open(src_path)
+    source = JsonlSessionStorage.open(Path(src_path))
     try:
         src = source.codec
-        lines = [dst.encode_event(_header(source.header))]
+        lines = [dst.encode_event(attrs.evolve(source.header, version=3))]  # an older pi file comes out migrated
         notes: list[str] = []
         for entry in source.load()[1]:
             converted = _convert_entry(entry, src, dst)
@@ -89,12 +83,8 @@ def convert(src_path: str | os.PathLike[str], dest_path: str | os.PathLike[str],
     except OSError as exc:
         raise SessionError("storage", f"cannot write the file: {exc.strerror or exc}", path=str(dest)) from exc
     return Conversion(
-        source=str(src_path),
-        dest=str(dest),
-        source_dialect=src.dialect.name,
-        dest_dialect=dst.dialect.name,
-        entries=len(lines) - 1,
-        notes=tuple(dict.fromkeys(notes)),
+        source=str(src_path), dest=str(dest), source_dialect=src.dialect.name, dest_dialect=dst.dialect.name,
+        entries=len(lines) - 1, notes=tuple(dict.fromkeys(notes)),
     )
 
 

@@ -90,8 +90,7 @@ def js_values(value: Any) -> Any:
 def js_items(fields: Any) -> Any:
     """Unknown fields (a mapping) with their values as :func:`js_values` gives them."""
     for item in fields.values():
-        kind = item.__class__
-        if (kind is float or kind is dict or kind is list or kind is tuple) and _needs_layout(item):
+        if _needs_layout(item):
             return {key: _js_numbers(value) for key, value in fields.items()}
     return fields
 
@@ -101,15 +100,7 @@ def _js_numbers(value: Any) -> Any:
     if kind is float:
         return _js_float(value)
     if kind is dict:
-        out = {}
-        for key, item in value.items():
-            kind = type(item)
-            if kind is float:
-                item = _js_float(item)
-            elif kind is dict or kind is list or kind is tuple:
-                item = _js_numbers(item)
-            out[key] = item
-        return out
+        return {key: _js_numbers(item) for key, item in value.items()}
     if kind is list or kind is tuple:  # a tuple is written as an array, as the reference's list
         return [_js_numbers(item) for item in value]
     return value

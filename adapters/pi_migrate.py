@@ -49,15 +49,10 @@ def _v1_to_v2(session_id: str, entries: Sequence[tuple[int, Any]], path: str) ->
         body = {k: v for k, v in obj.items() if k not in ("type", "id", "parentId")}
         new = {"type": obj["type"], "id": entry_id, "parentId": previous, **body}
         previous = entry_id
-        if new["type"] == "compaction" and "firstKeptEntryIndex" in new:
-            index = new.pop("firstKeptEntryIndex")
+        if new["type"] == "compaction" and ("firstKeptEntryIndex" in new or "firstKeptEntryId" not in new):
             # The index counts the header as 0; pi only resolves entries already given ids.
-            target = None
-            if type(index) is int and 1 <= index <= len(out):
-                target = out[index - 1][1]["id"]
-            new["firstKeptEntryId"] = target
-        elif new["type"] == "compaction" and "firstKeptEntryId" not in new:
-            new["firstKeptEntryId"] = None
+            index = new.pop("firstKeptEntryIndex", None)
+            new["firstKeptEntryId"] = out[index - 1][1]["id"] if type(index) is int and 1 <= index <= len(out) else None
         out.append((lineno, new))
     return out
 
@@ -78,7 +73,7 @@ def migrate(
     """The entries of a version ``version`` file as version 3 entries, each with its line."""
     migrated = list(entries)
     if version < 2:
-        migrated = _v1_to_v2(session_id, migrated, path)  # type: ignore[assignment]
+        migrated = _v1_to_v2(session_id, migrated, path)
     if version < 3:
         migrated = _v2_to_v3(migrated)
     return migrated

@@ -37,7 +37,7 @@ from sessiontree.adapters.jsontext import parse
 from sessiontree.adapters.pi import PI_PARENT_KEY, PiCodec, pi_codec
 from sessiontree.adapters.pi_migrate import CURRENT, migrate
 from sessiontree.domain.errors import SessionError
-from sessiontree.domain.events import ContextCompacted, SessionStarted
+from sessiontree.domain.events import ContextCompacted, Entry, SessionStarted
 from sessiontree.domain.log import EntryLog
 from sessiontree.projections.context import SessionContextBuildOptions
 from sessiontree.projections.pi_context import pi_entry_transform
@@ -52,6 +52,8 @@ def pi_context_options(codec: PiCodec | None = None) -> SessionContextBuildOptio
 
 class PiSessionStorage(JsonlSessionStorage):
     """One pi session file (see the module docstring)."""
+
+    codec: PiCodec  # __init__ refuses any other
 
     def __init__(self, path: Path, file: Any, header: SessionStarted, *, codec: Any, read_only: bool = False) -> None:
         if not isinstance(codec, PiCodec):
@@ -75,7 +77,7 @@ class PiSessionStorage(JsonlSessionStorage):
             raise corrupt(self.path, 1, f"the header now names session {header.originator_id}, not {self.session_id}")
         with pausing_collector():
             if self.source_version < CURRENT:
-                return self._migrated(lines, loader)
+                return self._migrated(lines)
             found = bulk_envelopes(lines, PI_PARENT_KEY)
             if found is None or "leaf" in found.types:  # not pi's own type: the line-by-line checks apply
                 found = line_by_line(lines, loader)
@@ -85,57 +87,54 @@ class PiSessionStorage(JsonlSessionStorage):
     def _markers(self, lines: list[bytes], found: Envelopes, loader: LineLoader) -> dict[int, str]:
         """Decode the leaf markers now (a ``custom`` line no entry hangs under), as ``leaf``
         entries whose parent is the leaf they moved from; the parents not earlier in the log."""
-        codec: PiCodec = self.codec  # type: ignore[assignment]
         has_children = set(found.parents)
         orphans: dict[int, str] = {}
         for pos, kind in enumerate(found.types):
             if kind != "custom" or pos in has_children:
                 continue
-            number = pos + 2
-            try:
-                obj = parse(lines[number - 1])
-            except (ValueError, RecursionError) as exc:
-                raise corrupt(self.path, number, f"invalid JSON ({exc})") from None
+            obj = self._parse(lines, pos + 2)
             if not PiCodec.is_leaf_marker(obj):
                 continue
-            try:
-                entry = codec.decode_leaf_marker(obj, self.session_id, number)
-            except SessionError as exc:
-                raise corrupt(self.path, number, f"session {self.session_id}: {exc.message}", exc.code) from None
+            entry = self._decode(obj, pos + 2, marker=True)
             loader.decoded[pos] = entry
             found.types[pos] = "leaf"
             parent = -1 if entry.parent_id is None else found.index.get(entry.parent_id, pos)
             if parent >= pos:  # a leaf it moved from that is not earlier: kept by id
                 parent = -1
-                orphans[pos] = entry.parent_id  # type: ignore[assignment]
+                orphans[pos] = entry.parent_id  # type: ignore[assignment]  # not None: a None parent is -1
             found.parents[pos] = parent
         return orphans
 
-    def _migrated(self, lines: list[bytes], loader: LineLoader) -> EntryLog:
+    def _migrated(self, lines: list[bytes]) -> EntryLog:
         """A version 1 or 2 file, migrated in memory and decoded now."""
-        objs = []
-        for number in range(2, len(lines) + 1):
-            try:
-                objs.append((number, parse(lines[number - 1])))
-            except (ValueError, RecursionError) as exc:
-                raise corrupt(self.path, number, f"invalid JSON ({exc})") from None
+        objs = [(number, self._parse(lines, number)) for number in range(2, len(lines) + 1)]
         objs = migrate(self.source_version, self.session_id, objs, str(self.path))
-        ids: set[str] = set()
         parents = {obj.get(PI_PARENT_KEY) for _, obj in objs if isinstance(obj, dict)}
+        ids: set[str] = set()
         entries = []
-        codec: PiCodec = self.codec  # type: ignore[assignment]
         for number, obj in objs:
             problem = envelope_problem(obj, PI_PARENT_KEY) or tree_problem(obj, PI_PARENT_KEY, ids)
             if problem is not None:
                 raise corrupt(self.path, number, problem)
-            try:
-                marker = PiCodec.is_leaf_marker(obj) and obj["id"] not in parents
-                entry = codec.decode_leaf_marker(obj, self.session_id, number) if marker else codec.decode_entry(obj, self.session_id, number)
-            except SessionError as exc:
-                raise corrupt(self.path, number, f"session {self.session_id}: {exc.message}", exc.code) from None
+            entry = self._decode(obj, number, marker=PiCodec.is_leaf_marker(obj) and obj["id"] not in parents)
             ids.add(entry.id)
             entries.append(entry)
         return EntryLog.of(entries)
+
+    def _parse(self, lines: list[bytes], number: int) -> Any:
+        try:
+            return parse(lines[number - 1])
+        except (ValueError, RecursionError) as exc:
+            raise corrupt(self.path, number, f"invalid JSON ({exc})") from None
+
+    def _decode(self, obj: Any, number: int, *, marker: bool) -> Entry:
+        """The entry on line ``number`` (``marker``: the ``leaf`` entry a leaf marker stands for)."""
+        try:
+            if marker:
+                return self.codec.decode_leaf_marker(obj, self.session_id, number)
+            return self.codec.decode_entry(obj, self.session_id, number)
+        except SessionError as exc:
+            raise corrupt(self.path, number, f"session {self.session_id}: {exc.message}", exc.code) from None
 
     def _salvage(self) -> None:
         if self.source_version < CURRENT:
