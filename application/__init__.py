@@ -26,7 +26,8 @@ from sessiontree.domain.messages import (
 )
 from sessiontree.projections.base import FunctionProjection, Projection
 from sessiontree.projections.compaction import CompactionPlan
-from sessiontree.projections.context import ContextMessages, SessionContext, SessionContextBuildOptions
+from sessiontree.projections.context import SessionContext, SessionContextBuildOptions
+from sessiontree.projections.context_messages import ContextMessages
 from sessiontree.projections.stats import SessionStats
 from sessiontree.projections.tokens import CharEstimator, ContextTokens, TextCounterEstimator
 from sessiontree.summary import Summary, extractive_summary
@@ -35,25 +36,18 @@ from sessiontree.summary import Summary, extractive_summary
 # ``import sessiontree.domain`` imports this package first, and the layer rule says the
 # domain and projections load no adapter or serialiser (tests/test_layers.py checks it).
 # Add new adapter-backed exports here, not as imports above.
-_LAZY: dict[str, str] = {
-    "InMemorySessionStorage": "sessiontree.adapters.memory",
-    "JsonlSessionStorage": "sessiontree.adapters.jsonl",
-    "SessionStorage": "sessiontree.adapters.storage",
-    "SessionRepo": "sessiontree.repository",
-    "SessionInfo": "sessiontree.adapters.store",
-    "InMemorySessionRepo": "sessiontree.repository",
-    "JsonlSessionRepo": "sessiontree.repository",
-    "DatabaseSessionRepo": "sessiontree.repository",
-    "open_repo": "sessiontree.repository",
-    "verify": "sessiontree.adapters.verify",
-    "VerifyReport": "sessiontree.adapters.verify",
-    "Checkpoint": "sessiontree.adapters.checkpoints",
-    "sign_checkpoint": "sessiontree.adapters.checkpoints",
-    "ReplayStep": "sessiontree.reader",
-    "Session": "sessiontree.session",
-    "SessionView": "sessiontree.reader",
-    "TreeNode": "sessiontree.reader",
+_LAZY_MODULES: dict[str, tuple[str, ...]] = {
+    "sessiontree.adapters.checkpoints": ("Checkpoint", "sign_checkpoint"),
+    "sessiontree.adapters.jsonl": ("JsonlSessionStorage",),
+    "sessiontree.adapters.memory": ("InMemorySessionStorage",),
+    "sessiontree.adapters.storage": ("SessionStorage",),
+    "sessiontree.adapters.store": ("SessionInfo",),
+    "sessiontree.adapters.verify": ("VerifyReport", "verify"),
+    "sessiontree.reader": ("ReplayStep", "SessionView", "TreeNode"),
+    "sessiontree.repository": ("DatabaseSessionRepo", "InMemorySessionRepo", "JsonlSessionRepo", "SessionRepo", "open_repo"),
+    "sessiontree.session": ("Session",),
 }
+_LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in names}
 
 if TYPE_CHECKING:
     from sessiontree.adapters.checkpoints import Checkpoint, sign_checkpoint
@@ -81,48 +75,12 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "AssistantMessage",
-    "BranchSummaryMessage",
-    "CharEstimator",
-    "Checkpoint",
-    "CompactionPlan",
-    "CompactionSummaryMessage",
-    "ContextMessages",
-    "ContextTokens",
-    "Cost",
-    "CustomMessage",
-    "DatabaseSessionRepo",
-    "FunctionProjection",
-    "ImageContent",
-    "InMemorySessionRepo",
-    "InMemorySessionStorage",
-    "JsonlSessionRepo",
-    "JsonlSessionStorage",
-    "Projection",
-    "ReplayStep",
-    "Session",
-    "SessionContext",
-    "SessionContextBuildOptions",
-    "SessionError",
-    "SessionInfo",
-    "SessionRepo",
-    "SessionStats",
-    "SessionStorage",
-    "SessionView",
-    "Summary",
-    "TextContent",
-    "TextCounterEstimator",
-    "ThinkingContent",
-    "ToolCall",
-    "ToolResultMessage",
-    "TreeNode",
-    "UnknownContent",
-    "UnknownMessage",
-    "Usage",
-    "UserMessage",
-    "VerifyReport",
-    "extractive_summary",
-    "open_repo",
-    "sign_checkpoint",
-    "verify",
+    "AssistantMessage", "BranchSummaryMessage", "CharEstimator", "Checkpoint", "CompactionPlan",
+    "CompactionSummaryMessage", "ContextMessages", "ContextTokens", "Cost", "CustomMessage", "DatabaseSessionRepo",
+    "FunctionProjection", "ImageContent", "InMemorySessionRepo", "InMemorySessionStorage", "JsonlSessionRepo",
+    "JsonlSessionStorage", "Projection", "ReplayStep", "Session", "SessionContext", "SessionContextBuildOptions",
+    "SessionError", "SessionInfo", "SessionRepo", "SessionStats", "SessionStorage", "SessionView", "Summary",
+    "TextContent", "TextCounterEstimator", "ThinkingContent", "ToolCall", "ToolResultMessage", "TreeNode",
+    "UnknownContent", "UnknownMessage", "Usage", "UserMessage", "VerifyReport", "extractive_summary", "open_repo",
+    "sign_checkpoint", "verify",
 ]

@@ -1,19 +1,11 @@
 """The compaction and branch-summary workflow: when to compact, and doing it.
 
 ``Session`` delegates here (``should_compact``, ``plan_compaction``, ``compact``,
-``acompact``, ``estimate_context_tokens``, ``move_to(..., summarize=...)``). The library
-makes no network call: the caller supplies the **summariser**, a plain or async callable
-
-    summarize(messages, previous_summary) -> str | Summary
-
-that gets the messages to summarise (oldest first) and the previous compaction's summary
-(None for the first compaction and for branch summaries), and returns the summary text or
-a :class:`Summary` with the summarisation call's usage and details. The session is only
-written after the summariser returns, so one that raises leaves it untouched.
-
-:func:`extractive_summary` is a stand-in summariser with no model behind it (it lists the
-user's requests and the files tools touched); the command line's ``sessiontree compact``
-uses it through :func:`compact_command`. See docs/compaction.md.
+``acompact``, ``estimate_context_tokens``, ``move_to(..., summarize=...)``). The caller
+supplies the summariser (its protocol is in ``summary.py``; the library makes no network
+call). The session is only written after the summariser returns, so one that raises leaves
+it untouched, and a session changed meanwhile is a ``conflict`` with nothing written.
+:func:`compact_command` is what ``sessiontree compact`` runs. See docs/compaction.md.
 """
 
 from __future__ import annotations
@@ -22,13 +14,9 @@ import inspect
 from typing import TYPE_CHECKING, Any
 
 from sessiontree.domain.errors import SessionError
-from sessiontree.projections.compaction import (
-    DEFAULT_KEEP_RECENT_TOKENS,
-    DEFAULT_RESERVE_TOKENS,
-    CompactionPlan,
-    plan_compaction,
-)
-from sessiontree.projections.context import entry_to_messages
+from sessiontree.domain.events import MessageAppended
+from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionPlan, plan_compaction
+from sessiontree.projections.context import entry_to_messages, latest_compaction
 from sessiontree.projections.tokens import ContextTokens, TokenEstimator, context_tokens, reported_usage
 from sessiontree.summary import AsyncSummarizer, Summarizer, Summary, as_summary, extractive_summary
 
@@ -50,32 +38,28 @@ def _sync_result(result: Any) -> Summary:
     return as_summary(result)
 
 
-# -- token accounting ------------------------------------------------------------------
+async def _async_result(result: Any) -> Summary:
+    return as_summary(await result if inspect.isawaitable(result) else result)
 
 
-def estimate_context_tokens(
-    reader: SessionReader, estimator: TokenEstimator | None = None, options: Any = None
-) -> ContextTokens:
+def estimate_context_tokens(reader: SessionReader, estimator: TokenEstimator | None = None) -> ContextTokens:
     """The size of the current context: the last reply's reported usage when it measured
     this context (it came after the latest compaction), plus an estimate of what follows."""
-    messages = reader.build_context(options).messages
+    messages = reader.build_context().messages
     path = reader.get_path_to_root_or_compaction()
-    last = next((i for i in range(len(path) - 1, -1, -1) if path[i].type == "compaction"), None)
+    last = latest_compaction(path)
     if last is None:
         return context_tokens(messages, estimator)
     # Only a reply appended after the latest compaction measured this context; compare by
     # value too, since a storage may hand out equal copies of a message.
     fresh = next(
-        (e.message for e in reversed(path[last + 1 :]) if e.type == "message" and reported_usage(e.message)),
-        None,
+        (e.message for e in reversed(path[last + 1 :]) if isinstance(e, MessageAppended) and reported_usage(e.message)), None
     )
     return context_tokens(messages, estimator, trusted=lambda m: fresh is not None and (m is fresh or m == fresh))
 
 
 def should_compact(
-    reader: SessionReader,
-    context_window: int,
-    reserve_tokens: int = DEFAULT_RESERVE_TOKENS,
+    reader: SessionReader, context_window: int, reserve_tokens: int = DEFAULT_RESERVE_TOKENS,
     estimator: TokenEstimator | None = None,
 ) -> bool:
     """True when the context is larger than ``context_window - reserve_tokens``."""
@@ -88,70 +72,50 @@ def should_compact(
 
 
 def plan(
-    reader: SessionReader,
-    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
-    retain_tail: bool = False,
+    reader: SessionReader, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, retain_tail: bool = False,
     estimator: TokenEstimator | None = None,
 ) -> CompactionPlan:
     """Plan a compaction of the current branch (see ``sessiontree.projections.compaction``)."""
     if not isinstance(retain_tail, bool):
         raise TypeError(f"retain_tail must be a bool, not {retain_tail!r}")
     return plan_compaction(
-        reader.get_path_to_root_or_compaction(),
-        keep_recent_tokens=keep_recent_tokens,
-        retain_tail=retain_tail,
-        options=reader.options,
-        estimator=estimator,
-        tokens_before=estimate_context_tokens(reader, estimator).tokens,
+        reader.get_path_to_root_or_compaction(), keep_recent_tokens=keep_recent_tokens, retain_tail=retain_tail,
+        options=reader.options, estimator=estimator, tokens_before=estimate_context_tokens(reader, estimator).tokens,
     )
 
 
-# -- compaction ------------------------------------------------------------------------
-
-
-def _append(
-    session: Session, planned: CompactionPlan, version: int, summary: Summary, details: Any, from_hook: bool
-) -> str:
-    with session._lock:  # the check and the append as one step, for a session shared by threads
-        return _append_at(session, planned, version, summary, details, from_hook)
-
-
-def _append_at(
-    session: Session, planned: CompactionPlan, version: int, summary: Summary, details: Any, from_hook: bool
-) -> str:
-    if session.version != version:
-        raise SessionError(
-            "conflict",
-            f"session {session.id} changed while its compaction was being summarised "
-            f"(version {version} -> {session.version}); nothing was written",
-        )
-    return session.append_compaction(
-        summary.summary,
-        planned.first_kept_entry_id,
-        planned.tokens_before,
-        details=details if details is not None else summary.details,
-        from_hook=from_hook,
-        usage=summary.usage,
-        retained_tail=list(planned.kept_messages) if planned.retain_tail else None,
-    )
-
-
-def _check(session: Session, summarize: Any, from_hook: Any) -> None:
+def _prepared(
+    session: Session, summarize: Any, from_hook: Any, keep_recent_tokens: int, retain_tail: bool,
+    estimator: TokenEstimator | None, planned: CompactionPlan | None = None,
+) -> CompactionPlan | None:
+    """The arguments checked, the session writable, and the plan: None when it is empty."""
     _check_summarizer(summarize)
     if not isinstance(from_hook, bool):
         raise TypeError(f"from_hook must be a bool, not {from_hook!r}")
     session.storage.check_writable()
+    if planned is None:
+        planned = plan(session, keep_recent_tokens, retain_tail, estimator)
+    return None if planned.is_empty else planned
+
+
+def _append(session: Session, planned: CompactionPlan, version: int, summary: Summary, details: Any, from_hook: bool) -> str:
+    with session._lock:  # the check and the append as one step, for a session shared by threads
+        if session.version != version:
+            raise SessionError(
+                "conflict",
+                f"session {session.id} changed while its compaction was being summarised "
+                f"(version {version} -> {session.version}); nothing was written",
+            )
+        return session.append_compaction(
+            summary.summary, planned.first_kept_entry_id, planned.tokens_before,
+            details=details if details is not None else summary.details, from_hook=from_hook, usage=summary.usage,
+            retained_tail=list(planned.kept_messages) if planned.retain_tail else None,
+        )
 
 
 def compact(
-    session: Session,
-    summarize: Summarizer,
-    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
-    retain_tail: bool = False,
-    details: Any = None,
-    from_hook: bool = False,
-    estimator: TokenEstimator | None = None,
-    planned: CompactionPlan | None = None,
+    session: Session, summarize: Summarizer, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, retain_tail: bool = False,
+    details: Any = None, from_hook: bool = False, estimator: TokenEstimator | None = None, planned: CompactionPlan | None = None,
 ) -> str | None:
     """Summarise the older part of the branch and append the compaction entry.
 
@@ -159,10 +123,8 @@ def compact(
     ``details`` given here wins over the summariser's. ``planned`` reuses a plan made by
     :func:`plan` on the same, unchanged session.
     """
-    _check(session, summarize, from_hook)
+    planned = _prepared(session, summarize, from_hook, keep_recent_tokens, retain_tail, estimator, planned)
     if planned is None:
-        planned = plan(session, keep_recent_tokens, retain_tail, estimator)
-    if planned.is_empty:
         return None
     version = session.version
     result = summarize(list(planned.messages_to_summarize), planned.previous_summary)
@@ -170,28 +132,16 @@ def compact(
 
 
 async def acompact(
-    session: Session,
-    summarize: Summarizer | AsyncSummarizer,
-    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
-    retain_tail: bool = False,
-    details: Any = None,
-    from_hook: bool = False,
-    estimator: TokenEstimator | None = None,
+    session: Session, summarize: Summarizer | AsyncSummarizer, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
+    retain_tail: bool = False, details: Any = None, from_hook: bool = False, estimator: TokenEstimator | None = None,
 ) -> str | None:
-    """:func:`compact` with an async (or plain) summariser; a session changed meanwhile is a
-    ``conflict`` and nothing is written."""
-    _check(session, summarize, from_hook)
-    planned = plan(session, keep_recent_tokens, retain_tail, estimator)
-    if planned.is_empty:
+    """:func:`compact` with an async (or plain) summariser."""
+    planned = _prepared(session, summarize, from_hook, keep_recent_tokens, retain_tail, estimator)
+    if planned is None:
         return None
     version = session.version
-    result = summarize(list(planned.messages_to_summarize), planned.previous_summary)
-    if inspect.isawaitable(result):
-        result = await result
-    return _append(session, planned, version, as_summary(result), details, from_hook)
-
-
-# -- branch summaries ----------------------------------------------------------------------
+    summary = await _async_result(summarize(list(planned.messages_to_summarize), planned.previous_summary))
+    return _append(session, planned, version, summary, details, from_hook)
 
 
 def branch_left(reader: SessionReader, entry_id: str | None) -> list[Any]:
@@ -201,17 +151,16 @@ def branch_left(reader: SessionReader, entry_id: str | None) -> list[Any]:
         raise SessionError("not_found", f"entry {entry_id!r} not found in session {reader.id}")
     old = reader.get_branch()
     target = {e.id for e in reader.get_branch(entry_id)} if entry_id is not None else set()
-    start = 0
-    for index in range(len(old) - 1, -1, -1):
-        if old[index].id in target:
-            start = index + 1
-            break
+    start = next((index + 1 for index in range(len(old) - 1, -1, -1) if old[index].id in target), 0)
     return old[start:]
 
 
-def _left_messages(reader: SessionReader, entry_id: str | None) -> list[Any]:
-    entries = branch_left(reader, entry_id)
-    options = reader.options
+def _left_messages(session: Session, entry_id: str | None, summarize: Any) -> list[Any]:
+    """The messages of the branch a move to ``entry_id`` leaves behind (arguments checked)."""
+    _check_summarizer(summarize)
+    session.storage.check_writable()
+    entries = branch_left(session, entry_id)
+    options = session.options
     return [m for i, e in enumerate(entries) for m in entry_to_messages(e, i, entries, options)]
 
 
@@ -230,29 +179,20 @@ def move_summarized(session: Session, entry_id: str | None, summarize: Summarize
 
     Nothing left behind (moving forward, or to where the leaf is): a plain move, no call.
     """
-    _check_summarizer(summarize)
-    session.storage.check_writable()
-    messages = _left_messages(session, entry_id)
+    messages = _left_messages(session, entry_id, summarize)
     if not messages:
         return session.move_to(entry_id)
     version = session.version
     return _move(session, entry_id, version, _sync_result(summarize(messages, None)))
 
 
-async def amove_summarized(
-    session: Session, entry_id: str | None, summarize: Summarizer | AsyncSummarizer
-) -> str | None:
+async def amove_summarized(session: Session, entry_id: str | None, summarize: Summarizer | AsyncSummarizer) -> str | None:
     """:func:`move_summarized` with an async (or plain) summariser."""
-    _check_summarizer(summarize)
-    session.storage.check_writable()
-    messages = _left_messages(session, entry_id)
+    messages = _left_messages(session, entry_id, summarize)
     if not messages:
         return session.move_to(entry_id)
     version = session.version
-    result = summarize(messages, None)
-    if inspect.isawaitable(result):
-        result = await result
-    return _move(session, entry_id, version, as_summary(result))
+    return _move(session, entry_id, version, await _async_result(summarize(messages, None)))
 
 
 def left_leaf_id(reader: SessionReader, branch_summary_id: str) -> str | None:
@@ -266,29 +206,20 @@ def left_leaf_id(reader: SessionReader, branch_summary_id: str) -> str | None:
     return entries[index - 1].parent_id
 
 
-# -- the command line's entry point ------------------------------------------------------
-
-
 def compact_command(
-    session: Session,
-    *,
-    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
-    retain_tail: bool = False,
-    dry_run: bool = False,
-    summarize: Summarizer = extractive_summary,
-    estimator: TokenEstimator | None = None,
+    session: Session, *, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, retain_tail: bool = False,
+    dry_run: bool = False, summarize: Summarizer = extractive_summary, estimator: TokenEstimator | None = None,
 ) -> dict[str, Any]:
     """What ``sessiontree compact`` does: plan, compact (unless ``dry_run``) and report.
 
     The report is JSON-ready: ``compacted``, ``entry_id``, ``first_kept_entry_id``,
     ``tokens_before``, ``tokens_after`` (None on a dry run), ``summarized_entries``,
-    ``kept_entries``, ``summarized_tokens``, ``kept_tokens``, ``fits``.
+    ``summarized_messages``, ``kept_entries``, ``summarized_tokens``, ``kept_tokens``, ``fits``.
     """
     planned = plan(session, keep_recent_tokens, retain_tail, estimator)
     entry_id = None
     if not dry_run and not planned.is_empty:
-        entry_id = compact(session, summarize, keep_recent_tokens, retain_tail, estimator=estimator,
-                           planned=planned)
+        entry_id = compact(session, summarize, keep_recent_tokens, retain_tail, estimator=estimator, planned=planned)
     after = estimate_context_tokens(session, estimator).tokens if entry_id is not None else None
     return {
         "compacted": entry_id is not None,
@@ -306,14 +237,6 @@ def compact_command(
 
 
 __all__ = [
-    "acompact",
-    "amove_summarized",
-    "branch_left",
-    "compact",
-    "compact_command",
-    "estimate_context_tokens",
-    "left_leaf_id",
-    "move_summarized",
-    "plan",
-    "should_compact",
+    "acompact", "amove_summarized", "branch_left", "compact", "compact_command", "estimate_context_tokens", "left_leaf_id",
+    "move_summarized", "plan", "should_compact",
 ]

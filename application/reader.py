@@ -1,10 +1,7 @@
-"""Reading a session: every query, bounded by how many entries the reader sees.
-
-:class:`SessionReader` answers every query of the SPEC section 7 API (entries, branches,
-labels, names, the tree, projections, the context, stats, time travel) over the first
-``limit`` entries of a session's log. :class:`SessionView` is a read-only reader of an
-earlier version (``at``, ``as_of``, ``replay``); the live, writable ``Session`` is in
-``session.py``.
+"""Reading a session: every query of the SPEC section 7 API (entries, branches, labels, names,
+the tree, projections, the context, stats, time travel) over the first ``limit`` entries of its
+log. :class:`SessionView` is a read-only reader of an earlier version; the live, writable
+``Session`` (session.py) is a reader too.
 """
 
 from __future__ import annotations
@@ -69,7 +66,8 @@ class SessionReader:
     """Every query of a session, over the first ``limit`` entries of its log."""
 
     def __init__(
-        self, aggregate: SessionAggregate, limit: int, options: SessionContextBuildOptions, projections: Mapping[str, Projection[Any]]
+        self, aggregate: SessionAggregate, limit: int, options: SessionContextBuildOptions,
+        projections: Mapping[str, Projection[Any]],
     ) -> None:
         self._agg = aggregate
         self._limit = limit
@@ -112,11 +110,13 @@ class SessionReader:
             raise SessionError("not_found", f"{what} {entry_id!r} not found in session {self.id}")
         return pos
 
-    def _branch_end(self, entry_id: Any) -> str:
+    def _branch_end(self, entry_id: str) -> str:
         """Check ``entry_id`` can end a branch: it exists and is not a ``leaf`` side record."""
         if self._agg.log.type_of(self._pos(entry_id)) == "leaf":
-            raise SessionError("invalid_entry", f"entry {entry_id!r} of session {self.id} is a leaf record, not part of any branch")
-        return entry_id  # type: ignore[no-any-return]
+            raise SessionError(
+                "invalid_entry", f"entry {entry_id!r} of session {self.id} is a leaf record, not part of any branch"
+            )
+        return entry_id
 
     def has_entry(self, entry_id: str) -> bool:
         return isinstance(entry_id, str) and self._agg.log.position(entry_id, self._limit) is not None
@@ -144,7 +144,8 @@ class SessionReader:
         if entry_id is not None:
             self._pos(entry_id)
         log = self._agg.log
-        return log.get_many([log.position(i) for i in self.projection("tree").get(entry_id, ())])  # type: ignore[misc]
+        children = self.projection("tree").get(entry_id, ())
+        return log.get_many([log.position(i) for i in children])  # type: ignore[misc]  # the tree's ids are in the log
 
     def get_branch(self, leaf_id: str | None = None) -> list[Entry]:
         """The root-to-leaf path ending at ``leaf_id`` (default: the current leaf)."""
@@ -162,7 +163,8 @@ class SessionReader:
     def get_label(self, entry_id: str) -> str | None:
         """The entry's current label, or None."""
         self._pos(entry_id)
-        return self.projection("labels").get(entry_id)  # type: ignore[no-any-return]
+        label: str | None = self.projection("labels").get(entry_id)
+        return label
 
     def get_labels(self) -> dict[str, str]:
         """Every current label, ``{entry_id: label}``."""
@@ -170,7 +172,8 @@ class SessionReader:
 
     def get_session_name(self) -> str | None:
         """The session's current name, or None."""
-        return self.projection("session_name")  # type: ignore[no-any-return]
+        name: str | None = self.projection("session_name")
+        return name
 
     def get_tree(self) -> list[TreeNode]:
         """The whole tree from its roots, with labels (``leaf`` records left out)."""
@@ -180,7 +183,8 @@ class SessionReader:
         while stack:
             parent, sink = stack.pop()
             for child_id in tree.get(parent, ()):
-                node = TreeNode(log.get(log.position(child_id)), labels.get(child_id), [])  # type: ignore[arg-type]
+                entry = log.get(log.position(child_id))  # type: ignore[arg-type]  # the tree's ids are in the log
+                node = TreeNode(entry, labels.get(child_id), [])
                 sink.append(node)
                 stack.append((child_id, node.children))
         return out
@@ -217,19 +221,17 @@ class SessionReader:
     def build_context(self, options: SessionContextBuildOptions | None = None, *, leaf_id: str | None = None) -> SessionContext:
         """The messages the model sees on the current branch (or the one ending at ``leaf_id``),
         with the thinking level, model and active tools in force there."""
-        if options is not None and not isinstance(options, SessionContextBuildOptions):
-            raise TypeError(f"options must be SessionContextBuildOptions or None, not {options!r}")
         if leaf_id is None and options is None:
             return self._current_context().context()
-        leaf = self._leaf(leaf_id)
-        return build_at(self._agg.log, leaf, self._options.merged(options), self._limit).context()
+        merged = self._options.merged(options)  # first: options of another type are a TypeError
+        return build_at(self._agg.log, self._leaf(leaf_id), merged, self._limit).context()
 
     def _current_context(self) -> Built:
         return build_at(self._agg.log, self.leaf_id, self._options, self._limit)
 
     def get_session_stats(self) -> SessionStats:
         """Counts, tokens and cost for the whole session, with ``.branch`` for the current one."""
-        whole = copy.deepcopy(self.projection("stats"))
+        whole: SessionStats = copy.deepcopy(self.projection("stats"))
         log = self._agg.log
         whole.branch = stats_of(log.get_many(branch_positions(log, self.leaf_id, self._limit)))
         return whole
@@ -276,12 +278,9 @@ class SessionReader:
             raise SessionError("invalid_entry", f"as_of needs a timezone-aware time, not {moment!r}")
         if parse_timestamp(self.header.timestamp) > moment:
             raise SessionError("not_found", f"session {self.id} did not exist yet at {moment.isoformat()}")
-        count = 0
-        for pos, entry in enumerate(self._agg.log.iter_entries(self._limit)):
-            if parse_timestamp(entry.timestamp) > moment:
-                break
-            count = pos + 1
-        return SessionView(self._agg, count, self._options, self._projections)
+        entries = self._agg.log.iter_entries(self._limit)
+        first_later = next((pos for pos, entry in enumerate(entries) if parse_timestamp(entry.timestamp) > moment), self._limit)
+        return SessionView(self._agg, first_later, self._options, self._projections)  # the entries before it
 
     def replay(self) -> Iterator[ReplayStep]:
         """Step through the log: each event with a view of the session right after it."""

@@ -1,10 +1,8 @@
 """Session repositories: create, open, list, delete, fork and copy whole sessions.
 
-:class:`SessionRepo` is the application service over a store (``sessiontree.adapters.store``:
-where the logs live) that makes ``Session`` objects with the repository's options, app
-projections, clock and id generator. The backends are named classes for convenience
-(:class:`JsonlSessionRepo`, :class:`InMemorySessionRepo`, :class:`DatabaseSessionRepo`), and
-:func:`open_repo` picks one from a URL.
+:class:`SessionRepo` works over a store (``sessiontree.adapters.store``: where the logs live)
+and makes ``Session`` objects with its options, app projections, clock and id generator. Each
+backend has a named subclass, and :func:`open_repo` picks one from a URL.
 """
 
 from __future__ import annotations
@@ -60,9 +58,7 @@ class SessionRepo:
         self.store.close()
 
     def _session(self, storage: SessionStorage) -> Session:
-        return Session(
-            storage, self.options, clock=self._given_clock, id_generator=self._given_ids, projections=self.projections
-        )
+        return Session(storage, self.options, clock=self._given_clock, id_generator=self._given_ids, projections=self.projections)
 
     def create(
         self, cwd: str = "", name: str | None = None, metadata: Mapping[str, Any] | None = None, *,
@@ -70,7 +66,9 @@ class SessionRepo:
     ) -> Session:
         """A new, empty session (with a ``session_info`` entry when ``name`` is given)."""
         sid = check_session_id(session_id) if session_id is not None else new_session_id()
-        header = aggregate.start(session_id=sid, timestamp=now_iso(self._clock), cwd=cwd, parent_session=parent_session, metadata=metadata)
+        header = aggregate.start(
+            session_id=sid, timestamp=now_iso(self._clock), cwd=cwd, parent_session=parent_session, metadata=metadata
+        )
         session = self._session(self.store.store_header(header))
         if name is not None:
             session.append_session_info(name)

@@ -7,10 +7,7 @@ A summariser is a plain or async callable
 given the messages to summarise (oldest first) and the previous compaction's summary (None
 for a first compaction and for branch summaries). It returns the summary text, or a
 :class:`Summary` that also carries the summarisation call's usage and details. The library
-never calls a model itself.
-
-:func:`extractive_summary` is a stand-in with no model behind it, for the command line and
-for tests: it lists the user's requests and the files tool calls touched.
+never calls a model itself; :func:`extractive_summary` stands in for one.
 """
 
 from __future__ import annotations
@@ -29,9 +26,7 @@ class Summary:
     """What a summariser returns: the text, and optionally the call's usage and details."""
 
     summary: str = attrs.field(validator=attrs.validators.instance_of(str))
-    usage: Usage | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(Usage))
-    )
+    usage: Usage | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.instance_of(Usage)))
     details: Any = None
 
 
@@ -49,6 +44,9 @@ def as_summary(result: Any) -> Summary:
     raise TypeError(f"a summariser must return a str or a Summary, not {result!r}")
 
 
+MAX_REQUESTS = 40
+MAX_FILES = 50
+MAX_PREVIOUS_CHARS = 4000
 _PATH_KEYS = ("path", "file_path", "filepath", "file", "filename")
 _READ_TOOLS = frozenset({"read", "read_file", "view", "cat", "ls", "grep", "find", "glob"})
 
@@ -56,11 +54,6 @@ _READ_TOOLS = frozenset({"read", "read_file", "view", "cat", "ls", "grep", "find
 def _first_line(text: str, width: int = 160) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= width else line[: width - 3] + "..."
-
-
-MAX_REQUESTS = 40
-MAX_FILES = 50
-MAX_PREVIOUS_CHARS = 4000
 
 
 def _capped(items: list[str], limit: int) -> list[str]:
@@ -83,20 +76,7 @@ def extractive_summary(messages: Sequence[Any], previous_summary: str | None = N
     """
     requests = [_first_line(message_text(m)) for m in messages if isinstance(m, UserMessage)]
     requests = [r for r in requests if r]
-    read: list[str] = []
-    modified: list[str] = []
-    for message in messages:
-        if not isinstance(message, AssistantMessage):
-            continue
-        for block in message.content:
-            if not isinstance(block, ToolCall):
-                continue
-            for key in _PATH_KEYS:
-                value = block.arguments.get(key)
-                if isinstance(value, str) and value:
-                    bucket = read if block.name.lower() in _READ_TOOLS else modified
-                    if value not in bucket:
-                        bucket.append(value)
+    read, modified = _files_touched(messages)
     lines: list[str] = []
     if previous_summary:
         previous = previous_summary
@@ -114,7 +94,22 @@ def extractive_summary(messages: Sequence[Any], previous_summary: str | None = N
     return Summary(summary="\n".join(lines), details={"read_files": read, "modified_files": modified})
 
 
-__all__ = ["AsyncSummarizer", "Summarizer", "Summary", "SummaryResult", "as_summary", "extractive_summary"]
+def _files_touched(messages: Sequence[Any]) -> tuple[list[str], list[str]]:
+    """The ``path``-like arguments of tool calls, in order: (read-only tools, the others)."""
+    read: list[str] = []
+    modified: list[str] = []
+    for message in messages:
+        if not isinstance(message, AssistantMessage):
+            continue
+        for block in message.content:
+            if not isinstance(block, ToolCall):
+                continue
+            bucket = read if block.name.lower() in _READ_TOOLS else modified
+            for key in _PATH_KEYS:
+                value = block.arguments.get(key)
+                if isinstance(value, str) and value and value not in bucket:
+                    bucket.append(value)
+    return read, modified
 
 
 def branch_summary_fields(summary: Any) -> dict[str, Any]:
@@ -137,3 +132,8 @@ def branch_summary_fields(summary: Any) -> dict[str, Any]:
         except TypeError as exc:
             raise SessionError("invalid_entry", f"branch summary usage is not a valid usage: {exc}") from None
     return out
+
+
+__all__ = [
+    "AsyncSummarizer", "Summarizer", "Summary", "SummaryResult", "as_summary", "branch_summary_fields", "extractive_summary",
+]

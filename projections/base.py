@@ -1,25 +1,23 @@
 """The one shape every projection has: a name, an initial state and ``apply``.
 
-A projection is a fold over a session's entries. The same object serves three ways:
-replayed over the log when a session opens, applied to each new entry on append, and
-replayed over a prefix of the log for a time-travel view. Built-ins and app projections
-go through exactly this mechanism.
-
-``apply`` may update the state in place, but must return the state to use next. A
-projection that lists ``types`` is only shown entries of those types.
+A projection is a fold over a session's entries, used three ways by built-ins and app
+projections alike: replayed over the log when a session opens, applied to each new entry
+on append, and replayed over a prefix of the log for a time-travel view. ``apply`` may
+update the state in place, but returns the state to use next. A projection that lists
+``types`` is only shown entries of those types.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 S = TypeVar("S")
 
 
 @runtime_checkable
-class Projection(Protocol[S]):  # type: ignore[misc]
+class Projection(Protocol[S]):
     """What an app implements to add its own view of a session (see docs/concepts.md)."""
 
     name: str
@@ -49,7 +47,7 @@ def fold(projection: Projection[S], entries: Iterable[Any]) -> S:
 class FunctionProjection(Generic[S]):
     """A projection made of a name, an initial-state factory and an apply function."""
 
-    def __init__(self, name: str, initial: Any, apply: Any, types: Iterable[str] | None = None):
+    def __init__(self, name: str, initial: Any, apply: Callable[[S, Any], S], types: Iterable[str] | None = None):
         if not isinstance(name, str) or not name:
             raise TypeError(f"projection name must be a non-empty str, not {name!r}")
         if not callable(apply):
@@ -62,9 +60,8 @@ class FunctionProjection(Generic[S]):
     def initial(self) -> S:
         """A fresh state: ``initial()`` if it is a factory, else a deep copy of the value
         (so folds for the live session and for views never share a mutable state)."""
-        if callable(self._initial):
-            return self._initial()  # type: ignore[no-any-return]
-        return copy.deepcopy(self._initial)  # type: ignore[no-any-return]
+        state: S = self._initial() if callable(self._initial) else copy.deepcopy(self._initial)
+        return state
 
     def apply(self, state: S, entry: Any) -> S:
-        return self._apply(state, entry)  # type: ignore[no-any-return]
+        return self._apply(state, entry)

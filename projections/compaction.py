@@ -2,24 +2,11 @@
 
 Pure: it reads the entries of a branch (root first; the suffix that
 ``path_to_root_or_compaction`` returns is enough) and decides, for a budget of recent
-tokens to keep, where the kept part starts. Nothing is written here; the facade's
-``Session.compact`` turns a plan into a compaction entry.
-
-The rules (docs/compaction.md explains them with an example):
-
-* The part considered is what the context holds now: the previous compaction's kept part
-  (its retained tail, or its kept entries) and everything after it. Its summary is
-  passed along as ``previous_summary``, so repeated compactions summarise from the
-  previous kept boundary.
-* A cut is only made on a **turn boundary**: right before a user message, a
-  ``custom_message`` or a branch summary, or after the last entry when the last turn is
-  complete (the assistant answered without pending tool calls).
-* A cut never separates a tool call from its result, whatever the entry types.
-* Among the boundaries, the plan keeps the most recent turns that fit in
-  ``keep_recent_tokens``. When even the newest turn is larger, it keeps that whole turn
-  (never cutting inside it), and ``kept_tokens`` says so.
-* The cut moves back over directly preceding entries that carry no message (model or
-  thinking-level changes, labels, ...), so they stay with the turn they introduce.
+tokens to keep, where the kept part starts. It considers what the context holds now (after
+the previous compaction, whose summary it passes on), cuts only on a turn boundary and
+never between a tool call and its result, and keeps the most recent turns that fit, or the
+newest turn whole when even that one is larger. docs/compaction.md ("Where to cut") gives
+the rules in full. ``Session.compact`` turns a plan into an entry.
 """
 
 from __future__ import annotations
@@ -41,8 +28,9 @@ from sessiontree.domain.messages import (
 from sessiontree.projections.context import (
     DEFAULT_OPTIONS,
     SessionContextBuildOptions,
+    compaction_summary,
+    default_compaction_transform,
     entry_to_messages,
-    timestamp_ms,
 )
 from sessiontree.projections.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
@@ -67,9 +55,7 @@ class _Unit:
         if self.entry is None:
             return self.messages[0].role in TURN_START_ROLES
         kind = self.entry.type
-        if kind in _TURN_START_TYPES:
-            return True
-        return kind == "message" and self.entry.message.role in TURN_START_ROLES
+        return kind in _TURN_START_TYPES or (kind == "message" and self.entry.message.role in TURN_START_ROLES)
 
     @property
     def silent(self) -> bool:
@@ -111,36 +97,17 @@ class CompactionPlan:
         return self.kept_tokens <= self.keep_recent_tokens
 
 
-def _latest_compaction(path: Sequence[Any]) -> int | None:
-    for index in range(len(path) - 1, -1, -1):
-        if isinstance(path[index], ContextCompacted):
-            return index
-    return None
-
-
-def context_units(
-    path: Sequence[Any], options: SessionContextBuildOptions, estimate: TokenEstimator
-) -> tuple[Any, list[_Unit]]:
-    """The latest compaction on ``path`` (or None) and the units the context holds after it."""
-    last = _latest_compaction(path)
-    compaction = path[last] if last is not None else None
-    kept: list[Any] = []
-    tail: tuple[Any, ...] = ()
-    after = list(path) if last is None else list(path[last + 1 :])
+def context_units(path: Sequence[Any], options: SessionContextBuildOptions, estimate: TokenEstimator) -> tuple[Any, list[_Unit]]:
+    """The latest compaction on ``path`` (or None) and the units the context holds after it:
+    its retained tail, then the entries the context keeps (``default_compaction_transform``)."""
+    entries = default_compaction_transform(path)
+    compaction = entries[0] if entries and isinstance(entries[0], ContextCompacted) else None
+    units: list[_Unit] = []
     if compaction is not None:
-        if compaction.retained_tail is not None:
-            tail = tuple(compaction.retained_tail)
-        elif compaction.first_kept_entry_id is not None:
-            ids = [e.id for e in path[:last]]
-            if compaction.first_kept_entry_id in ids:
-                start = ids.index(compaction.first_kept_entry_id)
-                kept = [e for e in path[start:last] if not isinstance(e, ContextCompacted)]
-    units = [_Unit(None, (m,), estimate(m)) for m in tail]
-    entries = ([compaction] if compaction is not None else []) + kept + after
-    offset = 1 if compaction is not None else 0
-    for index, entry in enumerate(entries[offset:], start=offset):
-        messages = tuple(entry_to_messages(entry, index, entries, options))
-        units.append(_Unit(entry, messages, sum(estimate(m) for m in messages)))
+        units = [_Unit(None, (m,), estimate(m)) for m in compaction.retained_tail or ()]
+    for index in range(0 if compaction is None else 1, len(entries)):
+        messages = tuple(entry_to_messages(entries[index], index, entries, options))
+        units.append(_Unit(entries[index], messages, sum(estimate(m) for m in messages)))
     return compaction, units
 
 
@@ -191,14 +158,33 @@ def boundaries(units: Sequence[_Unit], *, retain_tail: bool) -> list[int]:
     return out
 
 
+def _suffix_tokens(units: Sequence[_Unit]) -> list[int]:
+    """``out[k]``: the tokens of ``units[k:]`` (``out[0]`` is the whole)."""
+    suffix = [0] * (len(units) + 1)
+    for index in range(len(units) - 1, -1, -1):
+        suffix[index] = suffix[index + 1] + units[index].tokens
+    return suffix
+
+
+def _cut(units: Sequence[_Unit], suffix: list[int], keep_recent_tokens: int, retain_tail: bool) -> int:
+    """Where the kept part starts: the earliest boundary whose suffix fits the budget (else
+    the newest boundary), moved back over the silent entries just before it."""
+    candidates = boundaries(units, retain_tail=retain_tail)
+    fitting = [k for k in candidates if suffix[k] <= keep_recent_tokens]
+    if fitting:
+        cut = fitting[0]
+    elif candidates:
+        cut = candidates[-1]
+    else:
+        cut = 0
+    while cut > 0 and units[cut - 1].silent:
+        cut -= 1
+    return cut
+
+
 def plan_compaction(
-    path: Sequence[Any],
-    *,
-    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
-    retain_tail: bool = False,
-    options: SessionContextBuildOptions | None = None,
-    estimator: TokenEstimator | None = None,
-    tokens_before: int | None = None,
+    path: Sequence[Any], *, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, retain_tail: bool = False,
+    options: SessionContextBuildOptions | None = None, estimator: TokenEstimator | None = None, tokens_before: int | None = None,
 ) -> CompactionPlan:
     """Plan a compaction of the branch whose entries are ``path`` (root first).
 
@@ -210,54 +196,26 @@ def plan_compaction(
     if keep_recent_tokens < 0:
         raise ValueError(f"keep_recent_tokens must be >= 0, not {keep_recent_tokens}")
     estimate = estimator or DEFAULT_ESTIMATOR
-    opts = options or DEFAULT_OPTIONS
-    compaction, units = context_units(path, opts, estimate)
-    previous = compaction.summary if compaction is not None else None
-    suffix = [0] * (len(units) + 1)
-    for index in range(len(units) - 1, -1, -1):
-        suffix[index] = suffix[index + 1] + units[index].tokens
-    candidates = boundaries(units, retain_tail=retain_tail)
-    fitting = [k for k in candidates if suffix[k] <= keep_recent_tokens]
-    if fitting:
-        cut = fitting[0]
-    elif candidates:
-        cut = candidates[-1]
-    else:
-        cut = 0
-    while cut > 0 and units[cut - 1].silent:
-        cut -= 1
+    compaction, units = context_units(path, options or DEFAULT_OPTIONS, estimate)
+    suffix = _suffix_tokens(units)
+    cut = _cut(units, suffix, keep_recent_tokens, retain_tail)
     if tokens_before is None:
-        summary_tokens = 0
-        if compaction is not None:
-            summary_tokens = estimate(
-                CompactionSummaryMessage(summary=compaction.summary, tokens_before=compaction.tokens_before,
-                                         timestamp=timestamp_ms(compaction))
-            )
-        tokens_before = summary_tokens + suffix[0]
+        tokens_before = suffix[0] + (estimate(compaction_summary(compaction)) if compaction is not None else 0)
     summarized, kept = units[:cut], units[cut:]
-    first_kept = None
-    if not retain_tail and kept and kept[0].entry is not None:
-        first_kept = kept[0].entry.id
     return CompactionPlan(
         keep_recent_tokens=keep_recent_tokens,
         retain_tail=retain_tail,
         previous_compaction_id=compaction.id if compaction is not None else None,
-        previous_summary=previous,
+        previous_summary=compaction.summary if compaction is not None else None,
         messages_to_summarize=tuple(m for u in summarized for m in u.messages),
         summarized_entry_ids=tuple(u.entry.id for u in summarized if u.entry is not None),
         kept_messages=tuple(m for u in kept for m in u.messages),
         kept_entry_ids=tuple(u.entry.id for u in kept if u.entry is not None),
-        first_kept_entry_id=first_kept,
+        first_kept_entry_id=kept[0].entry.id if not retain_tail and kept and kept[0].entry is not None else None,
         tokens_before=tokens_before,
         summarized_tokens=suffix[0] - suffix[cut],
         kept_tokens=suffix[cut],
     )
 
 
-__all__ = [
-    "DEFAULT_KEEP_RECENT_TOKENS",
-    "DEFAULT_RESERVE_TOKENS",
-    "TURN_START_ROLES",
-    "CompactionPlan",
-    "plan_compaction",
-]
+__all__ = ["DEFAULT_KEEP_RECENT_TOKENS", "DEFAULT_RESERVE_TOKENS", "TURN_START_ROLES", "CompactionPlan", "plan_compaction"]

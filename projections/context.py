@@ -3,10 +3,8 @@
 ``build_session_context`` is a pure function of the branch's entries, as in the seed and in
 pi. The settings in force (thinking level, model, active tools) come from one rule,
 :func:`setting_of`, used three ways: folded over a whole branch, found by walking back from a
-leaf (:func:`settings_at`, O(what it passes)), and applied as entries are appended.
-:class:`ContextProjection` keeps a built context and extends it on append, like every other
-projection; a leaf that moves elsewhere, a compaction or options that cannot be extended make
-it build again.
+leaf (:func:`settings_at`), and applied on append by :class:`ContextProjection`, which keeps a
+built context and extends it like every other projection.
 """
 
 from __future__ import annotations
@@ -26,6 +24,22 @@ EntryTransform = Callable[[list[Any]], list[Any]]
 EntryProjector = Callable[[Any, int, list[Any]], list[Any]]
 
 
+def _transforms(value: Iterable[EntryTransform]) -> tuple[EntryTransform, ...]:
+    transforms = tuple(value)
+    for transform in transforms:
+        if not callable(transform):
+            raise TypeError(f"entry transform {transform!r} is not callable")
+    return transforms
+
+
+def _projectors(value: Mapping[str, EntryProjector]) -> dict[str, EntryProjector]:
+    projectors = dict(value)
+    for key, projector in projectors.items():
+        if not isinstance(key, str) or not callable(projector):
+            raise TypeError(f"entry projector {key!r}: {projector!r} is not a callable keyed by str")
+    return projectors
+
+
 @attrs.frozen(kw_only=True)
 class SessionContextBuildOptions:
     """How to turn a branch into messages, beyond the default rules.
@@ -35,16 +49,8 @@ class SessionContextBuildOptions:
     to a callable ``(entry, index, entries) -> list of messages``.
     """
 
-    entry_transforms: tuple[EntryTransform, ...] = attrs.field(default=(), converter=tuple)
-    entry_projectors: Mapping[str, EntryProjector] = attrs.field(factory=dict, converter=dict)
-
-    def __attrs_post_init__(self) -> None:
-        for transform in self.entry_transforms:
-            if not callable(transform):
-                raise TypeError(f"entry transform {transform!r} is not callable")
-        for key, projector in self.entry_projectors.items():
-            if not isinstance(key, str) or not callable(projector):
-                raise TypeError(f"entry projector {key!r}: {projector!r} is not a callable keyed by str")
+    entry_transforms: tuple[EntryTransform, ...] = attrs.field(default=(), converter=_transforms)
+    entry_projectors: Mapping[str, EntryProjector] = attrs.field(factory=dict, converter=_projectors)
 
     def merged(self, other: SessionContextBuildOptions | None) -> SessionContextBuildOptions:
         """These options followed by ``other``'s: transforms appended, projectors overridden."""
@@ -64,7 +70,11 @@ class SessionContextBuildOptions:
         earlier output unchanged and passes the entry through as it is."""
         if self.entry_projectors:
             return False
-        return all(getattr(t, "incremental", None) is not None and t.incremental(entry) for t in self.entry_transforms)  # type: ignore[attr-defined]
+        for transform in self.entry_transforms:
+            incremental = getattr(transform, "incremental", None)
+            if incremental is None or not incremental(entry):
+                return False
+        return True
 
 
 DEFAULT_OPTIONS = SessionContextBuildOptions()
@@ -136,9 +146,14 @@ def timestamp_ms(entry: Any) -> int:
         return 0
 
 
+def latest_compaction(entries: Sequence[Any]) -> int | None:
+    """The index of the last compaction in ``entries``, or None."""
+    return next((i for i in range(len(entries) - 1, -1, -1) if isinstance(entries[i], ContextCompacted)), None)
+
+
 def default_compaction_transform(path_entries: Sequence[Any]) -> list[Any]:
     """Apply the latest compaction on the branch: its entry, the kept range, the rest."""
-    last = next((i for i in range(len(path_entries) - 1, -1, -1) if isinstance(path_entries[i], ContextCompacted)), None)
+    last = latest_compaction(path_entries)
     if last is None:
         return list(path_entries)
     compaction = path_entries[last]
@@ -151,6 +166,11 @@ def default_compaction_transform(path_entries: Sequence[Any]) -> list[Any]:
     return out
 
 
+def compaction_summary(entry: Any) -> CompactionSummaryMessage:
+    """The message a compaction entry puts before what it kept."""
+    return CompactionSummaryMessage(summary=entry.summary, tokens_before=int(entry.tokens_before), timestamp=timestamp_ms(entry))
+
+
 def entry_to_messages(entry: Any, index: int, entries: list[Any], options: SessionContextBuildOptions) -> list[Any]:
     """The messages one context entry contributes (SPEC 3)."""
     kind = entry.type
@@ -160,10 +180,11 @@ def entry_to_messages(entry: Any, index: int, entries: list[Any], options: Sessi
         return [CustomMessage(custom_type=entry.custom_type, content=entry.content, display=entry.display,
                               details=entry.details, timestamp=timestamp_ms(entry))]
     if kind == "compaction":
-        summary = CompactionSummaryMessage(summary=entry.summary, tokens_before=int(entry.tokens_before), timestamp=timestamp_ms(entry))
-        return [summary, *(entry.retained_tail or ())]
+        return [compaction_summary(entry), *(entry.retained_tail or ())]
     if kind == "branch_summary":
-        return [BranchSummaryMessage(summary=entry.summary, from_id=entry.from_id, timestamp=timestamp_ms(entry))] if entry.summary else []
+        if not entry.summary:
+            return []
+        return [BranchSummaryMessage(summary=entry.summary, from_id=entry.from_id, timestamp=timestamp_ms(entry))]
     if kind == "custom":
         projector = options.entry_projectors.get(entry.custom_type)
         if projector is not None:
@@ -178,11 +199,15 @@ def context_entries(path_entries: Sequence[Any], options: SessionContextBuildOpt
     return entries
 
 
+def _as_messages(messages: Iterable[Any]) -> ContextMessages:
+    return messages if isinstance(messages, ContextMessages) else ContextMessages(messages)
+
+
 @attrs.frozen(kw_only=True)
 class SessionContext:
     """What the model sees: the messages, and the settings in force."""
 
-    messages: MutableSequence[Any] = attrs.field(converter=lambda v: v if isinstance(v, ContextMessages) else ContextMessages(v))
+    messages: MutableSequence[Any] = attrs.field(converter=_as_messages)
     thinking_level: str = "off"
     model: Mapping[str, str] | None = None
     active_tool_names: list[str] | None = None
@@ -193,14 +218,12 @@ def build_session_context(
 ) -> SessionContext:
     """The context of a branch given its entries, root first (a suffix is enough when the
     settings are passed in as ``state``)."""
-    built = Built.of(list(path_entries), options or DEFAULT_OPTIONS, state or fold_settings(path_entries))
-    return built.context()
+    return Built.of(list(path_entries), options or DEFAULT_OPTIONS, state or fold_settings(path_entries)).context()
 
 
 def fold_settings(entries: Iterable[Any]) -> ContextState:
     """The settings of a whole branch, root first: the latest of each kind wins."""
-    found = dict(filter(None, map(setting_of, entries)))
-    return ContextState(**found)
+    return ContextState(**dict(filter(None, map(setting_of, entries))))
 
 
 @attrs.define

@@ -1,30 +1,33 @@
-"""The messages of a built context: a list-like snapshot of a list the session keeps.
-
-A session keeps the messages of its current context and appends to them as entries are
-appended. Building the context hands out that list and a length instead of a copy (a
-40k-message context would otherwise be copied on every call): later appends extend the
-session's list past the snapshot's end, and a rebuild makes a new list, so the snapshot never
-changes under its holder.
-"""
+"""The messages of a built context: a list-like snapshot of a list the session keeps."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, MutableSequence
+import operator
+from collections.abc import Callable, Iterable, Iterator, MutableSequence
 from itertools import islice
 from typing import Any
+
+
+def _comparison(op: Callable[[list[Any], list[Any]], bool]) -> Callable[[ContextMessages, object], bool]:
+    """A rich comparison made as a list's: with a list or another snapshot (a tuple is never
+    equal, nor ordered), else NotImplemented."""
+
+    def compare(self: ContextMessages, other: object) -> bool:
+        if isinstance(other, ContextMessages):
+            return op(self._view(), other._view())
+        return op(self._view(), other) if isinstance(other, list) else NotImplemented
+
+    return compare
 
 
 class ContextMessages(MutableSequence[Any]):
     """The messages of a built context: a list-like snapshot, taken in O(1).
 
-    A session keeps the messages of its current context and appends to them as entries
-    are appended. Building the context hands out that list and a length instead of a copy
-    (a 40k-message context would otherwise be copied on every call): later appends extend
-    the session's list past the snapshot's end, and a rebuild makes a new list, so the
-    snapshot never changes under its holder. It behaves as a list: index, slice, iterate,
-    ``==`` with a list, ``+``, and every list mutator (``append``, ``extend``, ``insert``,
-    ``pop``, item assignment, ``sort``...), the first of which copies the messages into a
-    list of its own (copy on write); the session's list is never changed through it.
+    A session keeps the messages of its current context and appends to them as entries are
+    appended. Building the context hands out that list and a length instead of a copy: later
+    appends extend the list past the snapshot's end, and a rebuild makes a new list, so the
+    snapshot never changes under its holder. It behaves as a list; the first change (any list
+    mutator) copies the messages into a list of its own, so the session's list never changes.
     """
 
     __slots__ = ("_items", "_len", "_own")
@@ -68,43 +71,21 @@ class ContextMessages(MutableSequence[Any]):
     def __iter__(self) -> Iterator[Any]:
         return iter(self._items) if self._own else islice(self._items, self._len)
 
-    def _as_list(self, other: object) -> list[Any] | None:
-        if isinstance(other, ContextMessages):
-            return other._view()
-        if isinstance(other, list):
-            return other
-        return None  # like a list: a tuple or another sequence is never equal, nor ordered
-
-    def __eq__(self, other: object) -> bool:
-        theirs = self._as_list(other)
-        return NotImplemented if theirs is None else self._view() == theirs  # type: ignore[return-value]
-
-    def __lt__(self, other: object) -> bool:
-        theirs = self._as_list(other)
-        return NotImplemented if theirs is None else self._view() < theirs  # type: ignore[return-value]
-
-    def __le__(self, other: object) -> bool:
-        theirs = self._as_list(other)
-        return NotImplemented if theirs is None else self._view() <= theirs  # type: ignore[return-value]
-
-    def __gt__(self, other: object) -> bool:
-        theirs = self._as_list(other)
-        return NotImplemented if theirs is None else self._view() > theirs  # type: ignore[return-value]
-
-    def __ge__(self, other: object) -> bool:
-        theirs = self._as_list(other)
-        return NotImplemented if theirs is None else self._view() >= theirs  # type: ignore[return-value]
-
-    __hash__ = None  # type: ignore[assignment]
+    __eq__ = _comparison(operator.eq)
+    __lt__ = _comparison(operator.lt)
+    __le__ = _comparison(operator.le)
+    __gt__ = _comparison(operator.gt)
+    __ge__ = _comparison(operator.ge)
+    __hash__ = None  # type: ignore[assignment]  # mutable, so unhashable, as a list
 
     def __add__(self, other: Iterable[Any]) -> list[Any]:
         if not isinstance(other, (list, ContextMessages)):
-            return NotImplemented  # type: ignore[return-value]  # as list + tuple: TypeError
+            return NotImplemented  # as list + tuple: TypeError
         return [*self, *other]
 
     def __radd__(self, other: Iterable[Any]) -> list[Any]:
         if not isinstance(other, list):
-            return NotImplemented  # type: ignore[return-value]
+            return NotImplemented
         return [*other, *self]
 
     def __mul__(self, count: int) -> list[Any]:
@@ -141,7 +122,7 @@ class ContextMessages(MutableSequence[Any]):
             values = list(self)  # (iterating itself while it grows would never end)
         self._mine().extend(values)
 
-    def __iadd__(self, values: Iterable[Any]) -> ContextMessages:  # type: ignore[override,misc]
+    def __iadd__(self, values: Iterable[Any]) -> ContextMessages:
         self.extend(values)
         return self
 

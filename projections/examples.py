@@ -43,10 +43,7 @@ class FilesTouchedProjection:
     types = frozenset({"message"})
 
     def __init__(
-        self,
-        name: str = "files_touched",
-        *,
-        path_keys: Iterable[str] = DEFAULT_PATH_KEYS,
+        self, name: str = "files_touched", *, path_keys: Iterable[str] = DEFAULT_PATH_KEYS,
         write_tools: Iterable[str] = DEFAULT_WRITE_TOOLS,
     ) -> None:
         if not isinstance(name, str) or not name:
@@ -69,10 +66,7 @@ class FilesTouchedProjection:
                 before = state.get(path) or FileActivity(first_entry_id=entry.id)
                 write = block.name in self.write_tools
                 state[path] = attrs.evolve(
-                    before,
-                    reads=before.reads + (not write),
-                    writes=before.writes + write,
-                    last_entry_id=entry.id,
+                    before, reads=before.reads + (not write), writes=before.writes + write, last_entry_id=entry.id
                 )
         return state
 

@@ -4,6 +4,9 @@ O(context), not O(session)."""
 
 from __future__ import annotations
 
+from typing import cast
+
+from sessiontree.domain.events import ContextCompacted
 from sessiontree.domain.log import EntryLog
 
 
@@ -27,9 +30,9 @@ def path_to_root_or_compaction(log: EntryLog, leaf_id: str | None, limit: int | 
         pos = ppos[pos]
     if pos >= 0:
         out.append(pos)
-        compaction = log.get(pos)
-        kept = compaction.first_kept_entry_id  # type: ignore[attr-defined]
-        if compaction.retained_tail is None and kept is not None:  # type: ignore[attr-defined]
+        compaction = cast(ContextCompacted, log.get(pos))
+        kept = compaction.first_kept_entry_id
+        if compaction.retained_tail is None and kept is not None:
             stop_at = log.position(kept)
             pos = ppos[pos]
             while pos >= 0:

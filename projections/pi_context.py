@@ -1,20 +1,11 @@
-"""pi's later context rules, as an entry transform (pi 1.x; see docs/pi.md).
+"""pi's later context rules, as an entry transform (pi 1.x; docs/pi.md describes them).
 
-pi 1.x added two things to how a branch becomes the model's context, on top of the rules
-of SPEC section 3 (which both pi builds and this library share):
-
-* ``context_edit`` entries (``targetId``, ``replacement``): the latest edit per target
-  among the context's entries changes that target's contribution on this branch only.
-  ``replacement: null`` hides the target; ``{"content": ...}`` replaces the content of its
-  user, assistant, tool-result or custom message (a string becomes one text block for an
-  assistant or tool result). Other messages (summaries, system messages) are untouched.
-* system messages (role ``system``): a compaction may carry the system message in force
-  when it was made (``systemMessage``); it comes right before the summary, and system
-  messages inside the compaction's kept range are dropped.
-
-Entries of those kinds reach this module as they were read (``UnknownEntryAppended``,
-``UnknownMessage``, a compaction's ``extra``) with pi's wire fields, so the transform
-needs the pi codec's decoders; they are passed in, keeping this module free of adapters.
+pi 1.x added two steps to building a context, after the rules of SPEC section 3 that both
+pi builds share: ``context_edit`` entries replace or hide what an entry contributes on their
+branch, and a compaction's ``systemMessage`` comes right before its summary. Entries of
+those kinds reach this module as they were read (``UnknownEntryAppended``, ``UnknownMessage``,
+a compaction's ``extra``) with pi's wire fields, so the transform needs the pi codec's
+decoders; they are passed in, keeping this module free of adapters.
 """
 
 from __future__ import annotations
@@ -44,25 +35,18 @@ def apply_compaction_system_message(entries: Sequence[Any], decode_message: Deco
     compaction = entries[0]
     cut = compaction.version
     out = [e for e in entries[1:] if not (e.version < cut and _is_system_message(e))]
-    head = [compaction]
     system = compaction.extra.get("systemMessage")
-    if isinstance(system, dict):
-        message = decode_message(system)
-        head.insert(
-            0,
-            MessageAppended(
-                originator_id=compaction.originator_id,
-                originator_version=compaction.originator_version,
-                timestamp=compaction.timestamp,
-                id=compaction.id,
-                parent_id=compaction.parent_id,
-                message=message,
-            ),
-        )
-    return head + out
+    if not isinstance(system, dict):
+        return [compaction, *out]
+    message = MessageAppended(
+        originator_id=compaction.originator_id, originator_version=compaction.originator_version,
+        timestamp=compaction.timestamp, id=compaction.id, parent_id=compaction.parent_id, message=decode_message(system),
+    )
+    return [message, compaction, *out]
 
 
 def _replace_content(entry: Any, content: Any, decode_content: Decoder) -> Any:
+    """``entry`` with the content of its user, assistant, tool-result or custom message replaced."""
     if entry.type == "custom_message":
         return attrs.evolve(entry, content=decode_content(content))
     if entry.type != "message":
@@ -97,9 +81,7 @@ def apply_context_edits(entries: Sequence[Any], decode_content: Decoder) -> list
         if replacement is None:
             continue
         if not isinstance(replacement, dict) or "content" not in replacement:
-            raise SessionError(
-                "corrupt", f"context_edit {edit.id!r}: replacement must be null or an object with 'content'"
-            )
+            raise SessionError("corrupt", f"context_edit {edit.id!r}: replacement must be null or an object with 'content'")
         try:
             out.append(_replace_content(entry, replacement["content"], decode_content))
         except (TypeError, ValueError) as exc:
@@ -118,7 +100,7 @@ def pi_entry_transform(decode_content: Decoder, decode_message: Decoder) -> Call
     # Appending an entry that is not a context edit leaves the earlier output as it was and
     # passes the entry through (edits only target entries already there; a new entry comes
     # after any compaction), so a session may extend its cached context instead of rebuilding.
-    transform.incremental = lambda entry: entry.type != "context_edit"  # type: ignore[attr-defined]
+    transform.incremental = lambda entry: entry.type != "context_edit"  # type: ignore[attr-defined]  # a function attribute
     return transform
 
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import attrs
 
-from sessiontree.domain.messages import AssistantMessage, ToolCall
+from sessiontree.domain.messages import AssistantMessage, ToolCall, Usage
+from sessiontree.projections.base import fold
 
 
 @attrs.define(kw_only=True)
@@ -55,26 +56,23 @@ class SessionStats:
         return self.messages_by_role.get("assistant", 0)
 
 
-def _add_usage(stats: SessionStats, usage: Any, model_key: str | None) -> None:
-    if usage is None:
-        return
-    stats.input += usage.input
-    stats.output += usage.output
-    stats.cache_read += usage.cache_read
-    stats.cache_write += usage.cache_write
-    stats.total_tokens += usage.total_tokens
-    stats.cost_total += usage.cost.total
-    if model_key is not None:
-        per = stats.by_model.get(model_key)
-        if per is None:
-            per = stats.by_model[model_key] = ModelUsage()
-        per.messages += 1
-        per.input += usage.input
-        per.output += usage.output
-        per.cache_read += usage.cache_read
-        per.cache_write += usage.cache_write
-        per.total_tokens += usage.total_tokens
-        per.cost_total += usage.cost.total
+def _add_usage(totals: SessionStats | ModelUsage, usage: Usage) -> None:
+    totals.input += usage.input
+    totals.output += usage.output
+    totals.cache_read += usage.cache_read
+    totals.cache_write += usage.cache_write
+    totals.total_tokens += usage.total_tokens
+    totals.cost_total += usage.cost.total
+
+
+def _model_usage(stats: SessionStats, reply: AssistantMessage) -> ModelUsage:
+    """The reply's model's totals in ``stats.by_model``, counting the reply."""
+    key = f"{reply.provider}/{reply.model}" if reply.provider else reply.model
+    per = stats.by_model.get(key)
+    if per is None:
+        per = stats.by_model[key] = ModelUsage()
+    per.messages += 1
+    return per
 
 
 class StatsProjection:
@@ -97,17 +95,14 @@ class StatsProjection:
             state.messages_by_role[role] = state.messages_by_role.get(role, 0) + 1
             if isinstance(message, AssistantMessage):
                 state.tool_calls += sum(1 for b in message.content if isinstance(b, ToolCall))
-                key = f"{message.provider}/{message.model}" if message.provider else message.model
-                _add_usage(state, message.usage, key)
-        elif kind in ("compaction", "branch_summary"):
-            _add_usage(state, entry.usage, None)
+                if message.usage is not None:
+                    _add_usage(state, message.usage)
+                    _add_usage(_model_usage(state, message), message.usage)
+        elif kind in ("compaction", "branch_summary") and entry.usage is not None:
+            _add_usage(state, entry.usage)
         return state
 
 
 def stats_of(entries: Iterable[Any]) -> SessionStats:
     """Stats over ``entries`` (a fold of :class:`StatsProjection`)."""
-    projection = StatsProjection()
-    state = projection.initial()
-    for entry in entries:
-        state = projection.apply(state, entry)
-    return state
+    return fold(StatsProjection(), entries)

@@ -1,16 +1,9 @@
 """Token accounting: how big a message, and a whole context, is for the model.
 
-A *token estimator* is any callable ``(message) -> int``. The default,
-:class:`CharEstimator`, counts characters and divides by four (the cheap rule pi uses);
-:class:`TextCounterEstimator` lifts any exact tokenizer (``str -> int``) into an
-estimator, so a caller can plug in whatever tokenizer its model uses without this
-library depending on one (see docs/compaction.md).
-
-:func:`context_tokens` sizes a context the way pi does: the real usage reported by the
-last assistant reply (the provider counted that context exactly), plus an estimate for
-the messages that came after it; with no usable reply, an estimate of everything.
-
-Pure functions over domain messages; no I/O.
+A *token estimator* is any callable ``(message) -> int``: :class:`CharEstimator` (the
+default, pi's cheap rule) or :class:`TextCounterEstimator` over any exact tokenizer, so a
+caller plugs in its model's tokenizer without this library depending on one (see
+docs/compaction.md). :func:`context_tokens` sizes a context the way pi does.
 """
 
 from __future__ import annotations
@@ -162,9 +155,7 @@ def usage_tokens(usage: Usage) -> int:
 
 def reported_usage(message: Any) -> int | None:
     """The context size an assistant reply reports, or None when it reports none we trust."""
-    if not isinstance(message, AssistantMessage) or message.usage is None:
-        return None
-    if message.stop_reason in _UNTRUSTED_STOPS:
+    if not isinstance(message, AssistantMessage) or message.usage is None or message.stop_reason in _UNTRUSTED_STOPS:
         return None
     tokens = usage_tokens(message.usage)
     return tokens if tokens > 0 else None
@@ -172,13 +163,9 @@ def reported_usage(message: Any) -> int | None:
 
 @attrs.frozen(kw_only=True)
 class ContextTokens:
-    """How big a context is, and where the figure comes from.
-
-    ``tokens`` is the figure to compare with a context window. When the last trusted
-    assistant reply reported usage, ``usage_tokens`` is that report and
-    ``estimated_tokens`` the estimate for the messages after it; otherwise
-    ``usage_tokens`` is None and everything is estimated.
-    """
+    """How big a context is (``tokens``, to compare with a context window), and where the figure
+    comes from: ``usage_tokens`` reported by a reply (None: everything is estimated), plus
+    ``estimated_tokens`` for the messages after it."""
 
     tokens: int
     usage_tokens: int | None
@@ -191,40 +178,27 @@ class ContextTokens:
 
 
 def context_tokens(
-    messages: Sequence[Any],
-    estimator: TokenEstimator | None = None,
-    *,
-    trusted: Callable[[Any], bool] | None = None,
+    messages: Sequence[Any], estimator: TokenEstimator | None = None, *, trusted: Callable[[Any], bool] | None = None
 ) -> ContextTokens:
-    """The size of a context: the last trusted reply's usage plus an estimate of what follows.
+    """The size of a context: the usage the last trusted assistant reply reports (the provider
+    counted that context exactly), plus an estimate of the messages after it; with no such
+    reply, an estimate of everything.
 
     ``trusted(message)`` says whether an assistant reply's usage describes this context
     (after a compaction, replies kept from before it measured the old, longer context).
     """
-    estimate = estimator or DEFAULT_ESTIMATOR
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         reported = reported_usage(message)
         if reported is None or (trusted is not None and not trusted(message)):
             continue
-        tail = sum(estimate(m) for m in messages[index + 1 :])
-        return ContextTokens(
-            tokens=reported + tail, usage_tokens=reported, estimated_tokens=tail, usage_index=index
-        )
-    total = sum(estimate(m) for m in messages)
+        tail = estimate_tokens(messages[index + 1 :], estimator)
+        return ContextTokens(tokens=reported + tail, usage_tokens=reported, estimated_tokens=tail, usage_index=index)
+    total = estimate_tokens(messages, estimator)
     return ContextTokens(tokens=total, usage_tokens=None, estimated_tokens=total)
 
 
 __all__ = [
-    "DEFAULT_ESTIMATOR",
-    "IMAGE_TOKENS",
-    "CharEstimator",
-    "ContextTokens",
-    "TextCounterEstimator",
-    "TokenEstimator",
-    "context_tokens",
-    "estimate_tokens",
-    "message_parts",
-    "reported_usage",
-    "usage_tokens",
+    "DEFAULT_ESTIMATOR", "IMAGE_TOKENS", "CharEstimator", "ContextTokens", "TextCounterEstimator", "TokenEstimator",
+    "context_tokens", "estimate_tokens", "message_parts", "reported_usage", "usage_tokens",
 ]
