@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sessiontree.adapters.schema import Field, Schema
+from sessiontree.adapters.schema import Field, Schema, default_of
 from sessiontree.domain import messages as m
 
 Encode = Callable[[Any], Any]
@@ -92,7 +92,7 @@ class Encoders:
             f"    out = {{{', '.join(items)}}}",
             "    extra = o.extra",
             "    if extra is not _NONE and (extra.__class__ is not dict or extra):",
-            "        return _finish(out, extra)",
+            "        return _finish(out, extra, o)",
         ]
         lines += [f"    if out[{f.wire!r}] is None:\n        del out[{f.wire!r}]" for f in schema.fields if f.omit_none]
         lines.append("    return out")
@@ -100,22 +100,23 @@ class Encoders:
         return ns["encode"]  # type: ignore[no-any-return]
 
 
-def _finisher(schema: Schema, writers: Writers) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+def _finisher(schema: Schema, writers: Writers) -> Callable[[dict[str, Any], Any, Any], dict[str, Any]]:
     """The end of an encoder for a value read from the wire (or made with unknown fields):
     None-valued fields left out unless the line had them as null, fields the producer left
-    out left out again, unknown fields added."""
+    out left out again while they hold their default (a value changed since is written),
+    unknown fields added."""
     omit = [(f.wire, f.name) for f in schema.fields if f.omit_none]
-    optional = {f.name: f.wire for f in schema.fields if not f.required}
+    optional = {f.name: (f.wire, default_of(f)) for f in schema.fields if not f.required}
     items = writers.items
 
-    def finish(out: dict[str, Any], extra: Any) -> dict[str, Any]:
+    def finish(out: dict[str, Any], extra: Any, value: Any) -> dict[str, Any]:
         nulls = getattr(extra, "nulls", ())
         for wire, name in omit:
             if out[wire] is None and name not in nulls:
                 del out[wire]
         for name in getattr(extra, "absent", ()):
-            key = optional.get(name)
-            if key is not None:
+            key, default = optional.get(name, (None, None))
+            if key is not None and getattr(value, name) == default:
                 out.pop(key, None)
         if extra:
             out.update(extra if items is None else items(extra))

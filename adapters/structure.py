@@ -105,7 +105,8 @@ class Structurer:
             if f.wire not in data:
                 if f.required:
                     raise Malformed(f"no '{f.wire}'")
-                absent.append(f.name)
+                if not f.omit_none:  # left out is how its writer writes None: nothing to remember
+                    absent.append(f.name)
                 out[f.name] = default_of(f)
                 continue
             value = data[f.wire]

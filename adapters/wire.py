@@ -48,6 +48,8 @@ class WireDecoder:
             struct = self._decode(line)
         except (msgspec.DecodeError, RecursionError):
             return None
+        if not struct.id:  # an empty id is corrupt: the complete reading says so
+            return None
         return self._convert[type(struct)](struct, session_id, version), struct
 
     # -- the structs -------------------------------------------------------------------------

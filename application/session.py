@@ -176,11 +176,11 @@ class Session(SessionReader):
             self._fold((event,))
             return event.id  # type: ignore[no-any-return]
 
-    def _fresh_id(self) -> str:
-        """A new entry id, generated again on a collision (SPEC 2.2)."""
+    def _fresh_id(self, taken: str = "") -> str:
+        """A new entry id (not ``taken`` either), generated again on a collision (SPEC 2.2)."""
         for _ in range(100):
             candidate = self._new_id()
-            if candidate not in self._agg:
+            if candidate not in self._agg and candidate != taken:
                 return candidate
         raise SessionError("invalid_entry", "the id generator kept returning ids already in use")
 
@@ -268,7 +268,7 @@ class Session(SessionReader):
         checked = branch_summary_fields(summary) if summary is not None else None
         with self._lock:
             moved_id, moved_at = self._fresh_id(), self._now()
-            summary_id, summary_at = (self._fresh_id(), self._now()) if checked is not None else ("", "")
+            summary_id, summary_at = (self._fresh_id(moved_id), self._now()) if checked is not None else ("", "")
             events = commands.move_to(
                 self._agg, entry_id, id=moved_id, timestamp=moved_at, summary=checked, summary_id=summary_id,
                 summary_timestamp=summary_at,

@@ -222,7 +222,7 @@ class CompactionSummaryMessage:
 
     role: ClassVar[str] = "compaction_summary"
     summary: str = field(validator=_str)
-    tokens_before: int = field(default=0, validator=_int)
+    tokens_before: int = field(default=0, validator=_kind((int, float), "a number"))  # some producers write a float
     timestamp: int = field(default=0, validator=_int)
     extra: Mapping[str, Any] = NO_EXTRA
 
