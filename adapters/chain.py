@@ -1,22 +1,9 @@
-"""Tamper evidence: a SHA-256 hash chain over a session's lines (docs/audit.md).
+"""Tamper evidence: a SHA-256 hash chain over a session's lines (docs/audit.md, file-format.md).
 
-Every line of a native session (header and entries) ends with one extra field,
-``"chain":"<64 lowercase hex digits>"``, written last. Its value is
-
-    digest(1) = sha256(canonical(1))                       # the header starts the chain
-    digest(n) = sha256(digest(n-1) || canonical(n))        # n > 1; digest(n-1) as 32 raw bytes
-
-where ``canonical(n)`` is line ``n`` exactly as the codec encodes it *without* the chain
-field (the same bytes with the suffix ``,"chain":"..."`` cut out). Readers that do not know
-the field ignore it (an ordinary unknown key); this library strips it before decoding, so
-re-encoding an entry gives its canonical bytes.
-
-The rule for writers: a line is chained if and only if the line before it is; a new native
-session chains its header. Files written before chaining existed (or by other producers,
-or in pi's dialect) stay unchained when appended to.
-
-Pure functions on bytes, the :class:`ChainHead` a storage keeps (the last digest, so an
-append never re-reads the file), and :func:`check_chain`, the walk ``verify`` makes.
+Each native line ends with ``"chain":"<64 hex>"``, the digest of ``digest of the line before
+|| the line without that field`` (the header's: of itself alone). A line is chained if and
+only if the line before it is. Here: pure functions on bytes, the :class:`ChainHead` a storage
+keeps (so an append never re-reads the file), and :func:`check_chain`, the walk ``verify`` makes.
 """
 
 from __future__ import annotations
@@ -121,9 +108,6 @@ class ChainHead:
         self.set(version, recorded(line))
         if header is not None:
             self.chained = split(header)[1] is not None
-
-
-# -- checking a whole log -------------------------------------------------------------------
 
 
 _NO_DIGEST = (

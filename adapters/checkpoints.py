@@ -1,20 +1,9 @@
-"""Signed checkpoints: a key holder vouches for a log's chain digest at one line.
+"""Signed checkpoints: a key holder vouches for a log's chain digest at one line (docs/audit.md).
 
-A hash chain shows that a log is consistent with itself; anyone who can rewrite the whole
-file can also recompute every digest, and removing lines from the end leaves a shorter,
-perfectly consistent chain. A checkpoint closes both gaps for a verifier who holds a key:
-it signs ``(session id, line, chain digest at that line, time)``, so a verifier can check
-that the log still has that digest at that line (docs/audit.md).
-
-Two kinds of key, both from well-kept libraries:
-
-* ``bytes`` (at least 16): HMAC-SHA256 from the standard library. Whoever verifies holds
-  the same secret, so it could also sign.
-* an Ed25519 private key from ``cryptography`` (``pip install 'sessiontree[signing]'``):
-  the writer signs; a verifier needs only the public key and cannot forge checkpoints.
-
-Checkpoints are plain JSON objects (:meth:`Checkpoint.to_json`); for a session file they
-can be kept beside it, one a line, in ``<file>.checkpoints`` (:func:`save_checkpoint`).
+A chain shows a log is consistent with itself, not that whole-file rewrites or lines cut from
+the end did not happen; a checkpoint signs ``(session id, line, digest, time)`` with an HMAC
+secret (``bytes``) or an Ed25519 key (``cryptography``, the ``signing`` extra), and may be
+kept beside a file, one a line, in ``<file>.checkpoints``.
 """
 
 from __future__ import annotations
@@ -111,9 +100,6 @@ def parse_all(items: Iterable[Any]) -> list[Checkpoint]:
     return out
 
 
-# -- keys -----------------------------------------------------------------------------------
-
-
 def key_algorithm(key: Any) -> str:
     """``HMAC`` or ``ED25519``: what ``key`` signs with (``ValueError``/``TypeError`` for anything else)."""
     if isinstance(key, (bytes, bytearray)):
@@ -150,9 +136,6 @@ def signature_valid(key: Any, checkpoint: Checkpoint) -> bool:
     except (InvalidSignature, ValueError):
         return False
     return True
-
-
-# -- signing --------------------------------------------------------------------------------
 
 
 def sign_checkpoint(target: Any, key: Any, *, key_id: str | None = None, sequence: int | None = None) -> Checkpoint:
@@ -195,9 +178,6 @@ def _next_sequence(storage: Any) -> int:
         return 1
     kept = [cp.sequence or 0 for cp in load_checkpoints(path)]
     return max(kept, default=0) + 1
-
-
-# -- the sidecar file ---------------------------------------------------------------------
 
 
 def sidecar(path: str | os.PathLike[str]) -> Path:

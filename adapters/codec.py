@@ -50,8 +50,6 @@ class Codec:
         # the context of their file): a reader must keep such an event, not its line.
         self.stand_ins: frozenset[type] = frozenset()
 
-    # -- writing ---------------------------------------------------------------------------
-
     def encode_event(self, event: Any) -> bytes:
         """One JSON line (no newline) for an event."""
         try:
@@ -91,8 +89,6 @@ class Codec:
     def message_to_dict(self, message: Any) -> Any:
         """A message as its wire dict (``--json`` context output), plain JSON values."""
         return orjson.loads(orjson.dumps(exact_ints(self.encoders.encode(message))))
-
-    # -- reading ---------------------------------------------------------------------------
 
     def decode_line(self, line: bytes, session_id: str, version: int, warn: Warn | None = None) -> Any:
         """The event of a line (the header at version 1): typed decoding first, the complete

@@ -1,18 +1,10 @@
-"""Sessions in a database, through eventsourcing's stock persistence modules.
+"""Sessions in a database, through eventsourcing's stock persistence modules (docs/scale-out.md).
 
-``DatabaseStore`` keeps an eventsourcing ``Application`` (``SessionLog``, named
-``sessiontree``) configured by environment: ``PERSISTENCE_MODULE`` picks
-``eventsourcing.popo``, ``eventsourcing.sqlite`` or ``eventsourcing.postgres``;
-``ORIGINATOR_ID_TYPE=text`` keeps session ids as they are. A stored event's ``state`` is
-exactly the JSON line a JSONL file holds (:class:`SessionMapper`), so a session reads back
-identically from any backend and ``SELECT state ... ORDER BY originator_version`` is an
-export to JSONL. Each session is one aggregate sequence, written through
-:class:`RecorderSessionStorage`; listing runs on a projection of the notification log
-(:mod:`sessiontree.adapters.database_index`).
-
-Settings given to the constructors win; anything else may come from the process
-environment (``POSTGRES_POOL_SIZE``, ``POSTGRES_PASSWORD``, ... or the same names
-prefixed ``SESSIONTREE_``), exactly as eventsourcing reads them.
+``DatabaseStore`` keeps an eventsourcing ``Application`` (``SessionLog``) whose
+``PERSISTENCE_MODULE`` is ``eventsourcing.popo``, ``.sqlite`` or ``.postgres``. Each session
+is one aggregate sequence whose stored events hold exactly a file's JSON lines, written
+through :class:`RecorderSessionStorage`; listing runs on a projection of the notification
+log (``database_index.py``). Settings given to the constructors win over the environment's.
 """
 
 from __future__ import annotations

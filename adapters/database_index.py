@@ -1,15 +1,9 @@
-"""The session listing of a database repository, run on eventsourcing's projection machinery.
+"""The session listing of a database repository, on eventsourcing's projection machinery.
 
-:class:`SessionIndexProjection` is an eventsourcing ``Projection`` over the application's
-notification log. Its view is a ``TrackingRecorder`` with one more table, ``<name>_sessions``
-(``session_index`` on SQLite), holding each session's listing summary
-(:mod:`sessiontree.adapters.index`) and written in the transaction of the tracking record:
-the view never disagrees with its position, and can be rebuilt from notification 1.
-
-``list()`` pulls what the view has not seen yet (every module); on PostgreSQL a
-``ProjectionRunner`` can also push (``index_runner``). The tracking row serialises the two,
-and an already-processed batch is skipped. A deleted session is a marker event in the
-``~deletions`` stream, so the projection sees creations and deletions in log order.
+:class:`SessionIndexProjection` folds the notification log into a ``TrackingRecorder`` view
+with one more table of listing summaries, written in the tracking record's transaction (so
+it never disagrees with its position, and can be rebuilt from notification 1). A deleted
+session is a marker event in the ``~deletions`` stream, seen in log order.
 """
 
 from __future__ import annotations

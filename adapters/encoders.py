@@ -1,13 +1,9 @@
 """The encoders of one dialect: each class's wire dict, made from its schema.
 
-Each class gets one encoder, made once from its schema: a function whose body is one dict
-literal with the wire keys in the schema's order (the tag first) and each value read from
-its attribute (nested values through their own encoders); the None-valued fields the dialect
-leaves out are then removed and, for a value read from the wire, the fields the producer left
-out removed and its unknown fields added. The body is generated from the schema because
-neither library writes it: cattrs puts keys in the class's order (not pi's) and msgspec
-cannot keep unknown fields; a literal is also several times faster than assembling the dict
-at run time (docs/performance.md).
+One function per class, generated once: a dict literal with the wire keys in the schema's
+order, nested values through their own encoders, then the fields the dialect omits when None
+and, for a value read from the wire, what its producer left out or added. docs/architecture.md
+says why it is generated.
 """
 
 from __future__ import annotations

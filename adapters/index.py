@@ -1,15 +1,9 @@
 """The cross-session listing index: one small summary per session, folded from its log.
 
-A :class:`Summary` is what ``repo.list()`` shows about a session, folded line by line from
-the raw JSON objects (no full decode), so the same fold serves every backend: JSONL files
-(:class:`DirectoryIndex`, below), the in-memory store and the database view
-(:mod:`sessiontree.adapters.database_index`).
-
-:class:`DirectoryIndex` keeps the summaries of a JSONL directory in one index file and
-brings them up to date from the logs on each ``refresh``: an unchanged file (same size,
-modification time and inode) costs one ``stat``; a file that grew is read from where the
-index stopped; anything else (a new, shrunk or replaced file, a missing or unreadable
-index) is folded from its first line. The index is a cache: deleting it is always safe.
+A :class:`Summary` (what ``repo.list()`` shows) is folded from the lines' raw JSON, so every
+backend shares the fold. :class:`DirectoryIndex` keeps a JSONL directory's summaries in one
+file and, on ``refresh``, reads only what changed: a file that grew from where it stopped,
+anything else from its first line. The index is a cache: deleting it is always safe.
 """
 
 from __future__ import annotations

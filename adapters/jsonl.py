@@ -85,8 +85,6 @@ class JsonlSessionStorage(SessionStorage):
     def close(self) -> None:
         self._file.close()
 
-    # -- named constructors ---------------------------------------------------------------
-
     @classmethod
     def default_codec(cls) -> Codec:  # what create writes when no codec is given (pi's subclass overrides)
         return native_codec()
@@ -195,8 +193,6 @@ class JsonlSessionStorage(SessionStorage):
             storage._salvage()
         return storage
 
-    # -- reading --------------------------------------------------------------------------
-
     def read_lines(self, count: int | None = None, *, strict: bool = False) -> list[bytes]:
         """The whole lines of the file (the first ``count``), as they are on disk; ``strict``
         refuses an over-long line (``corrupt``) and warns of a torn last line."""
@@ -254,8 +250,6 @@ class JsonlSessionStorage(SessionStorage):
         self._salvaged, self.skipped = entries, skipped
         if self._file.torn:
             skipped.append((self._file.count + 1, f"torn last line ({len(self._file.torn)} bytes)"))
-
-    # -- writing --------------------------------------------------------------------------
 
     def line_before(self, version: int) -> tuple[bytes, bytes | None]:
         lines = self.read_lines(version - 1)

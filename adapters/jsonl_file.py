@@ -1,14 +1,10 @@
 """One JSONL log file as this process knows it: its complete lines, a torn tail, reads.
 
-:class:`LineFile` is the single place that reads a log file's bytes: the whole file or
-only a prefix, split into lines without holding the file twice. It knows how many
-complete lines the file holds (as far as this process has looked) and catches up with
-lines appended since. Readers never lock; ``jsonl_lease.py`` adds the writer.
-
-A *torn* line is a last line without its newline: what a crash in the middle of an append
-leaves. Every proper prefix of a JSON object line is invalid JSON, so a torn line can
-never be mistaken for a complete one; it is ignored on read and cut off, with a warning,
-by the next writer.
+:class:`LineFile` is the one place that reads a log file's bytes (whole, a prefix, or split
+into lines without holding the file twice) and catches up with lines appended since; readers
+never lock (``jsonl_lease.py`` adds the writer). A *torn* line, a last line without its
+newline, is what a crash mid-append leaves; no proper prefix of a JSON object is valid JSON,
+so it is never mistaken for a line: it is ignored, and cut off by the next writer.
 """
 
 from __future__ import annotations
@@ -63,8 +59,6 @@ class LineFile:
         """``flush`` (each append is written) or ``fsync`` (and synced to the disk)."""
         return self._durability
 
-    # -- opening ------------------------------------------------------------------------
-
     @classmethod
     def create(cls, path: Path, *, durability: str = "flush", **options: Any) -> Self:
         """Create a new, empty file (mode 0600, parent folders 0700); FileExistsError if any."""
@@ -98,8 +92,6 @@ class LineFile:
             self.close()
         except OSError:
             pass
-
-    # -- reading ------------------------------------------------------------------------
 
     def read(self, start: int = 0, lines: int | None = None, limit: int | None = None) -> bytes:
         """Bytes from ``start`` to the end, or only until ``lines`` newlines have been read

@@ -1,16 +1,8 @@
 """Decoding a file's entries on demand, and the memory handling that goes with it.
 
-:class:`LineLoader` is what a JSONL storage hands its entry log (the log's loader port): it
-holds the file's lines and decodes the ones asked for, in batches, through the file's codec.
-A decoded line's bytes are dropped, so a context's lines do not stay in memory beside its
-entries.
-
-This is the one module that plays with the process's memory machinery, for bulk reads only:
-the cyclic collector is paused while a scan or a batch makes objects that all survive (its
-full passes over a growing heap cost about a fifth of an open), and after every 2,048
-dropped lines glibc's ``malloc_trim`` hands their memory back (lines come from the C
-allocator, whose free memory new Python objects would not reuse). docs/performance.md
-measures both.
+:class:`LineLoader` is the log's loader port for a JSONL storage: it holds the file's lines
+and decodes those asked for, in batches, dropping each decoded line's bytes. It is the one
+module that touches the collector and the allocator, for bulk reads only (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """A directory of JSONL session files: the embedded, default store.
 
-Each session is ``<root>/<session id>.jsonl`` (:class:`JsonlSessionStorage`; the id is
-checked before it reaches a path). Other regular ``*.jsonl`` files in the directory whose
-first line is a session header (pi's ``<timestamp>_<id>.jsonl`` files, for instance) are
-listed and opened by their header id too. A symbolic link is never a session of the
-directory: it is not listed, and opening or deleting its id is refused.
-
-Listing reads a cross-session index (:class:`~sessiontree.adapters.index.DirectoryIndex`)
-and only the parts of the logs it has not seen. The directory is created on the first
-``create``; listing a directory that does not exist gives an empty list.
+Each session is ``<root>/<session id>.jsonl``; other regular ``*.jsonl`` files whose first
+line is a session header (pi's, for instance) are listed and opened by that header's id. A
+symbolic link is never a session of the directory. Listing reads the directory's index.
 """
 
 from __future__ import annotations

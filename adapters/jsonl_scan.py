@@ -1,12 +1,9 @@
 """Reading a session file: the header, then every entry line checked cheaply and held lazily.
 
-Opening a 100k-entry file must not decode 100k entries. Each line is checked once: msgspec
-validates its JSON and builds only its envelope (``type``, ``id``, the parent key and
-``timestamp``), a UTF-8 decode checks the bytes msgspec skipped, and the tree is checked in
-bulk (ids unique, every parent on an earlier line, a ``leaf`` entry targeting an earlier
-entry). The result is an :class:`~sessiontree.domain.log.EntryLog` of envelopes whose bodies
-a :class:`~sessiontree.adapters.jsonl_loader.LineLoader` decodes when first needed. Anything
-unusual sends the file through a line-by-line scan, which names the line and the problem.
+msgspec validates each line's JSON building only its envelope (type, id, parent, timestamp),
+the bytes it skips are checked as UTF-8, and the tree (unique ids, parents and leaf targets on
+earlier lines) is checked in bulk; a :class:`~sessiontree.adapters.jsonl_loader.LineLoader`
+decodes bodies when first needed. Anything unusual goes line by line, naming the problem.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """The pi dialect: pi's session files, line by line (SPEC 4, docs/pi.md).
 
-pi writes the same tree of entries as we do, named its own way: camelCase keys
-(``parentId``, ``modelId``, ``toolCallId``), its role and block names (``toolResult``,
-``toolCall``, ``thinkingSignature``), optional fields left out rather than written as
-``null``, its own key order, and numbers as JavaScript lays them out. :class:`PiDialect` is
-that naming of the one schema (``schema.py``); :class:`PiCodec` adds what has no native
-counterpart:
-
-* a ``leaf`` entry, which pi does not know, is written as a ``custom`` entry of type
-  ``sessiontree/leaf`` whose ``parentId`` is the new leaf, so pi (which resumes at the last
-  line) resumes on that branch (:meth:`PiCodec.decode_leaf_marker`);
-* the header of pi's versions 1 to 3 (older files are migrated in memory, ``pi_migrate.py``).
+:class:`PiDialect` is pi's naming of the one schema (camelCase keys, its role and block names,
+its key order, optional fields left out, JavaScript's number layout); :class:`PiCodec` adds
+what has no native counterpart: the leaf marker (a ``leaf`` entry written as a ``custom``
+entry pi resumes on) and the headers of pi's versions 1 to 3.
 """
 
 from __future__ import annotations

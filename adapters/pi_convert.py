@@ -1,14 +1,9 @@
 """Conversion between pi's dialect and the native one (``sessiontree import`` / ``export``).
 
-``import_pi(src, dest)`` writes the session in ``src`` (a pi file, or any file this library
-reads) as a new native file; ``export_pi(src, dest)`` writes it as a new pi file (version
-3; an older pi file comes out migrated). Every field is kept: each entry is decoded and
-written again by the other dialect's codec, with the same ids, parents, timestamps and
-unknown fields; known fields a producer left out stay left out (their names are carried
-over to the other dialect); entry types neither side knows are copied verbatim except
-for their parent key. A ``leaf`` entry becomes pi's leaf marker and back (docs/pi.md).
-
-pi files written by pi come back byte for byte after ``import_pi`` then ``export_pi``.
+Each entry is decoded and written again by the other dialect's codec: same ids, parents,
+timestamps and unknown fields; what a producer left out stays out; unknown entry types are
+copied but for their parent key; a ``leaf`` entry becomes pi's leaf marker and back. pi's own
+files come back byte for byte after an import then an export (docs/pi.md).
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """Migrating pi files of versions 1 and 2 to version 3, in memory and deterministically.
 
-pi migrates old files when it opens them and rewrites them in place. We never rewrite a
-file on open: the migration below runs on the parsed lines each time the file is read.
-It follows pi's own steps (docs/pi.md):
-
-* v1 -> v2: entries had no ``id``/``parentId``. Each gets an id and the previous entry as
-  its parent (one linear chain). pi draws random ids; we derive them from the session id
-  and the line number (:func:`derived_id`), so the same file always gives the same ids
-  and anything that refers to them (labels appended later, exports) stays valid. A
-  ``compaction``'s ``firstKeptEntryIndex`` (an index into the file's objects, the header
-  being 0) becomes ``firstKeptEntryId``.
-* v2 -> v3: the message role ``hookMessage`` is renamed ``custom``.
-
-Input objects are not modified; migrated entries are fresh dicts.
+pi migrates old files on open and rewrites them; we never rewrite on open, but follow pi's
+steps on the parsed lines (docs/pi.md): v1 entries get ids derived from the session id and
+the line number (:func:`derived_id`, so the same file always gives the same ids) and the
+previous entry as parent; v2's ``hookMessage`` role becomes ``custom``.
 """
 
 from __future__ import annotations

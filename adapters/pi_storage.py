@@ -1,19 +1,10 @@
 """A pi session file as a session storage: read without rewriting, appended in pi's dialect.
 
-:class:`PiSessionStorage` is a :class:`~sessiontree.adapters.jsonl.JsonlSessionStorage`
-(same locked whole-line appends, torn-tail repair, conflict detection) whose lines are in
-pi's dialect. ``JsonlSessionStorage.open(path)`` returns one when the header is pi's;
-:meth:`PiSessionStorage.create` makes a new pi file. What differs from a native file:
-
-* reading: versions 1 and 2 are migrated in memory (``pi_migrate.py``); a leaf marker (the
-  ``custom`` entry that records a leaf move, see ``pi.py``) is read as a ``leaf`` entry
-  unless pi has since appended under it, in which case it is the ordinary custom entry pi
-  sees (a node of the tree);
-* writing: a version 1 file is read-only (pi would give every entry a new id when it next
-  opens the file, orphaning what we appended), and a compaction with a ``retained_tail`` is
-  refused (pi ignores that field, so pi and we would build different contexts);
-* context: pi 1.x's rules for ``context_edit`` entries and system messages apply
-  (``context_options``; ``projections/pi_context.py``).
+:class:`PiSessionStorage` is a JSONL storage whose lines are pi's (``JsonlSessionStorage.open``
+returns one for a pi header). It migrates versions 1 and 2 in memory, reads a leaf marker as a
+``leaf`` entry unless pi appended under it, refuses to write a version 1 file or a compaction
+with a retained tail (pi would not read either as we do), and applies pi 1.x's context rules
+(docs/pi.md).
 """
 
 from __future__ import annotations
@@ -66,8 +57,6 @@ class PiSessionStorage(JsonlSessionStorage):
     def default_codec(cls) -> Any:
         """``create`` writes pi's dialect (its ``parent_session`` is a file path, as in pi)."""
         return pi_codec()
-
-    # -- reading --------------------------------------------------------------------------
 
     def _scan(self, lines: list[bytes], loader: LineLoader) -> EntryLog:
         if not lines:
@@ -144,8 +133,6 @@ class PiSessionStorage(JsonlSessionStorage):
                 path=str(self.path), line=1,
             )
         super()._salvage()
-
-    # -- writing --------------------------------------------------------------------------
 
     def check_writable(self) -> None:
         if self.source_version < 2:

@@ -67,8 +67,6 @@ class Structurer:
             raise SessionError("corrupt", f"entry {entry_id!r} has no string 'timestamp'")
         return tag, entry_id
 
-    # -- values ------------------------------------------------------------------------------
-
     def value(self, cls: type, data: Any) -> Any:
         schema = self._schemas[cls]
         if not isinstance(data, dict):

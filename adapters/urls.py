@@ -1,23 +1,8 @@
 """One way in: ``open_store(url)`` picks the store a URL names (``open_repo`` wraps it).
 
-===================================  =============================================
-``memory:``                          :class:`MemoryStore` (nothing kept)
-``jsonl:///abs/dir``, ``jsonl:dir``  :class:`JsonlStore` (one file a session;
-                                     ``///`` reads as in ``file:`` URLs)
-a plain directory path               the same
-``sqlite:///file.db``                :class:`DatabaseStore` on SQLite, paths as
-                                     in SQLAlchemy (``sqlite:///rel.db`` relative,
-                                     ``sqlite:////abs/file.db`` absolute)
-``postgresql://user@host:port/db``   :class:`DatabaseStore` on PostgreSQL
-                                     (``?schema=name`` and other settings, below)
-``popo:``                            :class:`DatabaseStore` on eventsourcing's
-                                     in-memory module
-===================================  =============================================
-
-PostgreSQL query parameters: ``schema`` (created if missing), and any eventsourcing
-setting by name, with or without its ``POSTGRES_`` prefix (``pool_size=10``,
-``lock_timeout=5``). A password may be in the URL; it never appears in locations or
-messages.
+``memory:``, ``jsonl:`` URLs and plain directories, ``sqlite:`` (paths as in SQLAlchemy),
+``postgresql://`` (``?schema=`` and eventsourcing's settings by name) and ``popo:``;
+docs/repositories.md has the table. A password never appears in locations or messages.
 """
 
 from __future__ import annotations

@@ -98,9 +98,6 @@ def _check_anchors(report: VerifyReport, head: str | None, at_least: int | None)
         )
 
 
-# -- sources --------------------------------------------------------------------------------
-
-
 def _verify_file(path: Path, wanted: set[int], anchor: bytes | None) -> VerifyReport:
     report = VerifyReport(str(path))
     try:
@@ -159,9 +156,6 @@ def _verify_records(storage: Any, wanted: set[int], anchor: bytes | None) -> Ver
     if lines:
         _check(lines, report, storage.location, wanted, anchor)
     return report
-
-
-# -- the lines ------------------------------------------------------------------------------
 
 
 def _check(lines: list[bytes], report: VerifyReport, where: Any, wanted: set[int], anchor: bytes | None) -> None:
@@ -224,9 +218,6 @@ def _check_pi(path: Path, lines: Sequence[bytes], report: VerifyReport) -> None:
         key = duplicate_key(line)
         if key is not None:
             report.warn(lineno, f"key {key!r} appears twice in one object; its last value is read, as pi does")
-
-
-# -- signed checkpoints ---------------------------------------------------------------------
 
 
 def _check_checkpoints(report: VerifyReport, checkpoints: list[Checkpoint], key: Any) -> None:

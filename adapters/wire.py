@@ -1,14 +1,10 @@
 """Reading, the common case: a whole line decoded by msgspec into wire structs, then into
 domain objects.
 
-From each :class:`~sessiontree.adapters.schema.Schema` a msgspec ``Struct`` is derived
-(``msgspec.defstruct``: the wire names, the tag, the field types, ``UNSET`` for a field the
-wire may leave out, unknown fields forbidden). msgspec checks the JSON and every type in C;
-the struct is then turned into the domain object by setting its slots (the types were just
-checked, against the same annotations the domain's validators check). A line outside that
-shape (an unknown field, role, block or entry type; a value of another type) is refused
-here and read by ``structure.py`` instead, which gives the same objects and names what is
-wrong (``tests/adapters/test_codec.py`` holds the two to each other).
+The structs are derived from the schemas (wire names, tags, ``UNSET`` for a field the wire may
+leave out, unknown fields forbidden); msgspec checks the JSON and every type, and a generated
+converter sets the domain object's slots. A line outside that shape goes to ``structure.py``,
+which reads it the same way and names what is wrong (``tests/adapters/test_codec_paths.py``).
 """
 
 from __future__ import annotations
@@ -52,8 +48,6 @@ class WireDecoder:
             return None
         return self._convert[type(struct)](struct, session_id, version), struct
 
-    # -- the structs -------------------------------------------------------------------------
-
     def _type(self, field: Field) -> Any:
         kind = field.kind
         if kind in _PLAIN:
@@ -90,8 +84,6 @@ class WireDecoder:
         self._structs[cls] = struct
         self._convert[struct] = self._converter(schema)
         return struct
-
-    # -- struct to domain object -------------------------------------------------------------
 
     def _value(self, struct: Any) -> Any:
         return self._convert[type(struct)](struct)

@@ -5,7 +5,7 @@
 supplies the summariser (its protocol is in ``summary.py``; the library makes no network
 call). The session is only written after the summariser returns, so one that raises leaves
 it untouched, and a session changed meanwhile is a ``conflict`` with nothing written.
-:func:`compact_command` is what ``sessiontree compact`` runs. See docs/compaction.md.
+See docs/compaction.md.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from sessiontree.domain.events import MessageAppended
 from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionPlan, plan_compaction
 from sessiontree.projections.context import entry_to_messages, latest_compaction
 from sessiontree.projections.tokens import ContextTokens, TokenEstimator, context_tokens, reported_usage
-from sessiontree.summary import AsyncSummarizer, Summarizer, Summary, as_summary, extractive_summary
+from sessiontree.summary import AsyncSummarizer, Summarizer, Summary, as_summary
 
 if TYPE_CHECKING:
     from sessiontree.reader import SessionReader
@@ -206,37 +206,7 @@ def left_leaf_id(reader: SessionReader, branch_summary_id: str) -> str | None:
     return entries[index - 1].parent_id
 
 
-def compact_command(
-    session: Session, *, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, retain_tail: bool = False,
-    dry_run: bool = False, summarize: Summarizer = extractive_summary, estimator: TokenEstimator | None = None,
-) -> dict[str, Any]:
-    """What ``sessiontree compact`` does: plan, compact (unless ``dry_run``) and report.
-
-    The report is JSON-ready: ``compacted``, ``entry_id``, ``first_kept_entry_id``,
-    ``tokens_before``, ``tokens_after`` (None on a dry run), ``summarized_entries``,
-    ``summarized_messages``, ``kept_entries``, ``summarized_tokens``, ``kept_tokens``, ``fits``.
-    """
-    planned = plan(session, keep_recent_tokens, retain_tail, estimator)
-    entry_id = None
-    if not dry_run and not planned.is_empty:
-        entry_id = compact(session, summarize, keep_recent_tokens, retain_tail, estimator=estimator, planned=planned)
-    after = estimate_context_tokens(session, estimator).tokens if entry_id is not None else None
-    return {
-        "compacted": entry_id is not None,
-        "entry_id": entry_id,
-        "first_kept_entry_id": planned.first_kept_entry_id,
-        "tokens_before": planned.tokens_before,
-        "tokens_after": after,
-        "summarized_entries": len(planned.summarized_entry_ids),
-        "summarized_messages": len(planned.messages_to_summarize),
-        "kept_entries": len(planned.kept_entry_ids),
-        "summarized_tokens": planned.summarized_tokens,
-        "kept_tokens": planned.kept_tokens,
-        "fits": planned.fits,
-    }
-
-
 __all__ = [
-    "acompact", "amove_summarized", "branch_left", "compact", "compact_command", "estimate_context_tokens", "left_leaf_id",
+    "acompact", "amove_summarized", "branch_left", "compact", "estimate_context_tokens", "left_leaf_id",
     "move_summarized", "plan", "should_compact",
 ]

@@ -102,8 +102,6 @@ class SessionReader:
     def __len__(self) -> int:
         return self._limit
 
-    # -- entries ----------------------------------------------------------------------
-
     def _pos(self, entry_id: Any, what: str = "entry") -> int:
         pos = self._agg.log.position(check_id(what, entry_id), self._limit)
         if pos is None:
@@ -189,8 +187,6 @@ class SessionReader:
                 stack.append((child_id, node.children))
         return out
 
-    # -- projections ------------------------------------------------------------------
-
     def projection(self, name: str) -> Any:
         """The state of a built-in (``labels``, ``session_name``, ``tree``, ``stats``) or
         registered projection, as of this reader's version. Treat it as read-only."""
@@ -216,8 +212,6 @@ class SessionReader:
     def projection_names(self) -> list[str]:
         return sorted({*BUILTINS, *self._projections})
 
-    # -- context and stats ------------------------------------------------------------
-
     def build_context(self, options: SessionContextBuildOptions | None = None, *, leaf_id: str | None = None) -> SessionContext:
         """The messages the model sees on the current branch (or the one ending at ``leaf_id``),
         with the thinking level, model and active tools in force there."""
@@ -236,8 +230,6 @@ class SessionReader:
         whole.branch = stats_of(log.get_many(branch_positions(log, self.leaf_id, self._limit)))
         return whole
 
-    # -- compaction (application/compaction.py; docs/compaction.md) ---------------------
-
     def estimate_context_tokens(self, estimator: TokenEstimator | None = None) -> ContextTokens:
         """The current context's size: the last reply's reported usage plus an estimate."""
         return _compaction.estimate_context_tokens(self, estimator)
@@ -254,8 +246,6 @@ class SessionReader:
     ) -> CompactionPlan:
         """Where a compaction would cut and what it would summarise (nothing is written)."""
         return _compaction.plan(self, keep_recent_tokens, retain_tail, estimator)
-
-    # -- time travel ------------------------------------------------------------------
 
     def at(self, version: int) -> SessionView:
         """A read-only view of the session as it was after its first ``version`` events."""

@@ -96,8 +96,6 @@ class Session(SessionReader):
             raise SessionError("already_exists", f"a projection named {name!r} is already registered")
         self._projections[name] = projection
 
-    # -- reads that fill caches -----------------------------------------------------------
-
     def projection(self, name: str) -> Any:
         with self._lock:
             return super().projection(name)
@@ -119,8 +117,6 @@ class Session(SessionReader):
     def get_session_stats(self) -> Any:
         with self._lock:
             return super().get_session_stats()
-
-    # -- writing ----------------------------------------------------------------------
 
     def _fold(self, events: Sequence[Entry]) -> None:
         """Fold saved events into the aggregate, and advance what was computed from the log."""

@@ -1,13 +1,9 @@
 """Summarisers: the protocol the compaction workflow calls, its result type, and a stand-in.
 
-A summariser is a plain or async callable
-
-    summarize(messages, previous_summary) -> str | Summary
-
-given the messages to summarise (oldest first) and the previous compaction's summary (None
-for a first compaction and for branch summaries). It returns the summary text, or a
-:class:`Summary` that also carries the summarisation call's usage and details. The library
-never calls a model itself; :func:`extractive_summary` stands in for one.
+A summariser is a plain or async callable ``summarize(messages, previous_summary) -> str |
+Summary``: the messages to summarise, oldest first, and the previous compaction's summary
+(None for a first compaction and for branch summaries). The library never calls a model;
+:func:`extractive_summary` stands in for one.
 """
 
 from __future__ import annotations

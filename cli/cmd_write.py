@@ -98,15 +98,45 @@ def cmd_fork(args: argparse.Namespace) -> int:
             fork.close()
 
 
+def compact_report(
+    session: Any, *, keep_recent_tokens: int | None = None, retain_tail: bool = False, dry_run: bool = False
+) -> dict[str, Any]:
+    """Plan, compact with the offline stand-in summariser (unless ``dry_run``) and report.
+
+    JSON-ready: ``compacted``, ``entry_id``, ``first_kept_entry_id``, ``tokens_before``,
+    ``tokens_after`` (None unless it compacted), ``summarized_entries``, ``summarized_messages``,
+    ``kept_entries``, ``summarized_tokens``, ``kept_tokens``, ``fits``.
+    """
+    from sessiontree import compaction, extractive_summary
+
+    keep = {} if keep_recent_tokens is None else {"keep_recent_tokens": keep_recent_tokens}
+    planned = compaction.plan(session, retain_tail=retain_tail, **keep)
+    entry_id = None
+    if not dry_run and not planned.is_empty:
+        entry_id = compaction.compact(session, extractive_summary, retain_tail=retain_tail, planned=planned, **keep)
+    return {
+        "compacted": entry_id is not None,
+        "entry_id": entry_id,
+        "first_kept_entry_id": planned.first_kept_entry_id,
+        "tokens_before": planned.tokens_before,
+        "tokens_after": compaction.estimate_context_tokens(session).tokens if entry_id is not None else None,
+        "summarized_entries": len(planned.summarized_entry_ids),
+        "summarized_messages": len(planned.messages_to_summarize),
+        "kept_entries": len(planned.kept_entry_ids),
+        "summarized_tokens": planned.summarized_tokens,
+        "kept_tokens": planned.kept_tokens,
+        "fits": planned.fits,
+    }
+
+
 def cmd_compact(args: argparse.Namespace) -> int:
-    compact_command = feature("sessiontree.compaction", "compact_command", "compaction")
     kwargs: dict[str, Any] = {"retain_tail": args.retain_tail, "dry_run": args.dry_run}
     if args.keep_tokens is not None:
         if args.keep_tokens < 0:
             raise CliError("--keep-tokens must be 0 or more")
         kwargs["keep_recent_tokens"] = args.keep_tokens
     with session_for(args.repo, args.session) as session:
-        report = compact_command(session, **kwargs)
+        report = compact_report(session, **kwargs)
         report = {"session_id": session.id, **report}
         if args.json:
             print_json(report)

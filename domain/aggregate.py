@@ -137,9 +137,6 @@ def _needs(aggregate: SessionAggregate, entry_id: str, what: str) -> None:
         raise SessionError("not_found", f"{what} {entry_id!r} not found in session {aggregate.id}")
 
 
-# -- commands --------------------------------------------------------------------------------
-
-
 def append_message(aggregate: SessionAggregate, message: Any, *, id: str, timestamp: str) -> MessageAppended:
     check_message("message", message)
     return _next(aggregate, MessageAppended, id, timestamp, message=message)

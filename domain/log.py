@@ -1,13 +1,9 @@
 """The ordered log of a session's entries, with an id index and per-type positions.
 
-Besides the entries the log keeps three flat lists, one slot per position: the type, the id
-and the *parent position* (-1 for a root, or a parent not earlier in the log). Walks from a
-leaf towards the root (the path, the context's settings, branch tests) follow those integers.
-
-A storage that can tell an entry's type, id and parent without decoding the rest hands the
-log those lists and an :class:`EntryLoader` (the port it implements); the log then asks the
-loader for entries by position the first time anything beyond that envelope is read, and
-keeps them. What a caller sees never depends on this: every accessor returns decoded entries.
+Besides the entries, flat lists hold each position's type, id and *parent position* (-1 for a
+root), which walks from a leaf follow. A storage may hand over only those lists and an
+:class:`EntryLoader` (the port it implements): the log then asks it for entries by position
+when first needed. Every accessor returns decoded entries either way.
 """
 
 from __future__ import annotations
@@ -110,8 +106,6 @@ class EntryLog:
             self._by_type[entry.type] = [pos]
         else:
             positions.append(pos)
-
-    # -- reading ---------------------------------------------------------------------------
 
     def get(self, pos: int) -> Entry:
         """The decoded entry at ``pos``."""

@@ -50,8 +50,6 @@ class ContextMessages(MutableSequence[Any]):
             self._own = True
         return self._items
 
-    # -- reading ----------------------------------------------------------------------
-
     def __len__(self) -> int:
         return len(self._items) if self._own else self._len
 
@@ -102,8 +100,6 @@ class ContextMessages(MutableSequence[Any]):
 
     def __repr__(self) -> str:
         return repr(list(self))
-
-    # -- changing (copy on write) -----------------------------------------------------
 
     def __setitem__(self, index: Any, value: Any) -> None:
         self._mine()[index] = value

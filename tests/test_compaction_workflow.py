@@ -27,7 +27,8 @@ from sessiontree import (  # noqa: E402
     Usage,
     extractive_summary,
 )
-from sessiontree.compaction import compact_command, left_leaf_id  # noqa: E402
+from sessiontree.cli.cmd_write import compact_report  # noqa: E402
+from sessiontree.compaction import left_leaf_id  # noqa: E402
 from sessiontree.projections.tokens import CharEstimator  # noqa: E402
 
 estimate = CharEstimator()
@@ -414,14 +415,14 @@ def test_amove_to_awaits_an_async_branch_summariser() -> None:
 # -- the command-line hook --------------------------------------------------------------------------
 
 
-def test_compact_command_reports_a_dry_run_and_then_compacts() -> None:
+def test_the_compact_command_reports_a_dry_run_and_then_compacts() -> None:
     """The CLI entry point plans without writing on a dry run, then compacts with the stand-in."""
     session = conversation()
     before = state(session)
-    report = compact_command(session, keep_recent_tokens=100, dry_run=True)
+    report = compact_report(session, keep_recent_tokens=100, dry_run=True)
     assert state(session) == before
     assert report["compacted"] is False and report["tokens_after"] is None
-    done = compact_command(session, keep_recent_tokens=100)
+    done = compact_report(session, keep_recent_tokens=100)
     assert done["compacted"] and done["tokens_after"] < done["tokens_before"]
     entry = session.get_entry(done["entry_id"])
     assert "u0" in entry.summary and entry.details["modified_files"] == ["src/f1.py"]
