@@ -30,20 +30,20 @@ import time
 
 _T0 = time.perf_counter()
 
-import gc  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import resource  # noqa: E402
-import shutil  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import gc
+import json
+import os
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
 
-import orjson  # noqa: E402
+import orjson
 
-from sessiontree import JsonlSessionStorage, Session  # noqa: E402
+from sessiontree import JsonlSessionStorage, Session
 
 
 def _import_library() -> None:

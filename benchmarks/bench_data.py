@@ -62,8 +62,8 @@ def generate_pi(path: Path, entries: int, home: Path | None = None, seed: int = 
 # -- the fallback generator (no node): the same shape through sessiontree's Session API ------
 
 _WORDS = (
-    "alpha branch cache delta entry field graph hash index json kernel label merge node offset "
-    "parent query record schema token update value write yield zone compaction summary leaf tool"
+    "alpha branch cache delta entry field graph hash index json kernel label merge node offset parent query record "
+    "schema token update value write yield zone compaction summary leaf tool"
 ).split()
 
 
@@ -91,7 +91,12 @@ class _Content:
 
     def turn(self) -> list[Any]:
         from sessiontree import (
-            AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage,
+            AssistantMessage,
+            TextContent,
+            ThinkingContent,
+            ToolCall,
+            ToolResultMessage,
+            UserMessage,
         )
 
         self.calls += 1
@@ -187,6 +192,7 @@ def prepare(data: Path, sizes: list[int], use_pi: bool, log: Any = print) -> dic
 def write_list_sessions(directory: Path, count: int) -> None:
     """``count`` small sessions (10 entries) in ``directory``, by helper ``bench_list.py``."""
     import bench_list
+
     from sessiontree import open_repo
 
     shutil.rmtree(directory, ignore_errors=True)

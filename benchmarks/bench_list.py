@@ -124,10 +124,10 @@ def pi_list(home: Path, directory: Path, pkg: str) -> float | None:
 
 
 def drop_schema(url: str, schema: str) -> None:
+    from urllib.parse import urlsplit
+
     import psycopg
     from psycopg.sql import SQL, Identifier
-
-    from urllib.parse import urlsplit
 
     parts = urlsplit(url)
     with psycopg.connect(

@@ -59,7 +59,8 @@ def size_rows(n: int, r: dict[str, Any]) -> list[Row]:
         ratio = _ratio(ours, pi)
         if at_issue_size:
             target = "<= 1x pi (aim 0.5x)"
-            verdict = _verdict(None if ratio is None else ratio <= 1.0, None if ratio is None else ratio <= 0.5, f"{ratio or 0:.2f}x pi")
+            ok, aim = (None, None) if ratio is None else (ratio <= 1.0, ratio <= 0.5)
+            verdict = _verdict(ok, aim, f"{ratio or 0:.2f}x pi")
         else:
             target, verdict = OTHER_SIZE, "-"
         row(f"open+context, {label}", "ms", ours, _get(r, f"floor_parse_{dialect}", "total_ms"), "parse floor", pi,
@@ -173,7 +174,8 @@ def api_rows(api: dict[str, Any] | None) -> list[Row]:
     return [{
         "measure": "append via the public API (build + append_message), mean", "n": api.get("count"), "unit": "µs",
         "ours": ours, "base": None, "base_name": "", "vs_base": None, "pi": pi, "vs_pi": ratio,
-        "target": "<= 1x pi appendMessage", "verdict": _verdict(None if ratio is None else ratio <= 1.0, detail=f"{ratio or 0:.2f}x pi"),
+        "target": "<= 1x pi appendMessage",
+        "verdict": _verdict(None if ratio is None else ratio <= 1.0, detail=f"{ratio or 0:.2f}x pi"),
     }]
 
 

@@ -24,7 +24,6 @@ from pathlib import Path
 
 from sessiontree import JsonlSessionStorage, Session
 
-
 clock = time.process_time  # CPU time: what a busy shared machine does not inflate
 
 
@@ -81,7 +80,10 @@ def breakdown(file: Path) -> dict[str, float]:
     """
     from sessiontree.domain.aggregate import replay
     from sessiontree.projections.context import (
-        DEFAULT_OPTIONS, default_compaction_transform, entry_to_messages, settings_at,
+        DEFAULT_OPTIONS,
+        default_compaction_transform,
+        entry_to_messages,
+        settings_at,
     )
     from sessiontree.projections.path import path_to_root_or_compaction
 

@@ -32,8 +32,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import bench_data  # noqa: E402
-import bench_report  # noqa: E402
+import bench_data
+import bench_report
 
 # Timed appends (flush, fsync), rounds of append + context (ours, pi's: pi rebuilds its
 # context each time, about 0.2 s at 100k), untimed appends first.

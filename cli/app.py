@@ -34,10 +34,11 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(1)
 
 
-def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+def _common() -> Parser:
+    common = Parser(add_help=False)
     s = argparse.SUPPRESS
-    common.add_argument("--repo", metavar="URL", default=s, help="repository URL or directory (default: $SESSIONTREE_REPO, else ./.sessions)")
+    common.add_argument("--repo", metavar="URL", default=s,
+                        help="repository URL or directory (default: $SESSIONTREE_REPO, else ./.sessions)")
     common.add_argument("--json", action="store_true", default=s, help="print JSON for scripts instead of text for people")
     common.add_argument("--debug", action="store_true", default=s, help="show the traceback of an error")
     return common
@@ -50,9 +51,12 @@ def _session_args(p: argparse.ArgumentParser, *, positional: bool = True) -> Non
 
 
 def _tree_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-f", "--filter", choices=FILTERS, default="default", help="which entries to show (default: all but label entries)")
-    p.add_argument("--depth", type=int, metavar="N", help="expand side branches only N branch points deep (the current branch is always expanded)")
-    p.add_argument("--window", type=int, metavar="N", help="show only N rows around the leaf (default: 1000 for text, all for --json; 0: all)")
+    p.add_argument("-f", "--filter", choices=FILTERS, default="default",
+                   help="which entries to show (default: all but label entries)")
+    p.add_argument("--depth", type=int, metavar="N",
+                   help="expand side branches only N branch points deep (the current branch is always expanded)")
+    p.add_argument("--window", type=int, metavar="N",
+                   help="show only N rows around the leaf (default: 1000 for text, all for --json; 0: all)")
 
 
 # (command, module, help)
@@ -115,8 +119,10 @@ def build_parser() -> Parser:
     p = ps["fork"]
     _session_args(p)
     p.add_argument("--entry", metavar="ID", help="fork at this entry (default: the current leaf)")
-    p.add_argument("--position", choices=("before", "at"), default=None, help="'before' a user message (to ask it again) or 'at' the entry (default: at)")
-    p.add_argument("--salvage", action="store_true", help="fork a source that fails verify from what can be read (the fork records the lines it skipped)")
+    p.add_argument("--position", choices=("before", "at"), default=None,
+                   help="'before' a user message (to ask it again) or 'at' the entry (default: at)")
+    p.add_argument("--salvage", action="store_true",
+                   help="fork a source that fails verify from what can be read (the fork records the lines it skipped)")
 
     p = ps["label"]
     p.add_argument("entry", metavar="ENTRY", help="the entry to label")
@@ -131,13 +137,16 @@ def build_parser() -> Parser:
 
     p = ps["move"]
     p.add_argument("entry", metavar="ENTRY", help="the entry to move the leaf to ('root': before the first entry)")
-    p.add_argument("--summary", metavar="TEXT", help="a summary of the branch being left (appended as a branch summary, the new leaf)")
-    p.add_argument("--summarize", action="store_true", help="summarise the branch being left with the offline extractive summariser")
+    p.add_argument("--summary", metavar="TEXT",
+                   help="a summary of the branch being left (appended as a branch summary, the new leaf)")
+    p.add_argument("--summarize", action="store_true",
+                   help="summarise the branch being left with the offline extractive summariser")
     _session_args(p, positional=False)
 
     p = ps["compact"]
     _session_args(p)
-    p.add_argument("--keep-tokens", type=int, metavar="N", help="keep about N tokens of recent turns verbatim (default: the library's)")
+    p.add_argument("--keep-tokens", type=int, metavar="N",
+                   help="keep about N tokens of recent turns verbatim (default: the library's)")
     p.add_argument("--retain-tail", action="store_true", help="store the kept messages in the compaction entry itself")
     p.add_argument("--dry-run", action="store_true", help="only report what would be summarised and kept")
 
@@ -146,23 +155,29 @@ def build_parser() -> Parser:
 
     p = ps["export"]
     _session_args(p)
-    p.add_argument("--format", choices=("pi", "native", "markdown", "html"), default="markdown", help="output format (default: markdown)")
+    p.add_argument("--format", choices=("pi", "native", "markdown", "html"), default="markdown",
+                   help="output format (default: markdown)")
     p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     p.add_argument("--leaf", metavar="ID", help="markdown/html: the branch ending at this entry (default: the current leaf)")
 
     p = ps["verify"]
     p.add_argument("paths", nargs="*", metavar="PATH", help="session files or directories (default: the repository)")
-    p.add_argument("--key", metavar="FILE", help="check signed checkpoints with this key (raw HMAC key bytes, or an Ed25519 PEM key)")
+    p.add_argument("--key", metavar="FILE",
+                   help="check signed checkpoints with this key (raw HMAC key bytes, or an Ed25519 PEM key)")
     p.add_argument("--require-chain", action="store_true", help="an unchained log is an error, not a warning")
-    p.add_argument("--checkpoints", metavar="FILE", help="with --key: read the signed checkpoints from FILE (kept away from the log) instead of beside each file")
-    p.add_argument("--head", metavar="DIGEST", help="the log must have this head digest (printed by an earlier verify or sign) at some line: catches a rollback")
+    p.add_argument("--checkpoints", metavar="FILE",
+                   help="with --key: read the signed checkpoints from FILE (kept away from the log) instead of beside each file")
+    p.add_argument("--head", metavar="DIGEST",
+        help="the log must have this head digest (printed by an earlier verify or sign) at some line: catches a rollback")
     p.add_argument("--at-least", type=int, metavar="N", help="the log must have at least N lines: catches lines cut from the end")
 
     p = ps["sign"]
     p.add_argument("paths", nargs="*", metavar="PATH", help="session files or directories (default: the repository)")
-    p.add_argument("--key", metavar="FILE", required=True, help="the signing key: raw HMAC key bytes (16 or more), or an Ed25519 private key in PEM")
+    p.add_argument("--key", metavar="FILE", required=True,
+                   help="the signing key: raw HMAC key bytes (16 or more), or an Ed25519 private key in PEM")
     p.add_argument("--key-id", metavar="ID", help="a name for the key, recorded in the checkpoint")
-    p.add_argument("--out", metavar="FILE", help="append the checkpoints to FILE (keep it away from the logs) instead of beside each file")
+    p.add_argument("--out", metavar="FILE",
+                   help="append the checkpoints to FILE (keep it away from the logs) instead of beside each file")
     return parser
 
 

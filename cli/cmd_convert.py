@@ -45,7 +45,8 @@ class _OneFile(SessionStore):
 
     def attach(self, session_id: str) -> SessionStorage:
         if session_id != self._storage.session_id:
-            raise SessionError("not_found", f"{self._storage.location} holds session {self._storage.session_id}, not {session_id}")
+            held = self._storage.session_id
+            raise SessionError("not_found", f"{self._storage.location} holds session {held}, not {session_id}")
         return self._storage
 
     def remove(self, session_id: str) -> None:

@@ -18,6 +18,7 @@ from sessiontree.cli import render, treeview, views
 from sessiontree.cli.demo import STEP, DemoClock, build_demo, demo_ids
 from sessiontree.cli.output import print_json, stdout
 from sessiontree.cli.target import open_repository, repo_url
+from sessiontree.projections.tokens import DEFAULT_ESTIMATOR
 from sessiontree.repository import InMemorySessionRepo
 
 # The demo's ~40 events are spread over the minutes before the run, ending about now.
@@ -53,7 +54,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             console.print(render.tree(session, treeview.build(session)))
             console.print()
             context = session.build_context()
-            tokens = sum(views.DEFAULT_ESTIMATOR(m) for m in context.messages)
+            tokens = sum(DEFAULT_ESTIMATOR(m) for m in context.messages)
             console.print(views.context_heading(session.id, session.leaf_id, context, tokens))
             console.print(views.context_table(context))
             console.print(_next_steps(result.ids, repo_url(args.repo)))

@@ -25,6 +25,7 @@ from sessiontree.cli.output import CliError, print_json, progress, stdout
 from sessiontree.cli.target import session_for
 from sessiontree.domain.errors import SessionError
 from sessiontree.projections.context import entry_to_messages
+from sessiontree.projections.tokens import DEFAULT_ESTIMATOR
 
 _REBUILDS = frozenset({"leaf", "compaction"})
 
@@ -62,7 +63,7 @@ def _show_view(view: Any, args: argparse.Namespace) -> None:
     when = f"as of event {view.version}" + (f" ({last.timestamp}, {last.type} {last.id})" if last else " (the header)")
     console = stdout()
     console.print(tree_renderable(view, args, title=render.session_title(view, extra=when)))
-    tokens = sum(views.DEFAULT_ESTIMATOR(m) for m in context.messages)
+    tokens = sum(DEFAULT_ESTIMATOR(m) for m in context.messages)
     console.print(views.context_heading(view.id, view.leaf_id, context, tokens))
     console.print(views.context_table(context))
 

@@ -149,7 +149,9 @@ def _print(reports: list[Any], args: argparse.Namespace) -> int:
             if report.head:
                 console.print(Text(f"  head {report.head} at line {report.lines} (keep it elsewhere: verify --head)", "dim"))
             if report.unverified_from is not None:
-                console.print(Text.assemble("  ", ("unverified", "yellow"), f": lines {report.unverified_from}..{report.lines} come after the last signed checkpoint (sign again to cover them)"))
+                lines = f"{report.unverified_from}..{report.lines}"
+                why = f": lines {lines} come after the last signed checkpoint (sign again to cover them)"
+                console.print(Text.assemble("  ", ("unverified", "yellow"), why))
             findings = [(p, "error", "red") for p in report.problems] + [(w, "warning", "yellow") for w in report.warnings]
             findings.sort(key=lambda f: (f[0].line is None, f[0].line or 0))
             for problem, severity, style in findings:
@@ -206,7 +208,8 @@ def cmd_sign(args: argparse.Namespace) -> int:
         return 0
     console = stdout()
     for src, cp, kept in signed:
-        console.print(Text.assemble(("✓ ", "green"), src, (f"  checkpoint {cp.sequence} at line {cp.line}, kept in {kept}", "dim")))
+        where = f"  checkpoint {cp.sequence} at line {cp.line}, kept in {kept}"
+        console.print(Text.assemble(("✓ ", "green"), src, (where, "dim")))
         console.print(Text(f"  head {cp.digest} (keep it elsewhere too: verify --head)", "dim"))
     return 0
 

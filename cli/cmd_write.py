@@ -108,12 +108,13 @@ def compact_report(
     ``kept_entries``, ``summarized_tokens``, ``kept_tokens``, ``fits``.
     """
     from sessiontree import compaction, extractive_summary
+    from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS
 
-    keep = {} if keep_recent_tokens is None else {"keep_recent_tokens": keep_recent_tokens}
-    planned = compaction.plan(session, retain_tail=retain_tail, **keep)
+    keep = DEFAULT_KEEP_RECENT_TOKENS if keep_recent_tokens is None else keep_recent_tokens
+    planned = compaction.plan(session, keep, retain_tail)
     entry_id = None
     if not dry_run and not planned.is_empty:
-        entry_id = compaction.compact(session, extractive_summary, retain_tail=retain_tail, planned=planned, **keep)
+        entry_id = compaction.compact(session, extractive_summary, keep, retain_tail, planned=planned)
     return {
         "compacted": entry_id is not None,
         "entry_id": entry_id,

@@ -139,7 +139,9 @@ class _Script:
         )
         return self.session.append_message(message)  # type: ignore[no-any-return]
 
-    def tool_turn(self, text: str, call: ToolCall, output: str, tokens: tuple[int, int, int, int], is_error: bool = False) -> tuple[str, str]:
+    def tool_turn(
+        self, text: str, call: ToolCall, output: str, tokens: tuple[int, int, int, int], is_error: bool = False
+    ) -> tuple[str, str]:
         asked = self.assistant(text, call, tokens=tokens)
         return asked, self.result(call, output, is_error)
 
@@ -221,10 +223,18 @@ def populate(session: Any, clock: DemoClock) -> dict[str, str]:
         "        return value if time.monotonic() < deadline else None",
         (3310, 82, 2630, 900),
     )
-    edit_src = s.call("edit", path="src/cache.py", old="def __init__(self, ttl):", new="def __init__(self, ttl, clock=time.monotonic):")
-    s.tool_turn("`TTLCache` now takes a `clock` and uses it for both the deadline and the check.", edit_src, "Edited src/cache.py (4 lines)", (620, 240, 3540, 0))
+    edit_src = s.call(
+        "edit", path="src/cache.py", old="def __init__(self, ttl):", new="def __init__(self, ttl, clock=time.monotonic):"
+    )
+    s.tool_turn(
+        "`TTLCache` now takes a `clock` and uses it for both the deadline and the check.", edit_src,
+        "Edited src/cache.py (4 lines)", (620, 240, 3540, 0),
+    )
     edit_test = s.call("edit", path="tests/test_cache.py", old="time.sleep(1.0)", new="clock.advance(1.0)")
-    s.tool_turn("The test now advances a fake clock instead of sleeping.", edit_test, "Edited tests/test_cache.py (5 lines)", (910, 205, 3540, 0))
+    s.tool_turn(
+        "The test now advances a fake clock instead of sleeping.", edit_test, "Edited tests/test_cache.py (5 lines)",
+        (910, 205, 3540, 0),
+    )
     final_run = s.call("bash", command="pytest tests/test_cache.py -q --count 200")
     s.tool_turn("Running it 200 times.", final_run, "200 passed in 0.41s", (1180, 38, 3540, 0))
     ids["fixed"] = s.assistant(
@@ -241,11 +251,14 @@ def populate(session: Any, clock: DemoClock) -> dict[str, str]:
         "B, sleep longer than the TTL.",
         ids["branch_summary"],
         14_672,
-        details={"read_files": ["src/cache.py", "tests/test_cache.py"], "modified_files": ["src/cache.py", "tests/test_cache.py"]},
+        details={
+            "read_files": ["src/cache.py", "tests/test_cache.py"], "modified_files": ["src/cache.py", "tests/test_cache.py"]
+        },
         usage=usage("claude-haiku-4-5", 14_672, 212),
     )
     ids["changelog"] = s.user("Great. Add a line to CHANGELOG.md.")
-    note = s.call("edit", path="CHANGELOG.md", old="## Unreleased\n", new="## Unreleased\n\n- Fix flaky TTLCache expiry test (#412).\n")
+    entry = "## Unreleased\n\n- Fix flaky TTLCache expiry test (#412).\n"
+    note = s.call("edit", path="CHANGELOG.md", old="## Unreleased\n", new=entry)
     s.tool_turn("Adding it under Unreleased.", note, "Edited CHANGELOG.md (2 lines)", (1420, 70, 2100, 0))
     session.append_custom_message_entry(
         "ci-report",
@@ -253,7 +266,8 @@ def populate(session: Any, clock: DemoClock) -> dict[str, str]:
         details={"run": 9184, "status": "success"},
         display=True,
     )
-    ids["done"] = s.assistant("Done: the changelog has an entry and CI is green on all three platforms.", tokens=(1590, 24, 2100, 0))
+    done = "Done: the changelog has an entry and CI is green on all three platforms."
+    ids["done"] = s.assistant(done, tokens=(1590, 24, 2100, 0))
     session.append_session_info(DEMO_NAME)
     return ids
 

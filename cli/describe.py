@@ -96,7 +96,7 @@ def _entry_gist(entry: Any) -> str:
     if kind == "model_change":
         return f"{entry.provider}/{entry.model_id}"
     if kind == "thinking_level_change":
-        return entry.thinking_level
+        return str(entry.thinking_level)
     if kind == "active_tools_change":
         return ", ".join(entry.active_tool_names) or "(none)"
     if kind == "compaction":

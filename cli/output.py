@@ -59,6 +59,10 @@ def warn(message: str) -> None:
     sys.stderr.flush()
 
 
+def _no_progress(n: int = 1) -> None:
+    """Progress on a console that is not a terminal: nothing shown."""
+
+
 @contextmanager
 def progress(description: str, total: int | None) -> Iterator[Callable[[int], None]]:
     """A progress bar on stderr for long work (shown only when stderr is a terminal).
@@ -68,11 +72,15 @@ def progress(description: str, total: int | None) -> Iterator[Callable[[int], No
     """
     console = stderr()
     if not console.is_terminal:
-        yield lambda n=1: None
+        yield _no_progress
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(description, total=total)
-        yield lambda n=1: bar.advance(task, n)
+
+        def advance(n: int = 1) -> None:
+            bar.advance(task, n)
+
+        yield advance

@@ -78,7 +78,8 @@ def _section(entry: Any, label: str | None) -> Section | None:
             text = message_text(message)
             title = f"Tool result: {message.tool_name}" + (" (error)" if message.is_error else "")
             return Section("tool_result", title, time, label, (Part("code", text),))
-        return Section(role, role, time, label, (Part("text", message_text(message) or json.dumps(getattr(message, "data", {}), default=str)),))
+        text = message_text(message) or json.dumps(getattr(message, "data", {}), default=str)
+        return Section(role, role, time, label, (Part("text", text),))
     if kind == "compaction":
         note = f"Earlier turns were compacted ({entry.tokens_before:,} tokens before). The model saw this summary instead:"
         return Section(kind, "Compaction", time, label, (Part("note", note), Part("text", entry.summary)))

@@ -68,7 +68,8 @@ def _body(message: Any, full: bool) -> Text:
         elif isinstance(block, ToolCall):
             out.append("→ ", "bold")
             out.append(block.name, "bold magenta")
-            out.append(" " + _clip(json.dumps(dict(block.arguments), ensure_ascii=False, indent=None, default=str), full), "magenta")
+            arguments = json.dumps(dict(block.arguments), ensure_ascii=False, indent=None, default=str)
+            out.append(" " + _clip(arguments, full), "magenta")
         elif isinstance(block, ImageContent):
             out.append(f"[image {block.mime_type}, {len(block.data) * 3 // 4:,} bytes]", "dim")
         elif isinstance(block, UnknownContent):
@@ -94,7 +95,9 @@ def message_panel(index: int, message: Any, full: bool = False) -> Panel:
         notes.insert(0, f"{message.tokens_before:,} tokens before")
     elif role == "branch_summary":
         notes.insert(0, f"from {message.from_id}")
-    return Panel(_body(message, full), title=title, title_align="left", subtitle=" · ".join(notes), subtitle_align="right", box=box.ROUNDED)
+    return Panel(
+        _body(message, full), title=title, title_align="left", subtitle=" · ".join(notes), subtitle_align="right", box=box.ROUNDED
+    )
 
 
 def context_heading(session_id: str, leaf: str | None, context: Any, tokens: int) -> Text:
@@ -129,7 +132,8 @@ def context_table(context: Any) -> Table:
     table.add_column("message")
     for i, message in enumerate(context.messages, 1):
         role = getattr(message, "role", "?")
-        table.add_row(str(i), Text(role, ROLE_STYLE.get(role, "")), f"{DEFAULT_ESTIMATOR(message):,}", cut(message_preview(message)))
+        tokens = f"{DEFAULT_ESTIMATOR(message):,}"
+        table.add_row(str(i), Text(role, ROLE_STYLE.get(role, "")), tokens, cut(message_preview(message)))
     return table
 
 
@@ -139,7 +143,8 @@ def _usage_columns(table: Table) -> None:
 
 
 def _usage_cells(s: Any) -> list[str]:
-    return [f"{s.input:,}", f"{s.output:,}", f"{s.cache_read:,}", f"{s.cache_write:,}", f"{s.total_tokens:,}", f"{s.cost_total:.4f}"]
+    counts = (s.input, s.output, s.cache_read, s.cache_write, s.total_tokens)
+    return [*(f"{n:,}" for n in counts), f"{s.cost_total:.4f}"]
 
 
 def stats_view(stats: Any, branches: list[tuple[str, bool, Any]]) -> Group:
@@ -155,7 +160,8 @@ def stats_view(stats: Any, branches: list[tuple[str, bool, Any]]) -> Group:
     for role, n in sorted(stats.messages_by_role.items(), key=lambda kv: -kv[1]):
         roles.add_row(Text(role, ROLE_STYLE.get(role, "")), f"{n:,}")
     roles.add_row("tool calls", f"{stats.tool_calls:,}")
-    usage = Table(title="tokens and cost: whole session, and each branch by its last entry (◀ current)", box=box.SIMPLE_HEAD, title_justify="left")
+    title = "tokens and cost: whole session, and each branch by its last entry (◀ current)"
+    usage = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
     usage.add_column("scope", no_wrap=True)
     _usage_columns(usage)
     usage.add_row(Text("session", "bold"), *_usage_cells(stats))

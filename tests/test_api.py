@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -281,7 +281,7 @@ BAD_CALLS = [
     ("at future", lambda s, a: s.at(99), "not_found", "99"),
     ("as_of garbage", lambda s, a: s.as_of("soon"), "invalid_entry", "'soon'"),
     ("as_of naive", lambda s, a: s.as_of(datetime(2026, 1, 1)), "invalid_entry", "2026"),
-    ("as_of before", lambda s, a: s.as_of(datetime(2000, 1, 1, tzinfo=timezone.utc)), "not_found", "2000"),
+    ("as_of before", lambda s, a: s.as_of(datetime(2000, 1, 1, tzinfo=UTC)), "not_found", "2000"),
     ("as_of int", lambda s, a: s.as_of(5), TypeError, "5"),
     ("projection unknown", lambda s, a: s.projection("ghost"), "not_found", "'ghost'"),
     ("register junk", lambda s, a: s.register_projection("labels"), TypeError, "'labels'"),

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
-from sessiontree_testkit import assistant, new_storage, open_session, tool_result, usage, user  # noqa: E402
+from sessiontree_testkit import assistant, new_storage, open_session, tool_result, usage, user
 
-from sessiontree import (  # noqa: E402
+from sessiontree import (
     CompactionSummaryMessage,
     JsonlSessionStorage,
     Session,
@@ -27,9 +27,9 @@ from sessiontree import (  # noqa: E402
     Usage,
     extractive_summary,
 )
-from sessiontree.cli.cmd_write import compact_report  # noqa: E402
-from sessiontree.compaction import left_leaf_id  # noqa: E402
-from sessiontree.projections.tokens import CharEstimator  # noqa: E402
+from sessiontree.cli.cmd_write import compact_report
+from sessiontree.compaction import left_leaf_id
+from sessiontree.projections.tokens import CharEstimator
 
 estimate = CharEstimator()
 

@@ -58,9 +58,8 @@ def _bare_imports(path: Path) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [a.name for a in node.names if a.name.split(".")[0] in BARE_NAMES]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module.split(".")[0] in BARE_NAMES:
-                found.append(node.module)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] in BARE_NAMES:
+            found.append(node.module)
     return found
 
 

@@ -13,6 +13,6 @@ def test_readme_quickstart_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     for block in blocks:
-        exec(compile(block, str(README), "exec"), namespace)  # noqa: S102
+        exec(compile(block, str(README), "exec"), namespace)
     assert (tmp_path / "demo.jsonl").exists()
     assert namespace["reopened"].build_context() == namespace["context"]

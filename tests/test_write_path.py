@@ -18,6 +18,7 @@ if _SUPPORT not in sys.path:
     sys.path.insert(0, _SUPPORT)
 
 import sessiontree_testkit as kit  # noqa: E402
+
 from sessiontree import AssistantMessage, Cost, JsonlSessionStorage, Session, TextContent, Usage  # noqa: E402
 
 LAYERS = {"domain", "projections", "application", "adapters"}

@@ -8,15 +8,14 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
-
 import sessiontree_strategies as strat
 import sessiontree_testkit as kit
+from hypothesis import HealthCheck, given, settings
+
 from sessiontree import InMemorySessionStorage, JsonlSessionRepo, JsonlSessionStorage, Session, SessionError, ToolCall, open_repo
 from sessiontree.adapters import chain
 from sessiontree.adapters.codec import native_codec
 from sessiontree.adapters.pi_storage import PiSessionStorage
-from sessiontree.adapters.recorder import RecorderSessionStorage
 from sessiontree.adapters.storage import SessionStorage
 
 

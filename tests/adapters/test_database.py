@@ -13,14 +13,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 
-import sessiontree_pg as pg  # noqa: E402
-import sessiontree_testkit as kit  # noqa: E402
+import sessiontree_pg as pg
+import sessiontree_testkit as kit
 
-from sessiontree import SessionError  # noqa: E402
-from sessiontree.repository import DatabaseSessionRepo  # noqa: E402
-from sessiontree.repository import JsonlSessionRepo  # noqa: E402
-from sessiontree.repository import open_repo  # noqa: E402
-from sessiontree.domain.ids import fixed_clock  # noqa: E402
+from sessiontree import SessionError
+from sessiontree.domain.ids import fixed_clock
+from sessiontree.repository import (
+    DatabaseSessionRepo,
+    JsonlSessionRepo,
+    open_repo,
+)
 
 MODULES = ["popo", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 

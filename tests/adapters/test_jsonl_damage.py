@@ -6,8 +6,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 import sessiontree_testkit as kit
+
 from sessiontree import JsonlSessionStorage, Session, SessionError
 from sessiontree.adapters.jsonl_file import TornLineWarning
 

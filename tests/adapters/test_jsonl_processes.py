@@ -11,9 +11,9 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 import sessiontree_testkit as kit
 from sessiontree_faults import drain, fork, reopen
+
 from sessiontree import JsonlSessionStorage, SessionError
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import errno
 import gc
-import weakref
 import os
 import stat
+import weakref
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
-
 import sessiontree_strategies as strat
 import sessiontree_testkit as kit
+from hypothesis import HealthCheck, given, settings
+
 from sessiontree import JsonlSessionStorage, Session, SessionError
 from sessiontree.adapters import chain, jsonl_file
 from sessiontree.adapters.codec import native_codec
@@ -263,7 +263,7 @@ def test_time_travel_reads_only_the_prefix(tmp_path: Path) -> None:
     with open(path, "ab") as out:
         out.write(b"this line is not JSON\n")
     reader = JsonlSessionStorage.open(path)
-    header, entries = reader.load_prefix(11)
+    _, entries = reader.load_prefix(11)
     assert [e.id for e in entries] == [e.id for e in session.get_entries()[:10]]
     assert reader.bytes_read < path.stat().st_size // 20
     with pytest.raises(SessionError):
@@ -273,7 +273,7 @@ def test_time_travel_reads_only_the_prefix(tmp_path: Path) -> None:
 def test_open_reads_only_the_header(tmp_path: Path) -> None:
     """Opening a storage reads the header line, not the whole file."""
     session = kit.open_session(new_file(tmp_path))
-    for n in range(300):
+    for _ in range(300):
         session.append_message(kit.user("y" * 1000))
     reader = JsonlSessionStorage.open(session.storage.path)  # type: ignore[attr-defined]
     assert reader.bytes_read <= 8192 < session.storage.path.stat().st_size  # type: ignore[attr-defined]

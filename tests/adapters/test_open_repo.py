@@ -10,13 +10,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 
-import sessiontree_pg as pg  # noqa: E402
+import sessiontree_pg as pg
 
-from sessiontree import FunctionProjection, SessionError  # noqa: E402
-from sessiontree.repository import DatabaseSessionRepo  # noqa: E402
-from sessiontree.repository import JsonlSessionRepo  # noqa: E402
-from sessiontree.repository import InMemorySessionRepo  # noqa: E402
-from sessiontree.repository import open_repo  # noqa: E402
+from sessiontree import FunctionProjection, SessionError
+from sessiontree.repository import (
+    DatabaseSessionRepo,
+    InMemorySessionRepo,
+    JsonlSessionRepo,
+    open_repo,
+)
 
 
 def test_memory_url_gives_an_in_memory_repo() -> None:

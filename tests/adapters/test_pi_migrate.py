@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+
 import orjson
 import pytest
 import sessiontree_pi as pi

@@ -22,9 +22,9 @@ from sessiontree import (
     TextContent,
     UserMessage,
 )
-from sessiontree.repository import JsonlSessionRepo
 from sessiontree.adapters.pi_storage import PiSessionStorage
 from sessiontree.domain.ids import counter_ids, fixed_clock
+from sessiontree.repository import JsonlSessionRepo
 
 SID = pi.SESSION_ID
 FIXTURE_NAMES = ("small", "compaction", "branches")

@@ -11,14 +11,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 
-import sessiontree_pg as pg  # noqa: E402
-import sessiontree_testkit as kit  # noqa: E402
+import sessiontree_pg as pg
+import sessiontree_testkit as kit
 
-from sessiontree import FunctionProjection, SessionError  # noqa: E402
-from sessiontree.adapters.codec import native_codec  # noqa: E402
-from sessiontree.repository import SessionRepo  # noqa: E402
-from sessiontree.repository import open_repo  # noqa: E402
-from sessiontree.domain.ids import fixed_clock  # noqa: E402
+from sessiontree import FunctionProjection, SessionError
+from sessiontree.adapters.codec import native_codec
+from sessiontree.domain.ids import fixed_clock
+from sessiontree.repository import (
+    SessionRepo,
+    open_repo,
+)
 
 BACKENDS = ["memory", "jsonl", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 

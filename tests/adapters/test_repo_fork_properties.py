@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 
-import sessiontree_strategies as strat  # noqa: E402
-import sessiontree_testkit as kit  # noqa: E402
+import sessiontree_strategies as strat
+import sessiontree_testkit as kit
 
-from sessiontree import SessionError  # noqa: E402
-from sessiontree.repository import InMemorySessionRepo  # noqa: E402
-from sessiontree.domain.ids import counter_ids, fixed_clock  # noqa: E402
+from sessiontree import SessionError
+from sessiontree.domain.ids import counter_ids, fixed_clock
+from sessiontree.repository import InMemorySessionRepo
 
 
 def build(ops: list[tuple[Any, ...]], name: str | None) -> tuple[InMemorySessionRepo, Any]:

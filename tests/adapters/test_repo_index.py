@@ -14,12 +14,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 
-import sessiontree_testkit as kit  # noqa: E402
+import sessiontree_testkit as kit
 
-from sessiontree.adapters import index as index_module  # noqa: E402
-from sessiontree.adapters.index import INDEX_FILE, DirectoryIndex, Summary  # noqa: E402
-from sessiontree.repository import JsonlSessionRepo  # noqa: E402
-from sessiontree.domain.ids import fixed_clock  # noqa: E402
+from sessiontree.adapters import index as index_module
+from sessiontree.adapters.index import INDEX_FILE, DirectoryIndex, Summary
+from sessiontree.domain.ids import fixed_clock
+from sessiontree.repository import JsonlSessionRepo
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "pi"
 

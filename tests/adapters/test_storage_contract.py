@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-
 import sessiontree_strategies as strat
 import sessiontree_testkit as kit
+from hypothesis import HealthCheck, given, settings
+
 from sessiontree import InMemorySessionStorage, Session, SessionError
 from sessiontree.domain import events as ev
 

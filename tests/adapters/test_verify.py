@@ -9,10 +9,10 @@ from typing import Any
 
 import orjson
 import pytest
+import sessiontree_testkit as kit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import sessiontree_testkit as kit
 from sessiontree import JsonlSessionStorage, Session, SessionError, open_repo, verify
 from sessiontree.adapters import chain
 from sessiontree.adapters.checkpoints import Checkpoint, load_checkpoints, save_checkpoint, sign_checkpoint

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 import sessiontree_testkit as kit
+
 from sessiontree import JsonlSessionStorage, Session, SessionError
 
 HOLDER = textwrap.dedent(

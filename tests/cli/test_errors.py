@@ -6,7 +6,6 @@ import subprocess
 from pathlib import Path
 
 
-
 def test_missing_repository(cli) -> None:
     """Reading from a directory with no ./.sessions says so and suggests the demo."""
     proc = cli("ls", fails=True)

@@ -404,7 +404,7 @@ def test_unknown_roles_and_blocks_may_be_appended():
     message = UnknownMessage(role="bashExecution", data={"command": "ls"})
     agg.append_message(message, id="x", timestamp=T)
     agg.append_message(UserMessage(content=[UnknownContent(type="audio")]), id="y", timestamp=T)
-    assert [e.message for e in then(agg)][0] == message
+    assert next(e.message for e in then(agg)) == message
 
 
 @pytest.mark.parametrize(

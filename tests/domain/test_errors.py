@@ -9,10 +9,10 @@ from sessiontree.domain.errors import CODES, SessionError
 
 def test_the_codes_are_those_of_spec_5():
     """Exactly the eight SPEC 5 codes exist."""
-    assert CODES == {
+    assert {
         "not_found", "already_exists", "invalid_entry", "invalid_fork_target",
         "conflict", "corrupt", "unsupported_version", "storage",
-    }
+    } == CODES
 
 
 def test_an_unknown_code_is_a_programming_error():

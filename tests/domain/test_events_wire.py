@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import orjson
+import sessiontree_strategies as strat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import sessiontree_strategies as strat
 from sessiontree.adapters.codec import native_codec
 from sessiontree.domain import events as ev
 from sessiontree.domain import messages as m

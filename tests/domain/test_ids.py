@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
@@ -58,14 +58,14 @@ def test_counter_ids_are_deterministic():
 
 def test_fixed_clock_starts_at_start_and_steps():
     """The fixed clock returns ``start`` first, then advances by ``step_ms`` per call."""
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
     clock = fixed_clock(start, step_ms=250)
     assert [clock(), clock()] == [start, start + timedelta(milliseconds=250)]
 
 
 def test_timestamps_have_milliseconds_and_z():
     """Entry timestamps look like ``2026-11-29T11:30:20.123Z``."""
-    moment = datetime(2026, 11, 29, 11, 30, 20, 123456, tzinfo=timezone.utc)
+    moment = datetime(2026, 11, 29, 11, 30, 20, 123456, tzinfo=UTC)
     assert now_iso(lambda: moment) == "2026-11-29T11:30:20.123Z"
 
 
@@ -82,7 +82,7 @@ def test_a_clock_must_give_aware_datetimes(bad):
         now_iso(bad)
 
 
-@given(st.datetimes(timezones=st.just(timezone.utc)))
+@given(st.datetimes(timezones=st.just(UTC)))
 def test_format_then_parse_keeps_the_millisecond(moment):
     """Parsing a formatted timestamp gives the time truncated to the millisecond."""
     back = parse_timestamp(format_timestamp(moment))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
-
 import sessiontree_strategies as strat
 import sessiontree_testkit as kit
+from hypothesis import HealthCheck, given, settings
+
 from sessiontree import Session
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

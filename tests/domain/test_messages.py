@@ -6,7 +6,6 @@ import attrs
 import pytest
 
 import sessiontree.domain.messages as m
-
 from sessiontree.domain.messages import (
     AssistantMessage,
     BranchSummaryMessage,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 import sessiontree_testkit as kit
+
 from sessiontree import SessionError
 from sessiontree.projections import LabelsProjection, LeafProjection, SessionNameProjection, TreeProjection, fold
 

@@ -219,7 +219,7 @@ def test_any_plan_respects_turns_tool_pairs_and_the_budget(shape: Any, keep: int
         first_message = next(e for e in kept if e.type == "message")
         assert isinstance(first_message.message, UserMessage)
     turn_sizes = []
-    for index, message in enumerate(context):
+    for message in context:
         if isinstance(message, UserMessage):
             turn_sizes.append(0)
         turn_sizes[-1] += estimate(message)

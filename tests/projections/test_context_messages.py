@@ -60,7 +60,7 @@ def test_it_reads_like_a_list():
     assert list(reversed(snapshot)) == items[::-1]
     assert snapshot.index(user("b")) == 1 and user("c") in snapshot and user("later") not in snapshot
     assert SessionContext(messages=items).messages == items
-    assert snapshot != tuple(items) and not snapshot == tuple(items)  # as a list: a tuple is never equal
+    assert snapshot != tuple(items) and not snapshot == tuple(items)  # noqa: SIM201 - __eq__ and __ne__ both
     with pytest.raises(TypeError):
         snapshot + (1,)
     snapshot.extend(snapshot)

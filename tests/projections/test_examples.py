@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 import sessiontree_testkit as kit
+
 from sessiontree import Session, ToolCall
 from sessiontree.projections.base import fold
 from sessiontree.projections.examples import FileActivity, FilesTouchedProjection
@@ -41,7 +41,7 @@ def test_files_touched_on_every_branch_count():
 
 def test_files_touched_in_time_travel_and_after_reopening():
     """Views and a reopened session give the same answer as a fold over the log."""
-    s, first, _ = working_session()
+    s, _, _ = working_session()
     assert list(s.at(3).projection("files_touched")) == ["app.py"]
     reopened = Session(s.storage, projections=[FilesTouchedProjection()])
     assert reopened.projection("files_touched") == s.projection("files_touched")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import sessiontree_strategies as strat
+import sessiontree_testkit as kit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import sessiontree_strategies as strat
-import sessiontree_testkit as kit
 from sessiontree import FunctionProjection, InMemorySessionStorage, Session, SessionContextBuildOptions, UserMessage
 from sessiontree.projections.context import build_session_context
 from sessiontree.projections.examples import FilesTouchedProjection

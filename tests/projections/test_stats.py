@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 import sessiontree_testkit as kit
+
 from sessiontree import ToolCall
 from sessiontree.projections.stats import StatsProjection, stats_of
 
@@ -55,7 +55,7 @@ def test_cost_per_model_counts_replies_only():
 
 def test_branch_stats_cover_only_the_current_branch():
     """``stats.branch`` counts the root-to-leaf path only, without leaf records."""
-    s, q = busy_session()
+    s, _ = busy_session()
     branch = s.get_session_stats().branch
     assert branch.entries_by_type == {"message": 2, "branch_summary": 1}
     assert branch.messages_by_role == {"user": 1, "assistant": 1}

@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eventsourcing.persistence import OperationalError
-
 import sessiontree_pg as pg
 import sessiontree_testkit as kit
-from sessiontree import SessionError, open_repo, verify
+from eventsourcing.persistence import OperationalError
 
+from sessiontree import SessionError, open_repo, verify
 
 COUNT = 150
 

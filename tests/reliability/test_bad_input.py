@@ -15,9 +15,9 @@ from typing import Any
 
 import attrs
 import pytest
-
 import sessiontree_faults as faults
 import sessiontree_testkit as kit
+
 from sessiontree import (
     AssistantMessage,
     JsonlSessionRepo,
@@ -211,7 +211,7 @@ def outcome(case: Case, place: Path, capsys: Any, monkeypatch: Any) -> tuple[str
         return f"SessionError {exc.code}", str(exc)
     except Warning as exc:
         return "warning", str(exc)
-    except Exception as exc:  # noqa: BLE001 - the point is to see which
+    except Exception as exc:
         return type(exc).__name__, str(exc)
     if isinstance(result, tuple) and result and result[0] == "cli":
         from sessiontree.cli import main

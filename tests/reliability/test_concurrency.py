@@ -8,11 +8,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-
 import pytest
-
 import sessiontree_faults as faults
 import sessiontree_testkit as kit
+
 from sessiontree import SessionError, open_repo, verify
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 import sessiontree_pg as pg
 import sessiontree_testkit as kit
+
 from sessiontree import JsonlSessionStorage, Session, SessionError, open_repo, verify
 
 BIG = 1180591620717411303424  # 2**70: above what orjson reads or writes as an integer

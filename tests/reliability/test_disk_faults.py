@@ -7,8 +7,8 @@ from __future__ import annotations
 import errno
 import os
 import resource
-import signal
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import sessiontree_faults as faults
 import sessiontree_testkit as kit
+
 from sessiontree import JsonlSessionStorage, Session, SessionError, open_repo, verify
 from sessiontree.adapters import jsonl_file
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 import sessiontree_testkit as kit
+
 from sessiontree import JsonlSessionStorage, Session, SessionError, verify
 from sessiontree.adapters import jsontext as codec_module
 from sessiontree.adapters.jsonl_loader import DuplicateKeyWarning

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
 import sessiontree_faults as faults
 import sessiontree_testkit as kit
+
 from sessiontree import SessionError, open_repo, verify
 
 pytestmark = pytest.mark.postgres

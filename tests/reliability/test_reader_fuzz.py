@@ -14,18 +14,18 @@ import warnings
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+import sessiontree_faults as faults
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.popo import POPOAggregateRecorder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import sessiontree_faults as faults
 from sessiontree import InMemorySessionStorage, JsonlSessionStorage, Session, SessionError, verify
 from sessiontree.adapters.files import is_whole_line
 from sessiontree.adapters.pi_convert import export_pi
@@ -70,7 +70,7 @@ class Sources(dict):  # type: ignore[type-arg]
 def sources(tmp_path_factory: Any) -> dict[str, bytes]:
     """Real files: the demo session (native, chained), its pi export, and pi's own fixtures."""
     folder = tmp_path_factory.mktemp("sources")
-    clock = DemoClock(datetime(2026, 11, 29, 9, 0, tzinfo=timezone.utc))
+    clock = DemoClock(datetime(2026, 11, 29, 9, 0, tzinfo=UTC))
     session = Session(JsonlSessionStorage.create(folder / "demo.jsonl", cwd="/src/cachelib"), clock=clock, id_generator=demo_ids())
     build_demo(session, clock)
     session.close()

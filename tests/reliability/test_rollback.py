@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import sessiontree_testkit as kit
+
 from sessiontree import JsonlSessionStorage, Session
 
 SCRIPT = str(Path(sys.executable).parent / "sessiontree")
@@ -83,7 +84,7 @@ def test_a_rollback_with_its_checkpoints_needs_an_anchor_kept_elsewhere(tmp_path
 def test_a_rollback_and_re_extension_is_caught_by_the_head(tmp_path: Path) -> None:
     """Cut back to line 5, then new, correctly chained lines appended: the old head is not on
     the log any more."""
-    path, key, signed = signed_log(tmp_path)
+    path, _, signed = signed_log(tmp_path)
     cut_back(path, 5)
     drop_checkpoints(path, 2)
     session = Session(JsonlSessionStorage.open(path))

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 import sessiontree_testkit as kit
+
 from sessiontree import JsonlSessionRepo, JsonlSessionStorage, Session, SessionError, open_repo, verify
 from sessiontree.adapters import jsontext as codec_module
 from sessiontree.adapters.checkpoints import save_checkpoint, sign_checkpoint
@@ -97,7 +97,7 @@ def test_sqlite_databases_and_their_wal_files_are_private(tmp_path: Path, open_u
     repo = open_repo(f"sqlite:///{tmp_path / 'new' / 'sessions.db'}")
     repo.create(cwd="/p").append_message(kit.user("secret"))
     files = sorted((tmp_path / "new").iterdir())
-    assert [f.name for f in files][0] == "sessions.db" and len(files) >= 1
+    assert files and files[0].name == "sessions.db"
     assert mode(tmp_path / "new") == 0o700 and all(mode(f) == 0o600 for f in files), [(f, oct(mode(f))) for f in files]
     repo.close()
 

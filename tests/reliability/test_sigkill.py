@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import sessiontree_faults as faults
 import sessiontree_testkit as kit
+
 from sessiontree import JsonlSessionStorage, open_repo, verify
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

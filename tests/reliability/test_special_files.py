@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import sessiontree_testkit as kit
+
 from sessiontree import JsonlSessionStorage, SessionError, open_repo, verify
+from sessiontree.adapters import files, jsontext
 from sessiontree.adapters import index as index_module
-from sessiontree.adapters import files, jsonl_file, jsontext
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs and symlinks")
 SCRIPT = str(Path(sys.executable).parent / "sessiontree")
@@ -30,7 +30,7 @@ def within(seconds: float, call: Callable[[], Any]) -> Any:
     def run() -> None:
         try:
             out["value"] = call()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
+        except BaseException as exc:
             out["error"] = exc
 
     thread = threading.Thread(target=run, daemon=True)

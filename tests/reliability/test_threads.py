@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import sessiontree_pg as pg
 import sessiontree_testkit as kit
+
 from sessiontree import JsonlSessionStorage, Session, open_repo, verify
 from sessiontree.domain.errors import SessionError
 
@@ -62,7 +62,7 @@ def _hammer(session: Session, calls: list[Callable[[Session, int], Any]]) -> lis
                 result = calls[(number + i) % len(calls)](session, number * 1000 + i)
                 if result is not None:
                     acked.append(result)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(THREADS)]

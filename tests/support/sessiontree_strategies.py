@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import sessiontree_testkit as kit
 from hypothesis import strategies as st
 
-import sessiontree_testkit as kit
 from sessiontree import SessionError
 from sessiontree.domain import events as ev
 from sessiontree.domain import messages as m

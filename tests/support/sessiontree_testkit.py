@@ -9,8 +9,9 @@ prefixed so it cannot shadow anything else on the path.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import attrs
@@ -31,7 +32,7 @@ from sessiontree.domain.aggregate import leaf_after
 from sessiontree.domain.events import THINKING_LEVELS
 from sessiontree.domain.ids import counter_ids, fixed_clock
 
-T0 = datetime(2026, 11, 29, 11, 30, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 29, 11, 30, tzinfo=UTC)
 T0_ISO = "2026-11-29T11:30:00.000Z"
 SESSION_ID = "0194f0c2-7a00-7000-8000-000000000001"
 
@@ -168,7 +169,7 @@ def check_invariants(session: Any) -> None:
     if branch:
         assert branch[-1].id == leaf
         assert branch[0].parent_id is None
-        for parent, child in zip(branch, branch[1:]):
+        for parent, child in itertools.pairwise(branch):
             assert child.parent_id == parent.id
     path = session.get_path_to_root_or_compaction(leaf) if leaf else []
     assert all(e.type != "leaf" for e in path)
