@@ -25,10 +25,8 @@ _sha256 = hashlib.sha256
 
 
 def split(line: bytes) -> tuple[bytes, bytes | None]:
-    """``(canonical bytes, recorded digest as hex bytes)``; ``(line, None)`` without a chain field.
-
-    Only a well-formed suffix counts: the key last, then exactly 64 lowercase hex digits.
-    """
+    """``(canonical bytes, recorded digest as hex bytes)``; ``(line, None)`` without a chain field. Only a
+    well-formed suffix counts: the key last, then exactly 64 lowercase hex digits."""
     n = len(line)
     if n > SUFFIX_LEN and line.endswith(_TAIL) and line[n - SUFFIX_LEN : n - SUFFIX_LEN + len(_HEAD)] == _HEAD:
         digest = line[n - DIGEST_HEX - 2 : n - 2]
@@ -58,10 +56,8 @@ def link(previous: bytes, canonical: bytes) -> bytes:
 
 
 def seal(canonical: bytes, previous: bytes) -> tuple[bytes, bytes]:
-    """The line with its chain field appended, and its digest (raw bytes).
-
-    ``canonical`` is an encoded JSON object with at least one key (every session line is).
-    """
+    """The line with its chain field appended, and its digest (raw bytes); ``canonical`` is an encoded JSON object
+    with at least one key (every session line is)."""
     if len(canonical) < 3 or canonical[-1] != 125:  # 125: b"}"
         raise ValueError(f"cannot chain {canonical[:40]!r}: not a non-empty JSON object")
     h = _sha256(previous)
@@ -83,10 +79,9 @@ def seal_lines(lines: list[bytes], digest: bytes = GENESIS) -> tuple[list[bytes]
 class ChainHead:
     """What a storage knows of its log's chain: the digest of line ``version``.
 
-    ``digest`` is that line's digest (raw bytes), or None when the log is not chained;
-    ``version`` is 0 while the storage has not looked (it then asks its medium for the
-    line before the one it appends, once). Keeping the version makes the head safe to
-    use only for the very next line: any other append is stale and fails as a conflict.
+    ``digest`` is that line's digest (raw bytes), or None when the log is not chained; ``version`` is 0 while the
+    storage has not looked (it then asks its medium for the line before the one it appends, once). Keeping the
+    version makes the head safe to use only for the very next line: any other append is stale and fails as a conflict.
     """
 
     __slots__ = ("chained", "digest", "version")
@@ -110,11 +105,8 @@ class ChainHead:
             self.chained = split(header)[1] is not None
 
 
-_NO_DIGEST = (
-    f'no valid chain digest in a chained log (the last field must be "{CHAIN_KEY}" with 64 '
-    "lowercase hex digits): the line was inserted or rewritten by a writer that does "
-    "not chain, or its digest was removed or damaged"
-)
+_NO_DIGEST = (f'no valid chain digest in a chained log (the last field must be "{CHAIN_KEY}" with 64 lowercase hex '
+              "digits): the line was inserted or rewritten by a writer that does not chain, or its digest was removed or damaged")
 
 
 class ChainCheck:
@@ -172,10 +164,8 @@ def _header_problem(lines: Sequence[bytes]) -> str | None:
     """What is wrong with a header that has no valid chain digest (None: the log is simply unchained)."""
     later = next((n for n in range(2, len(lines) + 1) if split(lines[n - 1])[1] is not None), None)
     if later is not None:
-        return (
-            f"the header has no valid chain digest but line {later} has one: the header was "
-            "replaced, or its chain field removed or damaged"
-        )
+        return (f"the header has no valid chain digest but line {later} has one: the header was "
+                "replaced, or its chain field removed or damaged")
     if _has_chain_key(lines[0]):
         return f"the header's {CHAIN_KEY!r} field is not a valid digest: it was damaged"
     return None
@@ -186,14 +176,10 @@ def _mismatch(lineno: int, canonical: bytes, digest: bytes, before_previous: byt
         return f"does not chain to line {lineno - 1}, but to the line before it: line {lineno - 1} was inserted"
     if lineno == 1:
         return "the header does not match its chain digest: the header was changed"
-    return (
-        "does not match its chain digest: this line was changed, or a line before it was "
-        "removed, inserted or moved"
-    )
+    return "does not match its chain digest: this line was changed, or a line before it was removed, inserted or moved"
 
 
-def _has_chain_key(line: bytes) -> bool:
-    """Does a line carry a top-level chain field at all (well formed or not)?"""
+def _has_chain_key(line: bytes) -> bool:  # a top-level chain field at all, well formed or not
     if b'"' + CHAIN_KEY.encode() + b'"' not in line:
         return False
     try:

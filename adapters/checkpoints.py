@@ -1,9 +1,8 @@
 """Signed checkpoints: a key holder vouches for a log's chain digest at one line (docs/audit.md).
 
-A chain shows a log is consistent with itself, not that whole-file rewrites or lines cut from
-the end did not happen; a checkpoint signs ``(session id, line, digest, time)`` with an HMAC
-secret (``bytes``) or an Ed25519 key (``cryptography``, the ``signing`` extra), and may be
-kept beside a file, one a line, in ``<file>.checkpoints``.
+A chain shows a log is consistent with itself, not that whole-file rewrites or lines cut from the end did not
+happen; a checkpoint signs ``(session id, line, digest, time)`` with an HMAC secret (``bytes``) or an Ed25519 key
+(``cryptography``, the ``signing`` extra), and may be kept beside a file, one a line, in ``<file>.checkpoints``.
 """
 
 from __future__ import annotations
@@ -141,13 +140,11 @@ def signature_valid(key: Any, checkpoint: Checkpoint) -> bool:
 def sign_checkpoint(target: Any, key: Any, *, key_id: str | None = None, sequence: int | None = None) -> Checkpoint:
     """A checkpoint of ``target``'s log as it is now, signed with ``key``.
 
-    For a live ``Session`` (or its storage) the chain head it holds is signed as is (O(1)):
-    the process vouches for what it wrote and read. For a path, the file is verified first
-    (O(size)) and a damaged or unchained log is refused (``SessionError('corrupt')``).
-
-    ``sequence`` numbers the checkpoint (1, 2, 3, ... per log); by default it follows the
-    last checkpoint kept beside the session file, or is 1 for a log without a file (keep
-    your own count there, and pass it).
+    For a live ``Session`` (or its storage) the chain head it holds is signed as is (O(1)): the process vouches for
+    what it wrote and read. For a path, the file is verified first (O(size)) and a damaged or unchained log is
+    refused (``SessionError('corrupt')``). ``sequence`` numbers the checkpoint (1, 2, 3, ... per log); by default it
+    follows the last checkpoint kept beside the session file, or is 1 for a log without a file (keep your own
+    count there, and pass it).
     """
     algorithm = key_algorithm(key)
     storage = getattr(target, "storage", target)

@@ -1,17 +1,16 @@
 """The wire codec of one dialect: events to JSON lines and back (SPEC 2.2).
 
-``encode_event`` turns a header or entry event into one line (bytes, no newline);
-``decode_line`` turns a line back into the event. Both follow the dialect's schemas
-(``schema.py``): writing through the encoders made from them (``encoders.py``) and
-``orjson``, reading through msgspec's typed decoding (``wire.py``) and, for whatever that
-refuses, the complete reading of ``structure.py``. Every failure to read is
-``SessionError("corrupt")``; nothing read from a file can import or run code, because
-classes come only from the schemas.
+``encode_event`` turns a header or entry event into one line (bytes, no newline); ``decode_line`` turns a line back
+into the event. Both follow the dialect's schemas (``schema.py``): writing through the encoders made from them
+(``encoders.py``) and ``orjson``, reading through msgspec's typed decoding (``wire.py``) and, for whatever that
+refuses, the complete reading of ``structure.py``. Every failure to read is ``SessionError("corrupt")``; nothing
+read from a file can import or run code, because classes come only from the schemas.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import msgspec
@@ -70,7 +69,6 @@ class Codec:
             ) from None
 
     def event_dict(self, event: Any) -> dict[str, Any]:
-        """The wire object of an event, as a dict."""
         if isinstance(event, SessionStarted):
             return self.header_dict(event)
         if isinstance(event, UnknownEntryAppended):
@@ -91,10 +89,9 @@ class Codec:
         return orjson.loads(orjson.dumps(exact_ints(self.encoders.encode(message))))
 
     def decode_line(self, line: bytes, session_id: str, version: int, warn: Warn | None = None) -> Any:
-        """The event of a line (the header at version 1): typed decoding first, the complete
-        reading for what it refuses. A line that cannot be parsed safely, or (natively) that
-        repeats a key in one object, is ``corrupt``; ``warn`` hears of a repeat in other
-        dialects, whose readers take the last value."""
+        """The event of a line (the header at version 1): typed decoding first, the complete reading for what it
+        refuses. A line that cannot be parsed safely, or (natively) that repeats a key in one object, is
+        ``corrupt``; ``warn`` hears of a repeat in other dialects, whose readers take the last value."""
         problem = line_problem(line, duplicates=False)
         if problem is not None:
             raise corrupt(problem)
@@ -187,12 +184,7 @@ class Codec:
             raise corrupt(str(exc)) from None
 
 
-_NATIVE_CODEC: Codec | None = None
-
-
+@cache
 def native_codec() -> Codec:
     """The shared codec of the native dialect."""
-    global _NATIVE_CODEC
-    if _NATIVE_CODEC is None:
-        _NATIVE_CODEC = Codec(NATIVE)
-    return _NATIVE_CODEC
+    return Codec(NATIVE)

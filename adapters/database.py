@@ -1,10 +1,9 @@
 """Sessions in a database, through eventsourcing's stock persistence modules (docs/scale-out.md).
 
-``DatabaseStore`` keeps an eventsourcing ``Application`` (``SessionLog``) whose
-``PERSISTENCE_MODULE`` is ``eventsourcing.popo``, ``.sqlite`` or ``.postgres``. Each session
-is one aggregate sequence whose stored events hold exactly a file's JSON lines, written
-through :class:`RecorderSessionStorage`; listing runs on a projection of the notification
-log (``database_index.py``). Settings given to the constructors win over the environment's.
+``DatabaseStore`` keeps an eventsourcing ``Application`` (``SessionLog``) whose ``PERSISTENCE_MODULE`` is
+``eventsourcing.popo``, ``.sqlite`` or ``.postgres``. Each session is one aggregate sequence whose stored events
+hold exactly a file's JSON lines, written through :class:`RecorderSessionStorage`; listing runs on a projection of
+the notification log (``database_index.py``). Settings given to the constructors win over the environment's.
 """
 
 from __future__ import annotations
@@ -23,16 +22,7 @@ from eventsourcing.application import Application
 from eventsourcing.domain import EventSourcingError
 from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent, Tracking
 
-from sessiontree.adapters.database_index import (
-    DELETED_TOPIC,
-    DELETIONS_STREAM,
-    DatabaseMapper,
-    IndexView,
-    SessionIndexProjection,
-    postgres_view_class,
-    process_once,
-    view_class,
-)
+from sessiontree.adapters import database_index as db_index
 from sessiontree.adapters.files import make_private_dirs
 from sessiontree.adapters.recorder import RecorderSessionStorage
 from sessiontree.adapters.storage import SessionStorage
@@ -51,8 +41,8 @@ class SessionLog(Application[str]):
 
     name = APP_NAME
 
-    def construct_mapper(self) -> DatabaseMapper:
-        return DatabaseMapper()
+    def construct_mapper(self) -> db_index.DatabaseMapper:
+        return db_index.DatabaseMapper()
 
 
 def _explicit(settings: Mapping[str, str]) -> dict[str, str]:
@@ -74,10 +64,10 @@ class DatabaseStore(SessionStore):
         self.app = _open_app(self.env, url)
         self.recorder = self.app.recorder
         self.module = type(self.app.factory).__module__
-        view = view_class(self.module)
+        view = db_index.view_class(self.module)
         if view is None:
             raise SessionError("storage", f"{url}: persistence module {self.module} is not supported")
-        self.view = cast(IndexView, self.app.factory.tracking_recorder(view))
+        self.view = cast(db_index.IndexView, self.app.factory.tracking_recorder(view))
         self._lock = threading.RLock()
 
     @classmethod
@@ -97,11 +87,8 @@ class DatabaseStore(SessionStore):
         cls, dbname: str, *, host: str = "127.0.0.1", port: int = 5432, user: str = "postgres",
         password: str | None = None, schema: str | None = None, settings: Mapping[str, str] | None = None,
     ) -> DatabaseStore:
-        """Sessions in PostgreSQL (psycopg 3; install ``sessiontree[postgres]``).
-
-        ``schema`` is created if missing. ``settings`` passes any other eventsourcing
-        setting (``POSTGRES_POOL_SIZE``, ``POSTGRES_LOCK_TIMEOUT``, ...).
-        """
+        """Sessions in PostgreSQL (psycopg 3; install ``sessiontree[postgres]``); ``schema`` is created if missing,
+        ``settings`` passes any other eventsourcing setting (``POSTGRES_POOL_SIZE``, ``POSTGRES_LOCK_TIMEOUT``, ...)."""
         try:
             import psycopg  # noqa: F401
         except ImportError:
@@ -155,10 +142,10 @@ class DatabaseStore(SessionStore):
     def _mark_deleted(self, session_id: str) -> None:
         state = orjson.dumps({"type": "deleted", "id": session_id, "timestamp": now_iso()})
         for _ in range(20):
-            last = self.recorder.select_events(DELETIONS_STREAM, desc=True, limit=1)
+            last = self.recorder.select_events(db_index.DELETIONS_STREAM, desc=True, limit=1)
             version = last[0].originator_version + 1 if last else 1
             try:
-                self.recorder.insert_events([StoredEvent(DELETIONS_STREAM, version, DELETED_TOPIC, state)])
+                self.recorder.insert_events([StoredEvent(db_index.DELETIONS_STREAM, version, db_index.DELETED_TOPIC, state)])
                 return
             except IntegrityError:
                 continue  # another process deleted a session at the same moment
@@ -194,26 +181,21 @@ class DatabaseStore(SessionStore):
                 if not notes:
                     return done
                 items = [(n.id, str(n.originator_id), n.originator_version, _parse(n.state)) for n in notes]
-                if process_once(self.view, items, Tracking(name, notes[-1].id)):
+                if db_index.process_once(self.view, items, Tracking(name, notes[-1].id)):
                     done += len(notes)
         except PersistenceError as exc:
             raise SessionError("storage", f"could not update the session index of {self.url}: {exc}") from exc
 
     def index_runner(self) -> Any:
-        """An eventsourcing ``ProjectionRunner`` keeping the listing view current as events are
-        recorded (PostgreSQL only: LISTEN/NOTIFY). Use it as a context manager; ``list()``
-        catches up by itself either way."""
+        """An eventsourcing ``ProjectionRunner`` keeping the listing view current as events are recorded (PostgreSQL
+        only: LISTEN/NOTIFY), used as a context manager; ``list()`` catches up by itself either way."""
         if self.module != "eventsourcing.postgres":
-            raise SessionError(
-                "storage",
-                f"{self.url}: {self.module} cannot push notifications to another application; "
-                "list() keeps the index current by pulling instead",
-            )
+            raise SessionError("storage", f"{self.url}: {self.module} cannot push notifications to another application; "
+                               "list() keeps the index current by pulling instead")
         from eventsourcing.projection import ProjectionRunner
 
-        return ProjectionRunner(
-            application_class=SessionLog, projection_class=SessionIndexProjection, view_class=postgres_view_class(), env=self.env
-        )
+        return ProjectionRunner(application_class=SessionLog, projection_class=db_index.SessionIndexProjection,
+                                view_class=db_index.postgres_view_class(), env=self.env)
 
     def close(self) -> None:
         self.app.close()
@@ -246,8 +228,7 @@ def _postgres_env(dbname: str, host: str, port: int, user: str, password: str | 
         env["POSTGRES_PASSWORD"] = ""  # trust auth, or libpq's own PGPASSFILE
     if schema:
         env["POSTGRES_SCHEMA"] = schema
-    if not _has_setting("POSTGRES_CONNECT_TIMEOUT"):
-        # eventsourcing's 30 s, times its 10 attempts, makes a silent server a 5-minute wait.
+    if not _has_setting("POSTGRES_CONNECT_TIMEOUT"):  # eventsourcing's 30 s × 10 attempts: a silent server's 5-minute wait
         env["POSTGRES_CONNECT_TIMEOUT"] = "5"
     return env
 

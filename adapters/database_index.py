@@ -1,9 +1,8 @@
 """The session listing of a database repository, on eventsourcing's projection machinery.
 
-:class:`SessionIndexProjection` folds the notification log into a ``TrackingRecorder`` view
-with one more table of listing summaries, written in the tracking record's transaction (so
-it never disagrees with its position, and can be rebuilt from notification 1). A deleted
-session is a marker event in the ``~deletions`` stream, seen in log order.
+:class:`SessionIndexProjection` folds the notification log into a ``TrackingRecorder`` view with one more table of
+listing summaries, written in the tracking record's transaction (so it never disagrees with its position, and can
+be rebuilt from notification 1). A deleted session is a marker event in the ``~deletions`` stream, seen in log order.
 """
 
 from __future__ import annotations
@@ -50,7 +49,6 @@ class DatabaseMapper(SessionMapper):
 
 
 def _deleted(marker: Any) -> str | None:
-    """The session a deletion marker names."""
     target = marker.get("id") if isinstance(marker, dict) else None
     return target if isinstance(target, str) else None
 
@@ -111,18 +109,15 @@ class POPOSessionIndexView(POPOTrackingRecorder):
 
 # The statements of the SQL views, written for SQLite (the PostgreSQL view adapts them).
 _DELETE = "DELETE FROM {table} WHERE session_id = ?"
-_UPSERT = (
-    "INSERT INTO {table} VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE "
-    "SET cwd = excluded.cwd, modified = excluded.modified, summary = excluded.summary"
-)
+_UPSERT = ("INSERT INTO {table} VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE "
+           "SET cwd = excluded.cwd, modified = excluded.modified, summary = excluded.summary")
 _LIST_ALL = "SELECT summary FROM {table} ORDER BY modified DESC"
 _LIST_CWD = "SELECT summary FROM {table} WHERE cwd = ? ORDER BY modified DESC"
 
 
 class _TableView:
-    """What the SQLite and PostgreSQL views share. A subclass writes the statements above in
-    its database's form (``_sql``) and selects the rows (``session_id``, ``summary``) of some
-    sessions (``_stored``)."""
+    """What the SQLite and PostgreSQL views share. A subclass writes the statements above in its database's form
+    (``_sql``) and selects the rows (``session_id``, ``summary``) of some sessions (``_stored``)."""
 
     datastore: Any
     _insert_tracking: Callable[[Any, Tracking], None]
@@ -193,10 +188,8 @@ def postgres_view_class() -> Any:
             self.check_identifier_length(index)
             self._names = (Identifier(self.datastore.schema), Identifier(self.sessions_table_name))
             self.sql_create_statements += [
-                self._sql(
-                    "CREATE TABLE IF NOT EXISTS {table} (session_id text PRIMARY KEY, "
-                    "cwd text NOT NULL, modified text NOT NULL, summary bytea NOT NULL)"
-                ),
+                self._sql("CREATE TABLE IF NOT EXISTS {table} (session_id text PRIMARY KEY, "
+                          "cwd text NOT NULL, modified text NOT NULL, summary bytea NOT NULL)"),
                 SQL("CREATE INDEX IF NOT EXISTS {0} ON {1}.{2} (modified)").format(Identifier(index), *self._names),
             ]
             self._select = self._sql("SELECT session_id, summary FROM {table} WHERE session_id = ANY(?)")

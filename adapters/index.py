@@ -1,9 +1,8 @@
 """The cross-session listing index: one small summary per session, folded from its log.
 
-A :class:`Summary` (what ``repo.list()`` shows) is folded from the lines' raw JSON, so every
-backend shares the fold. :class:`DirectoryIndex` keeps a JSONL directory's summaries in one
-file and, on ``refresh``, reads only what changed: a file that grew from where it stopped,
-anything else from its first line. The index is a cache: deleting it is always safe.
+A :class:`Summary` (what ``repo.list()`` shows) is folded from the lines' raw JSON, so every backend shares the
+fold. :class:`DirectoryIndex` keeps a JSONL directory's summaries in one file and, on ``refresh``, reads only what
+changed: a file that grew from where it stopped, anything else from its first line. Deleting it is always safe.
 """
 
 from __future__ import annotations
@@ -94,8 +93,7 @@ def message_text(content: Any) -> str:
 
 
 def fold_lines(lines: Iterable[bytes | None]) -> Summary | None:
-    """The summary of a whole log given as JSON lines (header first; None for a line over
-    the size limit); None without a header."""
+    """The summary of a whole log given as JSON lines (header first; None for an over-long line); None without a header."""
     summary: Summary | None = None
     for line in lines:
         summary = fold_line(summary, line)
@@ -144,8 +142,8 @@ def _logs(root: str) -> Iterator[tuple[os.DirEntry[str], os.stat_result]]:
 
 
 def _fold_on(fd: int, summary: Summary | None, offset: int) -> tuple[Summary | None, int]:
-    """Fold the whole lines of ``fd`` from ``offset`` into ``summary`` (None: from the header,
-    at offset 0); the summary and the end of the last line folded."""
+    """Fold the whole lines of ``fd`` from ``offset`` into ``summary`` (None: from the header, at offset 0); the summary
+    and the end of the last line folded."""
     reached = offset
 
     def lines() -> Iterator[bytes | None]:
@@ -190,17 +188,15 @@ class DirectoryIndex:
             with open(tmp, "wb", opener=_private) as handle:  # it quotes first messages
                 handle.write(orjson.dumps({"format": INDEX_FORMAT, "files": files}))
             os.replace(tmp, self.path)
-        except OSError:
-            # A read-only directory still lists; it just cannot keep its cache.
+        except OSError:  # a read-only directory still lists; it just cannot keep its cache
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
 
     def refresh(self) -> dict[str, Summary]:
-        """Bring the index up to date with the directory; ``{file name: summary}``.
-
-        The summaries are shared with later calls: read them, do not change them."""
+        """Bring the index up to date with the directory; ``{file name: summary}``, shared with later calls (read
+        them, do not change them)."""
         files = self._files if self._files is not None else self._load()
         changed = self._files is None and not os.path.exists(self.path)
         seen: dict[str, dict[str, Any]] = {}
@@ -236,13 +232,10 @@ class DirectoryIndex:
         self._summaries.pop(name, None)
 
     def _scan(self, path: str, st: os.stat_result, record: dict[str, Any] | None) -> dict[str, Any]:
-        """The record of a new or changed file: folded on from where ``record`` stopped if the
-        file only grew, else from its first line."""
+        """A new or changed file's record: folded on from where ``record`` stopped if the file only grew, else from line 1."""
         summary, offset = None, 0
-        if (
-            record is not None and record["summary"] is not None
-            and record["ino"] == st.st_ino and 0 < record["offset"] <= st.st_size
-        ):
+        if (record is not None and record["summary"] is not None
+                and record["ino"] == st.st_ino and 0 < record["offset"] <= st.st_size):
             summary, offset = Summary.from_dict(record["summary"]), record["offset"]
         try:
             fd = open_regular(path, follow=False)

@@ -1,10 +1,9 @@
 """The JSONL session storage: one session per file, header first (SPEC section 4).
 
-Opening reads and checks the header only; ``load`` (what ``Session(storage)`` calls) reads
-the file and checks every line, holding the entries lazily (``jsonl_scan.py``);
-``load_prefix`` reads only the lines a time-travel view needs. ``save`` seals the events'
-lines into the hash chain and appends them with one write, under the file's writer lease
-(``jsonl_lease.py``): a second writer, or one whose view is stale, gets ``conflict``.
+Opening reads and checks the header only; ``load`` (what ``Session(storage)`` calls) reads the file and checks
+every line, holding the entries lazily (``jsonl_scan.py``); ``load_prefix`` reads only the lines a time-travel
+view needs. ``save`` seals the events' lines into the hash chain and appends them with one write, under the file's
+writer lease (``jsonl_lease.py``): a second writer, or one whose view is stale, gets ``conflict``.
 """
 
 from __future__ import annotations
@@ -41,12 +40,11 @@ def _storage_error(what: str, exc: OSError, path: Path) -> SessionError:
 class JsonlSessionStorage(SessionStorage):
     """One session in one JSONL file (the embedded default).
 
-    ``durability``: ``"flush"`` (default) hands each append to the OS with one write before
-    returning, so it survives a crash of the process; ``"fsync"`` also waits until it is on
-    the disk, so it survives a power cut (docs/file-format.md gives the cost).
-    ``wait``: the storage that appends first holds the file's writer lease until it closes;
-    another writer's append waits up to ``wait`` seconds for it (default 0: refused at once
-    with ``conflict``, naming the holder's pid).
+    ``durability``: ``"flush"`` (default) hands each append to the OS with one write before returning, so it
+    survives a crash of the process; ``"fsync"`` also waits until it is on the disk, so it survives a power cut
+    (docs/file-format.md gives the cost). ``wait``: the storage that appends first holds the file's writer lease
+    until it closes; another writer's append waits up to ``wait`` seconds for it (default 0: refused at once with
+    ``conflict``, naming the holder's pid).
     """
 
     def __init__(self, path: Path, file: LeasedFile, header: SessionStarted, *, codec: Codec, read_only: bool = False) -> None:
@@ -118,8 +116,7 @@ class JsonlSessionStorage(SessionStorage):
     def create_from_lines(
         cls, path: str | Path, lines: Sequence[bytes], *, durability: str = "flush", wait: float = 0.0,
     ) -> JsonlSessionStorage:
-        """A new file holding ``lines`` (a whole log, the header first) byte for byte: a
-        verified copy keeps its source's bytes, chain digests included."""
+        """A new file holding ``lines`` (a whole log, header first) byte for byte, chain digests included."""
         path = Path(path)
         file = cls._new_file(path, check_durability(durability))
         try:
@@ -237,12 +234,16 @@ class JsonlSessionStorage(SessionStorage):
         return LineLoader(lines, self.path, self.session_id, self.codec, self._file.warnings)
 
     def _scan(self, lines: list[bytes], loader: LineLoader) -> EntryLog:
-        """The checked, lazy log of a file's lines (a dialect with its own rules overrides)."""
+        """The checked, lazy log of a file's lines, the header checked again (a dialect with its own rules overrides
+        ``_entries``)."""
         if not lines:
             raise corrupt(self.path, 1, "no session header")
         header, _ = read_header(lines[0], self.path, self.codec)
         if header.originator_id != self.session_id:
             raise corrupt(self.path, 1, f"the header now names session {header.originator_id}, not {self.session_id}")
+        return self._entries(lines, loader)
+
+    def _entries(self, lines: list[bytes], loader: LineLoader) -> EntryLog:
         return scan(lines, loader)
 
     def _salvage(self) -> None:
@@ -258,9 +259,8 @@ class JsonlSessionStorage(SessionStorage):
         return lines[version - 2], lines[0]
 
     def save(self, events: Sequence[Any]) -> None:
-        """Append the events' lines (sealed into the chain if the file is chained) with one
-        write under the file lock: ``conflict`` if another writer took their versions,
-        ``storage`` if the file cannot be written."""
+        """Append the events' lines (sealed into the chain if the file is chained) with one write under the file
+        lock: ``conflict`` if another writer took their versions, ``storage`` if the file cannot be written."""
         if self.read_only:
             self.check_writable()
         if not events:

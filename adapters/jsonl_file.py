@@ -1,10 +1,9 @@
 """One JSONL log file as this process knows it: its complete lines, a torn tail, reads.
 
-:class:`LineFile` is the one place that reads a log file's bytes (whole, a prefix, or split
-into lines without holding the file twice) and catches up with lines appended since; readers
-never lock (``jsonl_lease.py`` adds the writer). A *torn* line, a last line without its
-newline, is what a crash mid-append leaves; no proper prefix of a JSON object is valid JSON,
-so it is never mistaken for a line: it is ignored, and cut off by the next writer.
+:class:`LineFile` is the one place that reads a log file's bytes (whole, a prefix, or split into lines without
+holding the file twice) and catches up with lines appended since; readers never lock (``jsonl_lease.py`` adds the
+writer). A *torn* line, a last line without its newline, is what a crash mid-append leaves; no proper prefix of a
+JSON object is valid JSON, so it is never mistaken for a line: it is ignored, and cut off by the next writer.
 """
 
 from __future__ import annotations
@@ -34,12 +33,9 @@ class StaleFileError(Exception):
 
 
 class LineFile:
-    """An open JSONL log file and what this process knows of it.
-
-    ``size``: bytes up to the end of the last complete line seen; ``count``: complete
-    lines seen; ``torn``: the bytes of an unterminated last line seen after them (empty if
-    none). ``size`` is None until the file is scanned (:meth:`sync`).
-    """
+    """An open JSONL log file and what this process knows of it: ``size``, bytes up to the end of the last complete
+    line seen (None until the file is scanned, :meth:`sync`); ``count``, complete lines seen; ``torn``, the bytes of
+    an unterminated last line seen after them (empty if none)."""
 
     def __init__(self, path: Path, fd: int, *, durability: str = "flush", writable: bool = True) -> None:
         self.path = path
@@ -55,8 +51,7 @@ class LineFile:
         self.warnings: list[str] = []
 
     @property
-    def durability(self) -> str:
-        """``flush`` (each append is written) or ``fsync`` (and synced to the disk)."""
+    def durability(self) -> str:  # "flush" (each append is written) or "fsync" (and synced to the disk)
         return self._durability
 
     @classmethod
@@ -141,13 +136,10 @@ class LineFile:
         return first
 
     def observe(self, start: int, data: bytes, count: int | None = None) -> None:
-        """Record what was read: ``data`` runs from byte ``start`` to the end of the file.
-
-        ``count`` (complete lines in ``data``) saves a pass when the caller has split it.
-        A last line without newline counts as complete when it is a whole JSON object (a
-        file from a producer that writes no final newline); one is added before the next
-        append. Otherwise it is torn and kept aside.
-        """
+        """Record what was read: ``data`` runs from byte ``start`` to the end of the file (``count``, its complete
+        lines, saves a pass when the caller has split it). A last line without newline counts as complete when it is
+        a whole JSON object (a producer that writes no final newline): one is added before the next append.
+        Otherwise it is torn and kept aside."""
         cut = data.rfind(b"\n") + 1
         n = data.count(b"\n", 0, cut) if count is None else count
         self.observe_lines(start, len(data), n, data[cut:])
@@ -167,14 +159,13 @@ class LineFile:
             self.needs_newline = False
 
     def read_split(self, start: int = 0, chunk: int = 256 << 10) -> tuple[list[bytes], bytes, int]:
-        """Every newline-terminated line from ``start`` to the end (newlines cut), the bytes
-        after the last newline, and how many bytes were read.
+        """Every newline-terminated line from ``start`` to the end (newlines cut), the bytes after the last newline,
+        and how many bytes were read.
 
-        Reads and splits chunk by chunk, so a large file is never held twice in memory
-        (a whole read then a split peaks at twice the file). Chunks are small: large ones,
-        once freed, raise glibc's mmap threshold and later ones fragment the heap, which
-        measured +6% peak RSS on a 100k-entry open (docs/performance.md). A line longer than
-        a chunk is gathered piece by piece and joined once (never re-copied per chunk).
+        Reads and splits chunk by chunk, so a large file is never held twice in memory (a whole read then a split
+        peaks at twice the file). Chunks are small: large ones, once freed, raise glibc's mmap threshold and later
+        ones fragment the heap, which measured +6% peak RSS on a 100k-entry open (docs/performance.md). A line
+        longer than a chunk is gathered piece by piece and joined once (never re-copied per chunk).
         """
         lines: list[bytes] = []
         pending: list[bytes] = []  # the pieces of a line whose newline has not come yet
@@ -204,9 +195,8 @@ class LineFile:
         if self.size is None:
             self.observe(0, self.read(0))
             return
-        # The file's size: lseek to the end tells it without building a stat result (a
-        # quarter of fstat's cost, on every append). Moving the offset is harmless: reads
-        # give their offsets (pread) and writes go to the end (O_APPEND).
+        # The file's size: lseek to the end tells it without building a stat result (a quarter of fstat's cost, on
+        # every append). Moving the offset is harmless: reads give their offsets (pread), writes go to the end (O_APPEND).
         end = os.lseek(self.fd, 0, os.SEEK_END)
         known = self.size + len(self.torn)
         if end == known:

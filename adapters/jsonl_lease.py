@@ -1,10 +1,9 @@
 """The writer of a JSONL log file: a lease, then whole-line appends.
 
-A writer holds a *lease*: the file's exclusive ``flock``, taken at its first append and
-kept until it closes (the OS drops it when the process dies). While it holds the lease no
-other writer appends, so an append only checks that the file still ends where this writer
-left it; a second writer is refused at once, naming the holder's pid, or waits up to its
-``wait`` seconds. Readers never lock and never wait.
+A writer holds a *lease*: the file's exclusive ``flock``, taken at its first append and kept until it closes (the
+OS drops it when the process dies). While it holds the lease no other writer appends, so an append only checks that
+the file still ends where this writer left it; a second writer is refused at once, naming the holder's pid, or
+waits up to its ``wait`` seconds. Readers never lock and never wait.
 """
 
 from __future__ import annotations
@@ -52,8 +51,7 @@ def check_wait(wait: Any) -> float:
 
 
 class LeasedFile(LineFile):
-    """A :class:`LineFile` that appends: ``wait`` is how long an append waits for another
-    writer's lease before it gives up."""
+    """A :class:`LineFile` that appends; ``wait``: how long an append waits for another writer's lease."""
 
     def __init__(self, path: Path, fd: int, *, wait: float = 0.0, **options: Any) -> None:
         super().__init__(path, fd, **options)
@@ -119,10 +117,8 @@ class LeasedFile(LineFile):
         """Warn that a read found a torn last line (unless another writer may still be writing it)."""
         if self.append_in_flight():
             return
-        message = (
-            f"{self.path}: ignoring a torn last line (line {number}, {len(tail)} bytes, left by an "
-            "interrupted append); it is removed before the next append"
-        )
+        message = (f"{self.path}: ignoring a torn last line (line {number}, {len(tail)} bytes, left by an "
+                   "interrupted append); it is removed before the next append")
         self.warnings.append(message)
         warnings.warn(message, TornLineWarning, stacklevel=5)
 
@@ -135,10 +131,8 @@ class LeasedFile(LineFile):
         if tail != self.torn:
             raise StaleFileError(f"the end of {self.path} changed since it was read")
         os.ftruncate(self.fd, self.size)
-        message = (
-            f"{self.path}: removed a torn last line (line {self.count + 1}, {len(self.torn)} bytes, "
-            "left by an interrupted append) before appending"
-        )
+        message = (f"{self.path}: removed a torn last line (line {self.count + 1}, {len(self.torn)} bytes, "
+                   "left by an interrupted append) before appending")
         self.warnings.append(message)
         warnings.warn(message, TornLineWarning, stacklevel=4)
         self.torn = b""
@@ -146,10 +140,9 @@ class LeasedFile(LineFile):
     def append_at(self, version: int, lines: Sequence[bytes]) -> None:
         """Append ``lines`` (each without newline) as line ``version`` and the ones after it.
 
-        The first append takes the lease, catches up with the file and cuts a torn last line;
-        later ones only check that the file still ends where this writer left it (a writer
-        that ignores the lock is caught up with). ``StaleFileError`` if ``version`` is not
-        the next line; an ``OSError`` of the write leaves the file as it was.
+        The first append takes the lease, catches up with the file and cuts a torn last line; later ones only check
+        that the file still ends where this writer left it (a writer that ignores the lock is caught up with).
+        ``StaleFileError`` if ``version`` is not the next line; an ``OSError`` of the write leaves the file as it was.
         """
         with self._mutex:
             if self._lease_generation != _Forks.generation:  # not leased (in this process)
@@ -168,11 +161,8 @@ class LeasedFile(LineFile):
             self.append(lines)
 
     def append(self, lines: Sequence[bytes]) -> None:
-        """Write ``lines`` (each without newline) with one ``os.write``; lock held, state synced.
-
-        On any failure the file is cut back to where it was, so it stays valid, and the
-        OSError propagates.
-        """
+        """Write ``lines`` (each without newline) with one ``os.write``; lock held, state synced. On any failure the
+        file is cut back to where it was, so it stays valid, and the OSError propagates."""
         assert self.size is not None and not self.torn
         data = b"\n".join((b"", *lines, b"") if self.needs_newline else (*lines, b""))
         start = self.size

@@ -1,5 +1,5 @@
-"""JSON text: parsing with exact integers, writing, and the checks a line passes before
-anyone builds objects from it (size, the number of values, a key repeated in one object)."""
+"""JSON text: parsing with exact integers, writing, and the checks a line passes before anyone builds objects from
+it (size, the number of values, a key repeated in one object)."""
 
 from __future__ import annotations
 
@@ -27,9 +27,8 @@ _parse = msgspec.json.Decoder().decode
 
 
 def line_problem(line: bytes, *, duplicates: bool = True) -> str | None:
-    """What makes a line unsafe or ambiguous to parse, checked before it is used, or None:
-    over the size limit, more than ``MAX_VALUES`` keys and items, or (``duplicates``) a key
-    twice in one object (parsers disagree on which value counts)."""
+    """What makes a line unsafe or ambiguous to parse, or None: over the size limit, more than ``MAX_VALUES`` keys and
+    items, or (``duplicates``) a key twice in one object (parsers disagree on which value counts)."""
     if len(line) > MAX_LINE_BYTES:
         return f"line of {len(line)} bytes is over the {MAX_LINE_BYTES}-byte line limit"
     if len(line) > MAX_VALUES and _values(line) > MAX_VALUES:
@@ -54,8 +53,7 @@ def _values(line: bytes) -> int:
 
 
 def duplicate_key(line: bytes) -> str | None:
-    """A key that appears twice in one object of the JSON line, or None (also for lines that
-    are not JSON: parsing reports those)."""
+    """A key that appears twice in one object of the JSON line, or None (also for lines that are not JSON)."""
     try:  # the common case in one C pass: a line that re-encodes as itself has no repeats
         if orjson.dumps(orjson.loads(line)) == line:
             return None
@@ -81,15 +79,6 @@ def repeated_key(line: bytes) -> str | None:
     except (ValueError, RecursionError):
         return None
     return found[0] if found else None
-
-
-def dumps(obj: Any) -> bytes:
-    """orjson's bytes for ``obj``; integers beyond 64 bits (which orjson refuses) are
-    written as their exact digits."""
-    try:
-        return orjson.dumps(obj)
-    except TypeError:
-        return orjson.dumps(exact_ints(obj))
 
 
 def exact_ints(value: Any) -> Any:

@@ -1,15 +1,15 @@
 """The pi dialect: pi's session files, line by line (SPEC 4, docs/pi.md).
 
-:class:`PiDialect` is pi's naming of the one schema (camelCase keys, its role and block names,
-its key order, optional fields left out, JavaScript's number layout); :class:`PiCodec` adds
-what has no native counterpart: the leaf marker (a ``leaf`` entry written as a ``custom``
-entry pi resumes on) and the headers of pi's versions 1 to 3.
+:class:`PiDialect` is pi's naming of the one schema (camelCase keys, its role and block names, its key order,
+optional fields left out, JavaScript's number layout); :class:`PiCodec` adds what has no native counterpart: the
+leaf marker (a ``leaf`` entry written as a ``custom`` entry pi resumes on) and the headers of pi's versions 1 to 3.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from sessiontree.adapters.codec import Codec, corrupt
@@ -140,9 +140,7 @@ class PiCodec(Codec):
             raise corrupt("the first line is not a session header")
         version = data.get("version", 1)
         if type(version) is not int or version not in PI_VERSIONS:
-            raise SessionError(
-                "unsupported_version", f"pi session format version {version!r} is not supported (known: 1, 2, 3)"
-            )
+            raise SessionError("unsupported_version", f"pi session format version {version!r} is not supported (known: 1, 2, 3)")
         absent = frozenset() if "metadata" in data else frozenset({"metadata"})
         return self.header_from(data, version, "parentSession", lambda extra: m.Extra(extra, absent))
 
@@ -159,10 +157,8 @@ class PiCodec(Codec):
     def is_leaf_marker(data: Mapping[str, Any]) -> bool:
         """Is this raw pi line the ``custom`` entry that records a leaf move?"""
         payload = data.get("data")
-        return (
-            data.get("type") == "custom" and data.get("customType") == LEAF_MARKER_TYPE and isinstance(payload, dict)
-            and payload.keys() == {"fromId"} and (payload["fromId"] is None or isinstance(payload["fromId"], str))
-        )
+        return (data.get("type") == "custom" and data.get("customType") == LEAF_MARKER_TYPE and isinstance(payload, dict)
+                and payload.keys() == {"fromId"} and (payload["fromId"] is None or isinstance(payload["fromId"], str)))
 
     def decode_leaf_marker(self, data: dict[str, Any], session_id: str, version: int) -> LeafMoved:
         """The ``leaf`` entry a marker line stands for: ``parentId`` is the new leaf (so pi
@@ -185,12 +181,7 @@ def is_pi_header(header: Mapping[str, Any]) -> bool:
     return header.get("type") == "session" and "parent_session" not in header
 
 
-_PI_CODEC: PiCodec | None = None
-
-
+@cache
 def pi_codec() -> PiCodec:
     """The shared codec of the pi dialect."""
-    global _PI_CODEC
-    if _PI_CODEC is None:
-        _PI_CODEC = PiCodec()
-    return _PI_CODEC
+    return PiCodec()

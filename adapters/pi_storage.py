@@ -1,10 +1,9 @@
 """A pi session file as a session storage: read without rewriting, appended in pi's dialect.
 
-:class:`PiSessionStorage` is a JSONL storage whose lines are pi's (``JsonlSessionStorage.open``
-returns one for a pi header). It migrates versions 1 and 2 in memory, reads a leaf marker as a
-``leaf`` entry unless pi appended under it, refuses to write a version 1 file or a compaction
-with a retained tail (pi would not read either as we do), and applies pi 1.x's context rules
-(docs/pi.md).
+:class:`PiSessionStorage` is a JSONL storage whose lines are pi's (``JsonlSessionStorage.open`` returns one for a
+pi header). It migrates versions 1 and 2 in memory, reads a leaf marker as a ``leaf`` entry unless pi appended
+under it, refuses to write a version 1 file or a compaction with a retained tail (pi would not read either as we
+do), and applies pi 1.x's context rules (docs/pi.md).
 """
 
 from __future__ import annotations
@@ -15,15 +14,7 @@ from typing import Any
 
 from sessiontree.adapters.jsonl import JsonlSessionStorage
 from sessiontree.adapters.jsonl_loader import LineLoader, pausing_collector
-from sessiontree.adapters.jsonl_scan import (
-    Envelopes,
-    bulk_envelopes,
-    corrupt,
-    envelope_problem,
-    line_by_line,
-    read_header,
-    tree_problem,
-)
+from sessiontree.adapters.jsonl_scan import Envelopes, bulk_envelopes, corrupt, envelope_problem, line_by_line, tree_problem
 from sessiontree.adapters.jsontext import parse
 from sessiontree.adapters.pi import PI_PARENT_KEY, PiCodec, pi_codec
 from sessiontree.adapters.pi_migrate import CURRENT, migrate
@@ -58,12 +49,7 @@ class PiSessionStorage(JsonlSessionStorage):
         """``create`` writes pi's dialect (its ``parent_session`` is a file path, as in pi)."""
         return pi_codec()
 
-    def _scan(self, lines: list[bytes], loader: LineLoader) -> EntryLog:
-        if not lines:
-            raise corrupt(self.path, 1, "no session header")
-        header, _ = read_header(lines[0], self.path, self.codec)
-        if header.originator_id != self.session_id:
-            raise corrupt(self.path, 1, f"the header now names session {header.originator_id}, not {self.session_id}")
+    def _entries(self, lines: list[bytes], loader: LineLoader) -> EntryLog:
         with pausing_collector():
             if self.source_version < CURRENT:
                 return self._migrated(lines)
@@ -127,34 +113,24 @@ class PiSessionStorage(JsonlSessionStorage):
 
     def _salvage(self) -> None:
         if self.source_version < CURRENT:
-            raise SessionError(
-                "unsupported_version",
-                f"salvage reads pi files of version {CURRENT} only (this one is version {self.source_version})",
-                path=str(self.path), line=1,
-            )
+            raise SessionError("unsupported_version", f"salvage reads pi files of version {CURRENT} only (this one is "
+                               f"version {self.source_version})", path=str(self.path), line=1)
         super()._salvage()
 
     def check_writable(self) -> None:
         if self.source_version < 2:
-            raise SessionError(
-                "storage",
-                f"session {self.session_id} is a pi version 1 file: it is read-only here, because pi gives every "
-                "entry of such a file a new id when it next opens it (export it to a version 3 file, or let pi "
-                "migrate it, to append)",
-                path=str(self.path),
-            )
+            raise SessionError("storage", f"session {self.session_id} is a pi version 1 file: it is read-only here, because "
+                               "pi gives every entry of such a file a new id when it next opens it (export it to a version 3 "
+                               "file, or let pi migrate it, to append)", path=str(self.path))
         super().check_writable()
 
     def save(self, events: Sequence[Any]) -> None:
         self.check_writable()
         for event in events:
             if isinstance(event, ContextCompacted) and event.retained_tail is not None:
-                raise SessionError(
-                    "invalid_entry",
-                    f"compaction {event.id!r}: pi files cannot carry a retained_tail (pi ignores it and would build a "
-                    "different context); use first_kept_entry_id",
-                    path=str(self.path),
-                )
+                raise SessionError("invalid_entry", f"compaction {event.id!r}: pi files cannot carry a retained_tail (pi "
+                                   "ignores it and would build a different context); use first_kept_entry_id",
+                                   path=str(self.path))
         super().save(events)
 
 

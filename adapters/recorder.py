@@ -1,8 +1,8 @@
 """The session storage every eventsourcing recorder can back (POPO, SQLite, PostgreSQL).
 
-Each event is one ``StoredEvent`` whose state is the event's JSON line, sealed into the hash
-chain exactly as a file would hold it; eventsourcing's recorder inserts them atomically and
-refuses a taken version with its ``IntegrityError``, which is our ``conflict``.
+Each event is one ``StoredEvent`` whose state is the event's JSON line, sealed into the hash chain exactly as a file
+would hold it; eventsourcing's recorder inserts them atomically and refuses a taken version with its
+``IntegrityError``, which is our ``conflict``.
 """
 
 from __future__ import annotations
@@ -31,11 +31,9 @@ TOPIC_PREFIX = "sessiontree:"
 
 
 class SessionMapper(Mapper[str]):
-    """eventsourcing's Mapper with our codec: a stored event's state is the JSON line.
-
-    Topics are ``sessiontree:<entry type>``; they are informative only, since the type is
-    read back from the line itself and resolved through the codec's schemas, never by
-    importing a name found in stored data."""
+    """eventsourcing's Mapper with our codec: a stored event's state is the JSON line. Topics (``sessiontree:<entry
+    type>``) are informative only: the type is read back from the line itself and resolved through the codec's
+    schemas, never by importing a name found in stored data."""
 
     def __init__(self, codec: Codec | None = None) -> None:
         self.codec = codec or native_codec()
@@ -94,9 +92,8 @@ class RecorderSessionStorage(SessionStorage):
         return before[-1], header
 
     def save(self, events: Sequence[Any]) -> None:
-        """Record the events in one insert: ``conflict`` if another writer took their
-        versions, ``storage`` if the medium fails. When the outcome of a failed commit is
-        unknown, the rows are looked for before anything is reported."""
+        """Record the events in one insert: ``conflict`` if another writer took their versions, ``storage`` if the
+        medium fails. When the outcome of a failed commit is unknown, the rows are looked for before anything is reported."""
         self.check_writable()
         if not events:
             return
@@ -130,11 +127,8 @@ class RecorderSessionStorage(SessionStorage):
         if not unknown:
             return SessionError("storage", why)
         ids = ", ".join(repr(getattr(e, "id", "?")) for e in unknown)
-        return SessionError(
-            "storage",
-            f"{why}; whether it was saved is unknown (the check failed too): append again with "
-            f"entry_id={ids} to retry without writing it twice",
-        )
+        return SessionError("storage", f"{why}; whether it was saved is unknown (the check failed too): append again with "
+                            f"entry_id={ids} to retry without writing it twice")
 
     def write_lines(self, lines: Sequence[bytes]) -> None:
         """Store a whole new log given as its lines (the header first), exactly as they are:

@@ -1,11 +1,10 @@
 """The wire format, described once: every class's wire names, tag, field kinds and omit rules.
 
-A :class:`Dialect` names things (SPEC 2.2's snake_case natively; pi's camelCase and role
-names in ``pi.py``) and says which fields its writer leaves out when they are None and in
-which order it writes keys. :func:`schemas` derives from it and from the attrs fields of the
-domain classes one :class:`Schema` per class. Encoding (``codec.py``) and both ways of
-decoding (``wire.py``, ``structure.py``) follow from these schemas; nothing else in the
-package knows a wire name.
+A :class:`Dialect` names things (SPEC 2.2's snake_case natively; pi's camelCase and role names in ``pi.py``) and
+says which fields its writer leaves out when they are None and in which order it writes keys. :func:`schemas`
+derives from it and from the attrs fields of the domain classes one :class:`Schema` per class. Encoding
+(``codec.py``) and both ways of decoding (``wire.py``, ``structure.py``) follow from these schemas; nothing else
+in the package knows a wire name.
 """
 
 from __future__ import annotations
@@ -52,12 +51,10 @@ class Dialect:
     def field_name(self, cls: type, name: str) -> str:
         return name
 
-    def role(self, role: str) -> str:
-        """A message role's wire name."""
+    def role(self, role: str) -> str:  # a message role's wire name
         return role
 
-    def block_type(self, kind: str) -> str:
-        """A content block type's wire name."""
+    def block_type(self, kind: str) -> str:  # a content block type's wire name
         return kind
 
     def tag(self, cls: type) -> str:
@@ -101,9 +98,6 @@ class Schema:
     tag: str | None
     fields: tuple[Field, ...]  # in the dialect's key order (the tag comes before them)
     known: frozenset[str]  # every wire key of the class, the tag included
-
-    def field(self, name: str) -> Field:
-        return next(f for f in self.fields if f.name == name)
 
 
 def annotation(cls: type, name: str) -> str:

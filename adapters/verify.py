@@ -1,12 +1,10 @@
 """Verify a session log: every line's structure and, when the log is chained, its hash chain.
 
-``verify(target)`` reads the log once, in order (O(size)), and never writes; a file is read
-from the disk, not from any copy in memory. Each line's structure is checked as salvage
-mode reads it (``jsonl_salvage.py``), the chain as ``chain.py`` walks it, and, with a
-key, each signed checkpoint (``checkpoints.py``): its signature, and that the log still has
-the signed digest at that line, which also catches lines removed from the end (a plain
-chain cannot). Files without a chain (written before chaining, by other producers, or in
-pi's dialect) are reported as ``chained=False`` with a warning (docs/audit.md).
+``verify(target)`` reads the log once, in order (O(size)), from the disk (never a copy in memory), and never
+writes. Lines are checked as salvage mode reads them (``jsonl_salvage.py``), the chain as ``chain.py`` walks it,
+and, with a key, each signed checkpoint (``checkpoints.py``): its signature, and that the log still has the signed
+digest at that line, which also catches lines removed from the end (a plain chain cannot). Files without a chain
+(written before chaining, by other producers, or in pi's dialect) get ``chained=False`` and a warning (docs/audit.md).
 """
 
 from __future__ import annotations
@@ -31,25 +29,18 @@ _UNCHAINED_PI = "pi-dialect file: pi's format has no chain, so it is not tamper-
 
 
 def verify(
-    target: Any,
-    *,
-    key: Any = None,
-    checkpoints: Iterable[Any] | None = None,
-    require_chain: bool = False,
-    head: str | None = None,
-    at_least: int | None = None,
+    target: Any, *, key: Any = None, checkpoints: Iterable[Any] | None = None, require_chain: bool = False,
+    head: str | None = None, at_least: int | None = None,
 ) -> VerifyReport:
     """Check a session log (see the module documentation) and report what is wrong.
 
-    ``target``: a path to a session file, a ``JsonlSessionStorage`` (its file is read
-    again), a database or in-memory storage, or a ``Session``. ``key`` (HMAC key bytes or an
-    Ed25519 key) checks ``checkpoints`` (by default, for a file, its ``<file>.checkpoints``).
-    With ``require_chain`` an unchained log is a problem, not a warning. Anchors kept outside
-    the log catch a rollback (the log cut back, perhaps re-extended) that neither the chain
-    nor checkpoints kept beside the file can: ``head`` (a head digest an earlier ``verify``
-    or ``sign`` printed) must be the log's digest at some line, and ``at_least`` is the
-    fewest lines the log may have. Raises ``SessionError`` only when the log cannot be
-    reached (``not_found``, ``storage``); everything wrong inside it is in the report.
+    ``target``: a session file's path, a ``JsonlSessionStorage`` (its file is read again), a database or
+    in-memory storage, or a ``Session``. ``key`` (HMAC key bytes or an Ed25519 key) checks ``checkpoints`` (by
+    default, for a file, its ``<file>.checkpoints``). With ``require_chain`` an unchained log is a problem, not a
+    warning. Anchors kept outside the log catch a rollback (the log cut back, perhaps re-extended) that neither
+    the chain nor checkpoints beside the file can: ``head`` (a head digest ``verify`` or ``sign`` printed) must be
+    the log's digest at some line; ``at_least`` is the fewest lines the log may have. Raises ``SessionError`` only
+    when the log cannot be reached (``not_found``, ``storage``); everything wrong inside it is in the report.
     """
     storage, path = _source(target)
     if checkpoints is None and key is not None and path is not None:
@@ -85,17 +76,11 @@ def _anchor(head: str | None) -> bytes | None:
 
 def _check_anchors(report: VerifyReport, head: str | None, at_least: int | None) -> None:
     if head is not None and report.anchored_at is None:
-        report.problem(
-            None,
-            f"the log never has the head {head} it was anchored to: it was rolled back (cut, or cut "
-            "and extended again) or rewritten since that head was taken",
-        )
+        report.problem(None, f"the log never has the head {head} it was anchored to: it was rolled back (cut, or cut "
+                       "and extended again) or rewritten since that head was taken")
     if at_least is not None and report.lines < at_least:
-        report.problem(
-            report.lines + 1,
-            f"the log has {report.lines} lines, fewer than the {at_least} it is known to have had: "
-            f"lines {report.lines + 1}..{at_least} were removed",
-        )
+        report.problem(report.lines + 1, f"the log has {report.lines} lines, fewer than the {at_least} it is known to "
+                       f"have had: lines {report.lines + 1}..{at_least} were removed")
 
 
 def _verify_file(path: Path, wanted: set[int], anchor: bytes | None) -> VerifyReport:
@@ -115,11 +100,8 @@ def _verify_file(path: Path, wanted: set[int], anchor: bytes | None) -> VerifyRe
     if tail and is_whole_line(tail):
         lines.append(tail)  # a last line without a newline (another producer's habit)
     elif tail:
-        report.warn(
-            len(lines) + 1,
-            f"torn last line ({len(tail)} bytes, an append interrupted by a crash): not part of the "
-            "log; the next append removes it",
-        )
+        report.warn(len(lines) + 1, f"torn last line ({len(tail)} bytes, an append interrupted by a crash): not part "
+                    "of the log; the next append removes it")
     if not lines:
         report.problem(1, "the file is empty: no session header")
         return report
@@ -221,8 +203,8 @@ def _check_pi(path: Path, lines: Sequence[bytes], report: VerifyReport) -> None:
 
 
 def _check_checkpoints(report: VerifyReport, checkpoints: list[Checkpoint], key: Any) -> None:
-    """Each checkpoint must be signed by ``key``, for this session, and match the log's digest
-    at its line; their sequence must have no gap; the lines after the last one are unverified."""
+    """Each checkpoint must be signed by ``key``, for this session, and match the log's digest at its line;
+    their sequence must have no gap; the lines after the last one are unverified."""
     if not checkpoints:
         if key is not None:
             report.problem(None, "a key was given but there is no signed checkpoint to check the log against")
@@ -247,11 +229,8 @@ def _check_one(report: VerifyReport, cp: Checkpoint, key: Any) -> bool:
     elif cp.session_id != report.session_id:
         report.problem(None, f"{where} is for session {cp.session_id}, not {report.session_id}")
     elif cp.line > report.lines:
-        report.problem(
-            report.lines + 1,
-            f"the log ends at line {report.lines}, but a {where} vouches for {cp.line} lines: "
-            f"lines {report.lines + 1}..{cp.line} were removed",
-        )
+        report.problem(report.lines + 1, f"the log ends at line {report.lines}, but a {where} vouches for {cp.line} "
+                       f"lines: lines {report.lines + 1}..{cp.line} were removed")
     elif cp.line not in report.digests:
         report.problem(cp.line, f"{where}: the log has no chain digest at that line")
     elif report.digests[cp.line].hex() != cp.digest:
@@ -262,27 +241,20 @@ def _check_one(report: VerifyReport, cp: Checkpoint, key: Any) -> bool:
 
 
 def _check_sequence(report: VerifyReport, good: list[Checkpoint]) -> None:
-    """Numbered checkpoints must follow each other (..., 4, 5, 6, ...) with lines that never go
-    back: a gap means checkpoints were removed from the middle (an edit of the checkpoint
-    file). A file may keep a later run only (from 4 on); cutting off the last ones is a
-    rollback, which only an anchor kept elsewhere shows (docs/audit.md)."""
+    """Numbered checkpoints must follow each other (..., 4, 5, 6, ...) with lines that never go back: a gap means
+    checkpoints were removed from the middle (an edit of the checkpoint file). A file may keep a later run only
+    (from 4 on); cutting off the last ones is a rollback, which only an anchor kept elsewhere shows (docs/audit.md)."""
     numbered = sorted((cp.sequence, cp.line) for cp in good if cp.sequence is not None)
     expected = numbered[0][0] if numbered else 1
     previous_line = 0
     for sequence, line in numbered:
         if sequence > expected:
             missing = f"{expected}" if sequence == expected + 1 else f"{expected}..{sequence - 1}"
-            report.problem(
-                None,
-                f"signed checkpoint(s) {missing} are missing (the sequence jumps to {sequence}): "
-                "checkpoints were removed, or the checkpoint file was rolled back",
-            )
+            report.problem(None, f"signed checkpoint(s) {missing} are missing (the sequence jumps to {sequence}): "
+                           "checkpoints were removed, or the checkpoint file was rolled back")
         if line < previous_line:
-            report.problem(
-                line,
-                f"checkpoint {sequence} vouches for line {line}, before the line an earlier one "
-                f"vouches for ({previous_line})",
-            )
+            report.problem(line, f"checkpoint {sequence} vouches for line {line}, before the line an earlier one "
+                           f"vouches for ({previous_line})")
         expected = max(expected, sequence + 1)
         previous_line = max(previous_line, line)
 
