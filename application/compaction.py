@@ -50,8 +50,7 @@ def estimate_context_tokens(reader: SessionReader, estimator: TokenEstimator | N
     last = latest_compaction(path)
     if last is None:
         return context_tokens(messages, estimator)
-    # Only a reply appended after the latest compaction measured this context; compare by
-    # value too, since a storage may hand out equal copies of a message.
+    # Compare by value too, since a storage may hand out equal copies of a message.
     fresh = next(
         (e.message for e in reversed(path[last + 1 :]) if isinstance(e, MessageAppended) and reported_usage(e.message)), None
     )
@@ -117,12 +116,9 @@ def compact(
     session: Session, summarize: Summarizer, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, retain_tail: bool = False,
     details: Any = None, from_hook: bool = False, estimator: TokenEstimator | None = None, planned: CompactionPlan | None = None,
 ) -> str | None:
-    """Summarise the older part of the branch and append the compaction entry.
-
-    Returns the entry id, or None (and calls nothing) when there is nothing to summarise.
-    ``details`` given here wins over the summariser's. ``planned`` reuses a plan made by
-    :func:`plan` on the same, unchanged session.
-    """
+    """Summarise the older part of the branch and append the compaction entry; returns its id, or None (and calls
+    nothing) when there is nothing to summarise. ``details`` given here wins over the summariser's. ``planned`` reuses a
+    plan made by :func:`plan` on the same, unchanged session."""
     planned = _prepared(session, summarize, from_hook, keep_recent_tokens, retain_tail, estimator, planned)
     if planned is None:
         return None
@@ -175,10 +171,8 @@ def _move(session: Session, entry_id: str | None, version: int, summary: Summary
 
 
 def move_summarized(session: Session, entry_id: str | None, summarize: Summarizer) -> str | None:
-    """Move the leaf to ``entry_id``, recording a summary of the branch left behind.
-
-    Nothing left behind (moving forward, or to where the leaf is): a plain move, no call.
-    """
+    """Move the leaf to ``entry_id``, recording a summary of the branch left behind. Nothing left behind (moving forward,
+    or to where the leaf is): a plain move, no call."""
     messages = _left_messages(session, entry_id, summarize)
     if not messages:
         return session.move_to(entry_id)

@@ -36,11 +36,9 @@ def fork_leaf(source: Session, entry_id: str | None, position: str) -> str | Non
 
 
 def fork_entries(source: Session, path: list[Entry], new_id: str, new_entry_id: IdGenerator, now: str) -> list[Entry]:
-    """The path (same ids, versions renumbered), then the label and name entries that make
-    the fork's labels and name the source's current ones. Label entries whose target is not
-    on the path are left out (their target does not exist in the fork); their children are
-    re-parented to the label's parent, as pi does.
-    """
+    """The path (same ids, versions renumbered), then the label and name entries that make the fork's labels and name the
+    source's current ones. Label entries whose target is not on the path are left out (their target does not exist in
+    the fork); their children are re-parented to the label's parent, as pi does."""
     out = _copied_path(path, new_id)
     _add_labels(out, source, new_id)
     name = source.get_session_name()
@@ -50,8 +48,7 @@ def fork_entries(source: Session, path: list[Entry], new_id: str, new_entry_id: 
         while entry_id in used:
             entry_id = new_entry_id()
         renamed = SessionRenamed(
-            originator_id=new_id, originator_version=len(out) + 2, timestamp=now, id=entry_id, parent_id=_last_id(out),
-            name=name,
+            originator_id=new_id, originator_version=len(out) + 2, timestamp=now, id=entry_id, parent_id=_last_id(out), name=name
         )
         out.append(renamed)
     return out
@@ -91,11 +88,8 @@ def _copied_path(path: list[Entry], new_id: str) -> list[Entry]:
 
 
 def _add_labels(out: list[Entry], source: Session, new_id: str) -> None:
-    """Append to ``out`` the label entries that make its labels the source's current ones.
-
-    Each is the source's own latest label entry for the target, re-created after the path
-    (its id and time kept, as pi does), so the label reads the same in the fork.
-    """
+    """Append to ``out`` the label entries that make its labels the source's current ones: each is the source's own latest
+    label entry for the target, re-created after the path (its id and time kept, as pi does)."""
     on_path = {e.id for e in out}
     have, want = fold(LabelsProjection(), out), source.get_labels()
     latest = {e.target_id: e for e in source.find_entries("label") if isinstance(e, LabelChanged) and e.target_id in on_path}

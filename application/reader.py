@@ -1,7 +1,6 @@
-"""Reading a session: every query of the SPEC section 7 API (entries, branches, labels, names,
-the tree, projections, the context, stats, time travel) over the first ``limit`` entries of its
-log. :class:`SessionView` is a read-only reader of an earlier version; the live, writable
-``Session`` (session.py) is a reader too.
+"""Reading a session: every query of the SPEC section 7 API (entries, branches, labels, names, the tree, projections,
+the context, stats, time travel) over the first ``limit`` entries of its log. :class:`SessionView` is a read-only reader
+of an earlier version; the live, writable ``Session`` (session.py) is a reader too.
 """
 
 from __future__ import annotations
@@ -77,7 +76,6 @@ class SessionReader:
 
     @property
     def id(self) -> str:
-        """The session id."""
         return self._agg.id
 
     @property

@@ -92,15 +92,13 @@ class SessionRepo:
     def fork(self, session_id: str, entry_id: str | None = None, position: str = "before", *, salvage: bool = False) -> Session:
         """A new session holding the path from the root to a target, with the same ids.
 
-        ``position="at"`` keeps the target; ``"before"`` (the default) needs a user message and
-        stops at its parent, so the message can be asked again. Without ``entry_id`` the whole
-        current branch is copied. Labels on the path and the session name come along;
-        ``parent_session`` records the source.
+        ``position="at"`` keeps the target; ``"before"`` (the default) needs a user message and stops at its parent, so the
+        message can be asked again. Without ``entry_id`` the whole current branch is copied. Labels on the path and the
+        session name come along; ``parent_session`` records the source.
 
-        The source is verified first: a log that fails verify is refused (``corrupt``), since the
-        fork would be sealed into a new, valid chain; ``salvage=True`` forks what salvage mode
-        reads and records the skipped lines. The fork's header records the source's chain head
-        (``source``), so its provenance can be checked later.
+        The source is verified first: a log that fails verify is refused (``corrupt``), since the fork would be sealed into
+        a new, valid chain; ``salvage=True`` forks what salvage mode reads and records the skipped lines. The fork's header
+        records the source's chain head (``source``), so its provenance can be checked later.
         """
         if position not in POSITIONS:
             raise SessionError("invalid_fork_target", f"fork position must be 'before' or 'at', not {position!r}")
@@ -123,11 +121,10 @@ class SessionRepo:
     def copy_from(self, other: SessionRepo, session_id: str, *, salvage: bool = False) -> Session:
         """Copy a session from another repository: same id, same header, same entries.
 
-        The source is verified first. A native log that verifies is copied line for line, byte
-        for byte, so the copy has the source's chain digests (and head). A pi file is converted
-        to the native dialect and sealed into a new chain. A log that fails verify is refused
-        (``corrupt``) unless ``salvage=True``: then what salvage mode reads is copied and the
-        header records it (``source``: the source's head and the skipped lines).
+        The source is verified first. A native log that verifies is copied line for line, byte for byte, so the copy has
+        the source's chain digests (and head). A pi file is converted to the native dialect and sealed into a new chain. A
+        log that fails verify is refused (``corrupt``) unless ``salvage=True``: then what salvage mode reads is copied and
+        the header records it (``source``: the source's head and the skipped lines).
         """
         storage, record, salvaged = _verified(other.store, check_session_id(session_id), salvage)
         try:

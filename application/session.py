@@ -1,9 +1,8 @@
 """The live Session: the SPEC section 7 API over an aggregate, its projections and a storage.
 
-An append runs a command of the aggregate (which checks the invariants and returns the
-event), saves the event through the storage, then folds it into the aggregate and the
-projections computed so far (the kept context takes it in at its next read). Nothing is
-folded before it is saved, so a refused or failed append leaves no trace anywhere.
+An append runs a command of the aggregate (which checks the invariants and returns the event), saves the event through
+the storage, then folds it into the aggregate and the projections computed so far (the kept context takes it in at its
+next read). Nothing is folded before it is saved, so a refused or failed append leaves no trace anywhere.
 """
 
 from __future__ import annotations
@@ -206,10 +205,8 @@ class Session(SessionReader):
             return len(new)
 
     def append_message(self, message: Any, *, entry_id: str | None = None) -> str:
-        """Append a user, assistant or tool-result message; returns the entry id.
-
-        ``entry_id`` chooses the id: a retry with the same id and message writes nothing (see
-        docs/reliability.md, *Retrying an append*). Every append method takes it."""
+        """Append a user, assistant or tool-result message; returns the entry id. ``entry_id`` chooses the id: a retry with
+        the same id and message writes nothing (see docs/reliability.md, *Retrying an append*). Every append method takes it."""
         return self._run(commands.append_message, message, entry_id=entry_id)
 
     def append_thinking_level_change(self, level: str, *, entry_id: str | None = None) -> str:
@@ -250,10 +247,9 @@ class Session(SessionReader):
     def move_to(self, entry_id: str | None, summary: Mapping[str, Any] | None = None, *, summarize: Any = None) -> str | None:
         """Move the leaf to ``entry_id`` (None: before the first entry).
 
-        With ``summary`` (a dict with ``"summary"`` and optionally ``"details"``, ``"usage"``,
-        ``"from_hook"``) a branch summary is appended under the target and becomes the leaf; its
-        id is returned. Both entries are saved together. With ``summarize`` (a summariser,
-        docs/compaction.md) the branch being left is summarised first; ``summary`` and
+        With ``summary`` (a dict with ``"summary"`` and optionally ``"details"``, ``"usage"``, ``"from_hook"``) a branch
+        summary is appended under the target and becomes the leaf; its id is returned. Both entries are saved together.
+        With ``summarize`` (a summariser, docs/compaction.md) the branch being left is summarised first; ``summary`` and
         ``summarize`` are mutually exclusive.
         """
         if summarize is not None:

@@ -1,9 +1,8 @@
 """Summarisers: the protocol the compaction workflow calls, its result type, and a stand-in.
 
-A summariser is a plain or async callable ``summarize(messages, previous_summary) -> str |
-Summary``: the messages to summarise, oldest first, and the previous compaction's summary
-(None for a first compaction and for branch summaries). The library never calls a model;
-:func:`extractive_summary` stands in for one.
+A summariser is a plain or async callable ``summarize(messages, previous_summary) -> str | Summary``: the messages to
+summarise, oldest first, and the previous compaction's summary (None for a first compaction and for branch summaries).
+The library never calls a model; :func:`extractive_summary` stands in for one.
 """
 
 from __future__ import annotations
@@ -63,12 +62,10 @@ def _capped(items: list[str], limit: int) -> list[str]:
 def extractive_summary(messages: Sequence[Any], previous_summary: str | None = None) -> Summary:
     """A stand-in summariser that needs no model: the user's requests and the files touched.
 
-    It copies the first line of every user message and collects the ``path``-like
-    arguments of tool calls (read-only tools as read, the others as modified), after the
-    previous summary. Its size is bounded whatever the input: at most ``MAX_REQUESTS``
-    requests and ``MAX_FILES`` files of each kind (the oldest and newest are kept), and the
-    previous summary cut to ``MAX_PREVIOUS_CHARS``. It does not understand the
-    conversation; use a real model for real sessions.
+    It copies the first line of every user message and collects the ``path``-like arguments of tool calls (read-only
+    tools as read, the others as modified), after the previous summary. Its size is bounded whatever the input: at most
+    ``MAX_REQUESTS`` requests and ``MAX_FILES`` files of each kind (the oldest and newest are kept), and the previous
+    summary cut to ``MAX_PREVIOUS_CHARS``. It does not understand the conversation; use a real model for real sessions.
     """
     requests = [_first_line(message_text(m)) for m in messages if isinstance(m, UserMessage)]
     requests = [r for r in requests if r]

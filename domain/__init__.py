@@ -1,5 +1,3 @@
 """The domain: messages, entry events, the session aggregate and its errors.
 
-Nothing here does I/O or imports a serialiser; the public names are re-exported by the
-``sessiontree`` package.
-"""
+Nothing here does I/O or imports a serialiser; the public names are re-exported by the ``sessiontree`` package."""

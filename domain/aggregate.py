@@ -1,11 +1,9 @@
 """The session aggregate: the state the invariants need, the commands and the projector.
 
-In eventsourcing's functional style (its ``aggregate6`` example): a command is a function of
-the current state that checks the invariants of SPEC 2.3 and returns the event(s) to record,
-changing nothing; :func:`project` is the one function that folds an event into the state,
-whether it was just saved or is being replayed. Ids and timestamps are parameters, so the
-caller injects the id generator and the clock. Everything a reader wants (labels, names,
-context, stats) is a projection (``sessiontree.projections``).
+In eventsourcing's functional style (its ``aggregate6`` example): a command is a function of the current state that
+checks the invariants of SPEC 2.3 and returns the event(s) to record, changing nothing; :func:`project` is the one
+function that folds an event into the state, just saved or replayed. Ids and timestamps are parameters, so the caller
+injects the id generator and the clock. Everything a reader wants is a projection (``sessiontree.projections``).
 """
 
 from __future__ import annotations
@@ -16,26 +14,9 @@ from typing import Any, TypeVar
 import attrs
 from eventsourcing.domain import OriginatorIDError, OriginatorVersionError
 
+from sessiontree.domain import events as ev
 from sessiontree.domain.errors import SessionError
-from sessiontree.domain.events import (
-    FORMAT_VERSION,
-    THINKING_LEVELS,
-    ActiveToolsChanged,
-    BranchSummarized,
-    ContextCompacted,
-    CustomEntryAppended,
-    CustomMessageAppended,
-    Entry,
-    LabelChanged,
-    LeafMoved,
-    MessageAppended,
-    ModelChanged,
-    SessionRenamed,
-    SessionStarted,
-    ThinkingLevelChanged,
-    leaf_after,
-    parse_timestamp,
-)
+from sessiontree.domain.events import Entry, LeafMoved, MessageAppended, SessionStarted, leaf_after
 from sessiontree.domain.log import EntryLog
 from sessiontree.domain.messages import MESSAGE_TYPES, CustomMessage, Usage
 from sessiontree.domain.values import check_content, check_message, check_str, check_usage, json_value
@@ -45,8 +26,7 @@ E = TypeVar("E", bound=Entry)
 
 @attrs.define(eq=False)
 class SessionAggregate:
-    """One session: its header, its append-only tree of entries, the leaf and the version
-    (the number of events folded so far; the header is version 1)."""
+    """One session: its header, its append-only tree of entries, the leaf and the version (events folded; the header is 1)."""
 
     header: SessionStarted
     log: EntryLog
@@ -72,13 +52,13 @@ def start(
     if not session_id:
         raise SessionError("invalid_entry", "session id must not be empty")
     try:
-        parse_timestamp(timestamp)
+        ev.parse_timestamp(timestamp)
     except ValueError:
         raise SessionError("invalid_entry", f"session timestamp {timestamp!r} is not ISO 8601") from None
     if metadata is not None and not isinstance(metadata, Mapping):
         raise TypeError(f"metadata must be a mapping or None, not {metadata!r}")
     return SessionStarted(
-        originator_id=session_id, timestamp=timestamp, cwd=cwd, version=FORMAT_VERSION,
+        originator_id=session_id, timestamp=timestamp, cwd=cwd, version=ev.FORMAT_VERSION,
         parent_session=parent_session, metadata=dict(metadata or {}),
     )
 
@@ -97,8 +77,7 @@ def leaf_at(log: EntryLog, count: int) -> str | None:
 
 
 def project(aggregate: SessionAggregate, event: Entry) -> SessionAggregate:
-    """Fold one entry event into the aggregate: it joins the log and sets the leaf (SPEC 2.4).
-    It must be the aggregate's next event (eventsourcing's rule)."""
+    """Fold an entry event, which must be the aggregate's next (eventsourcing's rule), into it; it sets the leaf (SPEC 2.4)."""
     if event.originator_version != aggregate.version + 1:
         raise OriginatorVersionError(event.originator_version, aggregate.version + 1)
     if event.originator_id != aggregate.id:
@@ -142,36 +121,36 @@ def append_message(aggregate: SessionAggregate, message: Any, *, id: str, timest
     return _next(aggregate, MessageAppended, id, timestamp, message=message)
 
 
-def append_thinking_level_change(aggregate: SessionAggregate, level: str, *, id: str, timestamp: str) -> ThinkingLevelChanged:
+def append_thinking_level_change(aggregate: SessionAggregate, level: str, *, id: str, timestamp: str) -> ev.ThinkingLevelChanged:
     check_str("thinking_level", level)
-    if level not in THINKING_LEVELS:
-        raise SessionError("invalid_entry", f"thinking level {level!r} is not one of {', '.join(THINKING_LEVELS)}")
-    return _next(aggregate, ThinkingLevelChanged, id, timestamp, thinking_level=level)
+    if level not in ev.THINKING_LEVELS:
+        raise SessionError("invalid_entry", f"thinking level {level!r} is not one of {', '.join(ev.THINKING_LEVELS)}")
+    return _next(aggregate, ev.ThinkingLevelChanged, id, timestamp, thinking_level=level)
 
 
-def append_model_change(aggregate: SessionAggregate, provider: str, model_id: str, *, id: str, timestamp: str) -> ModelChanged:
+def append_model_change(aggregate: SessionAggregate, provider: str, model_id: str, *, id: str, timestamp: str) -> ev.ModelChanged:
     check_str("provider", provider)
     check_str("model_id", model_id)
     if not provider or not model_id:
         raise SessionError("invalid_entry", f"provider and model_id must not be empty ({provider!r}, {model_id!r})")
-    return _next(aggregate, ModelChanged, id, timestamp, provider=provider, model_id=model_id)
+    return _next(aggregate, ev.ModelChanged, id, timestamp, provider=provider, model_id=model_id)
 
 
 def append_active_tools_change(
     aggregate: SessionAggregate, names: Sequence[str], *, id: str, timestamp: str
-) -> ActiveToolsChanged:
+) -> ev.ActiveToolsChanged:
     if isinstance(names, str) or not isinstance(names, (list, tuple)):
         raise TypeError(f"active tool names must be a list of str, not {names!r}")
     for name in names:
         check_str("active tool name", name)
-    return _next(aggregate, ActiveToolsChanged, id, timestamp, active_tool_names=tuple(names))
+    return _next(aggregate, ev.ActiveToolsChanged, id, timestamp, active_tool_names=tuple(names))
 
 
 def append_compaction(
     aggregate: SessionAggregate, summary: str, first_kept_entry_id: str | None, tokens_before: int, *,
     id: str, timestamp: str, details: Any = None, from_hook: bool = False, usage: Usage | None = None,
     retained_tail: Sequence[Any] | None = None,
-) -> ContextCompacted:
+) -> ev.ContextCompacted:
     check_str("summary", summary)
     check_str("first_kept_entry_id", first_kept_entry_id, optional=True)
     if isinstance(tokens_before, bool) or not isinstance(tokens_before, int):
@@ -195,7 +174,7 @@ def append_compaction(
         for message in tail:
             check_message("retained_tail", message)
     return _next(
-        aggregate, ContextCompacted, id, timestamp, summary=summary, first_kept_entry_id=first_kept_entry_id,
+        aggregate, ev.ContextCompacted, id, timestamp, summary=summary, first_kept_entry_id=first_kept_entry_id,
         tokens_before=tokens_before, retained_tail=tail, details=json_value("details", details), usage=usage,
         from_hook=from_hook,
     )
@@ -203,48 +182,45 @@ def append_compaction(
 
 def append_custom_entry(
     aggregate: SessionAggregate, custom_type: str, data: Any, *, id: str, timestamp: str
-) -> CustomEntryAppended:
+) -> ev.CustomEntryAppended:
     _check_custom_type(custom_type)
-    return _next(
-        aggregate, CustomEntryAppended, id, timestamp, custom_type=custom_type, data=json_value("custom data", data)
-    )
+    return _next(aggregate, ev.CustomEntryAppended, id, timestamp, custom_type=custom_type, data=json_value("custom data", data))
 
 
 def append_custom_message_entry(
     aggregate: SessionAggregate, custom_type: str, content: Any, *, id: str, timestamp: str, details: Any = None,
     display: bool = True,
-) -> CustomMessageAppended:
+) -> ev.CustomMessageAppended:
     _check_custom_type(custom_type)
     _check_bool("display", display)
     checked = check_content("content", content)
     check_message("custom message", CustomMessage(custom_type=custom_type, content=checked))
     return _next(
-        aggregate, CustomMessageAppended, id, timestamp, custom_type=custom_type, content=checked,
+        aggregate, ev.CustomMessageAppended, id, timestamp, custom_type=custom_type, content=checked,
         details=json_value("details", details), display=display,
     )
 
 
 def append_label_change(
     aggregate: SessionAggregate, target_id: str, label: str | None, *, id: str, timestamp: str
-) -> LabelChanged:
+) -> ev.LabelChanged:
     check_str("target_id", target_id)
     check_str("label", label, optional=True)
     _needs(aggregate, target_id, "label target")
-    return _next(aggregate, LabelChanged, id, timestamp, target_id=target_id, label=label)
+    return _next(aggregate, ev.LabelChanged, id, timestamp, target_id=target_id, label=label)
 
 
-def append_session_info(aggregate: SessionAggregate, name: str | None, *, id: str, timestamp: str) -> SessionRenamed:
+def append_session_info(aggregate: SessionAggregate, name: str | None, *, id: str, timestamp: str) -> ev.SessionRenamed:
     check_str("name", name, optional=True)
-    return _next(aggregate, SessionRenamed, id, timestamp, name=name)
+    return _next(aggregate, ev.SessionRenamed, id, timestamp, name=name)
 
 
 def move_to(
     aggregate: SessionAggregate, target_id: str | None, *, id: str, timestamp: str,
     summary: Mapping[str, Any] | None = None, summary_id: str = "", summary_timestamp: str = "",
 ) -> list[Entry]:
-    """Record that the leaf moved to ``target_id`` (a ``leaf`` entry), and with ``summary``
-    (keys ``summary``, ``details``, ``usage``, ``from_hook``) a branch summary under the
-    target, which becomes the leaf: both are returned, to be saved together."""
+    """Record that the leaf moved to ``target_id`` (a ``leaf`` entry), and with ``summary`` (keys ``summary``, ``details``,
+    ``usage``, ``from_hook``) a branch summary under the target, which becomes the leaf: both returned, to be saved together."""
     check_str("entry_id", target_id, optional=True)
     if target_id is not None:
         _needs(aggregate, target_id, "entry")
@@ -260,7 +236,7 @@ def move_to(
     text, usage, from_hook = check_str("summary", summary.get("summary")), summary.get("usage"), summary.get("from_hook", False)
     check_usage(usage)
     _check_bool("from_hook", from_hook)
-    branch = BranchSummarized(
+    branch = ev.BranchSummarized(
         originator_id=aggregate.id, originator_version=moved.originator_version + 1, id=summary_id,
         parent_id=target_id, timestamp=summary_timestamp or timestamp, from_id=target_id if target_id is not None else "root",
         summary=text, details=json_value("details", summary.get("details")), usage=usage, from_hook=from_hook,

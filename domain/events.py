@@ -1,11 +1,9 @@
 """The session header and the entry types: immutable events on the session aggregate.
 
-Each class is named for what happened; its ``type`` is the entry type a user asks for
-(``session.find_entries("message")``). Field names are the wire names of SPEC 2.2; ``extra``
-holds unknown wire fields so nothing a producer wrote is lost. The events carry what
-eventsourcing's domain events carry (``originator_id``, ``originator_version``,
-``timestamp``), but the timestamp is the entry's ISO 8601 text, kept verbatim: parsing it
-into a datetime and formatting it back would change other producers' lines.
+Each class is named for what happened; its ``type`` is the entry type (``session.find_entries("message")``). Fields have
+the wire names of SPEC 2.2; ``extra`` holds unknown wire fields so nothing a producer wrote is lost. The events carry
+eventsourcing's ``originator_id``, ``originator_version`` and ``timestamp``, but the timestamp is the entry's ISO 8601
+text, kept verbatim: parsing and formatting it back would change other producers' lines.
 """
 
 from __future__ import annotations
@@ -35,10 +33,8 @@ def format_timestamp(moment: datetime) -> str:
     """Format an aware datetime the way JavaScript's ``toISOString`` does (ms and ``Z``)."""
     utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
     # Not strftime: its %Y does not zero-pad years before 1000 on every platform.
-    return (
-        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
-        f"{utc.second:02d}.{utc.microsecond // 1000:03d}Z"
-    )
+    day = f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}"
+    return f"{day}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}.{utc.microsecond // 1000:03d}Z"
 
 
 @frozen(kw_only=True)
@@ -196,17 +192,8 @@ class UnknownEntryAppended(Entry):
 
 
 ENTRY_CLASSES: tuple[type[Entry], ...] = (
-    MessageAppended,
-    ThinkingLevelChanged,
-    ModelChanged,
-    ActiveToolsChanged,
-    ContextCompacted,
-    BranchSummarized,
-    CustomEntryAppended,
-    CustomMessageAppended,
-    LabelChanged,
-    SessionRenamed,
-    LeafMoved,
+    MessageAppended, ThinkingLevelChanged, ModelChanged, ActiveToolsChanged, ContextCompacted, BranchSummarized,
+    CustomEntryAppended, CustomMessageAppended, LabelChanged, SessionRenamed, LeafMoved,
 )
 ENTRY_CLASS_BY_TYPE: dict[str, type[Entry]] = {cls.type: cls for cls in ENTRY_CLASSES}
 ENTRY_TYPES: tuple[str, ...] = tuple(ENTRY_CLASS_BY_TYPE)

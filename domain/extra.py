@@ -1,8 +1,5 @@
-"""The fields of a value that this library does not know, kept so nothing is ever dropped.
-
-Every message, block, usage, cost and entry carries ``extra``: what a producer wrote that
-the library does not know, written back unchanged.
-"""
+"""The ``extra`` that every message, block, usage, cost and entry carries: the fields a producer wrote that this library
+does not know, written back unchanged so nothing is ever dropped."""
 
 from __future__ import annotations
 
@@ -13,10 +10,9 @@ from typing import Any
 class Extra(dict[str, Any]):
     """The ``extra`` of a value read from the wire: its unknown fields, as a plain dict.
 
-    ``absent`` names the known fields (attribute names) the producer left out, and ``nulls``
-    those it wrote as ``null`` where the writer of its dialect leaves a None out; writing the
-    value back repeats both, so the line round-trips byte for byte. Neither takes part in
-    equality: an ``Extra`` equals the plain dict of the same fields.
+    ``absent`` names the known fields (attribute names) the producer left out, and ``nulls`` those it wrote as ``null``
+    where the writer of its dialect leaves a None out; writing the value back repeats both, so the line round-trips byte
+    for byte. Neither takes part in equality: an ``Extra`` equals the plain dict of the same fields.
     """
 
     __slots__ = ("absent", "nulls")
@@ -31,8 +27,7 @@ class Extra(dict[str, Any]):
 
 
 class FrozenExtra(Extra):
-    """A read-only ``Extra``, shared by the values that have no unknown fields (rather than an
-    empty dict apiece)."""
+    """A read-only ``Extra``, shared by the values that have no unknown fields (rather than an empty dict apiece)."""
 
     __slots__ = ()
 

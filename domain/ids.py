@@ -67,8 +67,7 @@ def checked_ids(generator: IdGenerator) -> IdGenerator:
 
 
 class UtcTimestamps:
-    """The Session's default clock, as entry timestamps (UTC, milliseconds): appends in the same
-    millisecond share one text."""
+    """The Session's default clock, as entry timestamps (UTC, milliseconds): appends in the same millisecond share one text."""
 
     __slots__ = ("_ms", "_second", "_second_text", "_text")
 

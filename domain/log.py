@@ -1,9 +1,8 @@
 """The ordered log of a session's entries, with an id index and per-type positions.
 
-Besides the entries, flat lists hold each position's type, id and *parent position* (-1 for a
-root), which walks from a leaf follow. A storage may hand over only those lists and an
-:class:`EntryLoader` (the port it implements): the log then asks it for entries by position
-when first needed. Every accessor returns decoded entries either way.
+Besides the entries, flat lists hold each position's type, id and *parent position* (-1 for a root), which walks from a
+leaf follow. A storage may hand over only those lists and an :class:`EntryLoader` (the port it implements): the log then
+asks it for entries by position when first needed. Every accessor returns decoded entries either way.
 """
 
 from __future__ import annotations
@@ -65,10 +64,9 @@ class EntryLog:
         cls, types: list[str], ids: list[str], parents: list[int], index: dict[str, int], loader: EntryLoader,
         orphans: dict[int, str] | None = None,
     ) -> EntryLog:
-        """A log of entries known by their envelopes, decoded by ``loader`` when needed. The
-        storage has checked the tree: ``index`` maps each id to its position (ids unique),
-        each parent position is earlier or -1, and ``orphans`` names the parents of the
-        entries whose parent is not earlier in the log."""
+        """A log of entries known by their envelopes, decoded by ``loader`` when needed. The storage has checked the tree:
+        ``index`` maps each id to its position (ids unique), each parent position is earlier or -1, and ``orphans`` names
+        the parents of the entries whose parent is not earlier in the log."""
         log = cls()
         log._items = [None] * len(ids)
         log._types, log._ids, log._ppos, log._index, log._loader = types, ids, parents, index, loader
@@ -87,9 +85,8 @@ class EntryLog:
         return len(self._items)
 
     def add(self, entry: Entry) -> None:
-        """Add an entry at the end (ids are checked by the caller); kept decoded unless the
-        loader holds what it needs to decode it again (a line costs less memory than its
-        objects, and nothing the cyclic collector must walk)."""
+        """Add an entry at the end (ids are checked by the caller); kept decoded unless the loader holds what it needs to
+        decode it again (a line costs less memory than its objects, and nothing the cyclic collector must walk)."""
         pos = len(self._items)
         parent = entry.parent_id
         loader = self._loader
@@ -177,11 +174,8 @@ class EntryLog:
     def path_positions(
         self, leaf_id: str | None, limit: int | None = None, stop: Callable[[int], bool] | None = None
     ) -> list[int]:
-        """Positions from the root (or the first position where ``stop`` is true) to ``leaf_id``.
-
-        The walk follows parent links and stops silently at a missing parent, as pi does, so
-        a file with orphans still yields a usable path.
-        """
+        """Positions from the root (or the first position where ``stop`` is true) to ``leaf_id``. The walk stops
+        silently at a missing parent, as pi does, so a file with orphans still yields a usable path."""
         out: list[int] = []
         pos = self.position(leaf_id, limit) if leaf_id is not None else None
         ppos = self._ppos

@@ -1,9 +1,8 @@
 """Messages and content blocks: immutable value objects (SPEC 2.1).
 
-Every class carries ``extra``: the fields a producer wrote that this library does not
-know. They are kept and written back unchanged, so nothing is ever dropped. Roles and
-block types the library does not know at all become :class:`UnknownMessage` and
-:class:`UnknownContent`, which keep every field.
+Every class carries ``extra``: the fields a producer wrote that this library does not know, kept and written back
+unchanged, so nothing is ever dropped. Roles and block types it does not know at all become :class:`UnknownMessage`
+and :class:`UnknownContent`, which keep every field.
 """
 
 from __future__ import annotations
@@ -122,9 +121,7 @@ def _blocks(instance: Any, attribute: Any, value: Any) -> None:
         raise TypeError(f"{type(instance).__name__}.{attribute.name} must be {_BLOCKS}, not {value!r:.80}")
     for block in value:
         if not isinstance(block, CONTENT_TYPES):
-            raise TypeError(
-                f"{type(instance).__name__}.{attribute.name} must be {_BLOCKS}; {block!r:.80} is not a block"
-            )
+            raise TypeError(f"{type(instance).__name__}.{attribute.name} must be {_BLOCKS}; {block!r:.80} is not a block")
 
 
 def _user_content(instance: Any, attribute: Any, value: Any) -> None:

@@ -1,11 +1,10 @@
 """What a command checks about the values it records, beyond their classes' own validators.
 
-A session must answer the same before and after a reopen, so what a command records has to be
-exactly what the wire gives back: free-form values (``data``, ``details``, tool arguments,
-unknown fields) are JSON values (tuples become lists, mappings dicts; NaN, infinities,
-non-string keys and other objects are refused with ``invalid_entry`` instead of being changed
-or dropped on the way to storage), and an ``Unknown*`` stand-in or an unknown field may not
-take the place of a known tag.
+A session must answer the same before and after a reopen, so what a command records has to be exactly what the wire
+gives back: free-form values (``data``, ``details``, tool arguments, unknown fields) are JSON values (tuples become
+lists, mappings dicts; NaN, infinities, non-string keys and other objects are refused with ``invalid_entry`` instead of
+being changed or dropped on the way to storage), and an ``Unknown*`` stand-in or an unknown field may not take the
+place of a known tag.
 """
 
 from __future__ import annotations
@@ -14,18 +13,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from sessiontree.domain import messages as msg
 from sessiontree.domain.errors import SessionError
-from sessiontree.domain.messages import (
-    CONTENT_TYPES,
-    MESSAGE_TYPES,
-    Cost,
-    CustomMessage,
-    ToolCall,
-    ToolResultMessage,
-    UnknownContent,
-    UnknownMessage,
-    Usage,
-)
+from sessiontree.domain.messages import MESSAGE_TYPES, UnknownContent, UnknownMessage
 
 MAX_DEPTH = 200
 
@@ -113,10 +103,9 @@ def _check(value: Any, depth: int) -> None:
 
 # every known class holds its tag as a ClassVar (which the tuples' element type cannot say)
 _KNOWN_ROLES = frozenset(c.role for c in MESSAGE_TYPES if c is not UnknownMessage)  # type: ignore[attr-defined]
-_KNOWN_BLOCKS = frozenset(c.type for c in CONTENT_TYPES if c is not UnknownContent)  # type: ignore[attr-defined]
-# The fields of messages and blocks that hold free-form JSON (the others are typed, and
-# their classes validate them); a subclass has its base's.
-_FREE = {ToolCall: ("arguments",), ToolResultMessage: ("details",), CustomMessage: ("details",),
+_KNOWN_BLOCKS = frozenset(c.type for c in msg.CONTENT_TYPES if c is not UnknownContent)  # type: ignore[attr-defined]
+# The fields of messages and blocks that hold free-form JSON (the others are typed, their classes validate them).
+_FREE = {msg.ToolCall: ("arguments",), msg.ToolResultMessage: ("details",), msg.CustomMessage: ("details",),
          UnknownMessage: ("data",), UnknownContent: ("data",)}
 
 
@@ -128,19 +117,19 @@ def check_str(name: str, value: Any, *, optional: bool = False) -> Any:
 
 
 def check_usage(usage: Any) -> None:
-    if usage is not None and not isinstance(usage, Usage):
+    if usage is not None and not isinstance(usage, msg.Usage):
         raise TypeError(f"usage must be a Usage or None, not {usage!r}")
 
 
 def check_content(name: str, content: Any) -> tuple[Any, ...] | str:
     if isinstance(content, str):
         return content
-    if isinstance(content, (list, tuple)) and all(isinstance(b, CONTENT_TYPES) for b in content):
+    if isinstance(content, (list, tuple)) and all(isinstance(b, msg.CONTENT_TYPES) for b in content):
         return tuple(content)
     raise TypeError(f"{name} must be a str or a list of content blocks, not {content!r}")
 
 
-_FREE_OF = {cls: _FREE.get(cls, ()) for cls in (*MESSAGE_TYPES, *CONTENT_TYPES, Usage, Cost)}
+_FREE_OF = {cls: _FREE.get(cls, ()) for cls in (*MESSAGE_TYPES, *msg.CONTENT_TYPES, msg.Usage, msg.Cost)}
 
 
 def _free_fields(cls: type) -> tuple[str, ...]:
@@ -151,14 +140,10 @@ def _free_fields(cls: type) -> tuple[str, ...]:
 
 
 def check_message(where: str, message: Any) -> None:
-    """What a message must hold to be written and read back the same, in one walk:
-
-    - every free-form value (details, tool arguments, unknown fields) is JSON;
-    - an Unknown* stand-in does not use a known role or block type (it would be written
-      without the fields that role or type needs, and could not be read back);
-    - no unknown field (``extra``) is named ``role`` (of a message) or ``type`` (of a block):
-      written over the tag, it would make the line unreadable too.
-    """
+    """Check, in one walk, that a message is written and read back the same: every free-form value (details, tool
+    arguments, unknown fields) is JSON; an Unknown* stand-in uses no known role or block type (it would lack the fields
+    that role or type needs), and no unknown field (``extra``) is named ``role`` (of a message) or ``type`` (of a
+    block): either would make the line unreadable."""
     if message.__class__ not in _FREE_OF and not isinstance(message, MESSAGE_TYPES):
         raise TypeError(f"{where} must be a message object (UserMessage, ...), not {message!r}")
     if isinstance(message, UnknownMessage) and message.role in _KNOWN_ROLES:

@@ -1,9 +1,8 @@
 """The one shape every projection has: a name, an initial state and ``apply``.
 
-A projection is a fold over a session's entries, used three ways by built-ins and app
-projections alike: replayed over the log when a session opens, applied to each new entry
-on append, and replayed over a prefix of the log for a time-travel view. ``apply`` may
-update the state in place, but returns the state to use next. A projection that lists
+A projection is a fold over a session's entries, used three ways by built-ins and app projections alike: replayed over
+the log when a session opens, applied to each new entry on append, and replayed over a prefix of the log for a
+time-travel view. ``apply`` may update the state in place, but returns the state to use next. A projection that lists
 ``types`` is only shown entries of those types.
 """
 

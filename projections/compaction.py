@@ -1,12 +1,10 @@
 """The compaction planner: where to cut a branch, what to summarise, what to keep.
 
-Pure: it reads the entries of a branch (root first; the suffix that
-``path_to_root_or_compaction`` returns is enough) and decides, for a budget of recent
-tokens to keep, where the kept part starts. It considers what the context holds now (after
-the previous compaction, whose summary it passes on), cuts only on a turn boundary and
-never between a tool call and its result, and keeps the most recent turns that fit, or the
-newest turn whole when even that one is larger. docs/compaction.md ("Where to cut") gives
-the rules in full. ``Session.compact`` turns a plan into an entry.
+Pure: it reads the entries of a branch (root first; the suffix that ``path_to_root_or_compaction`` returns is enough) and
+decides, for a budget of recent tokens to keep, where the kept part starts. It considers what the context holds now
+(after the previous compaction, whose summary it passes on), cuts only on a turn boundary and never between a tool call
+and its result, and keeps the most recent turns that fit, or the newest turn whole when even that one is larger.
+docs/compaction.md ("Where to cut") gives the rules in full. ``Session.compact`` turns a plan into an entry.
 """
 
 from __future__ import annotations
@@ -16,22 +14,10 @@ from typing import Any
 
 import attrs
 
+from sessiontree.domain import messages as msg
 from sessiontree.domain.events import ContextCompacted
-from sessiontree.domain.messages import (
-    AssistantMessage,
-    BranchSummaryMessage,
-    CompactionSummaryMessage,
-    CustomMessage,
-    ToolCall,
-    ToolResultMessage,
-)
-from sessiontree.projections.context import (
-    DEFAULT_OPTIONS,
-    SessionContextBuildOptions,
-    compaction_summary,
-    default_compaction_transform,
-    entry_to_messages,
-)
+from sessiontree.projections import context
+from sessiontree.projections.context import SessionContextBuildOptions
 from sessiontree.projections.tokens import DEFAULT_ESTIMATOR, TokenEstimator
 
 DEFAULT_KEEP_RECENT_TOKENS = 20_000
@@ -67,10 +53,9 @@ class _Unit:
 class CompactionPlan:
     """What a compaction would do: what it summarises, where the kept part starts.
 
-    ``first_kept_entry_id`` is the entry the kept part starts at (None when nothing kept is
-    an entry, e.g. everything is summarised). With ``retain_tail`` the compaction stores
-    ``kept_messages`` as its retained tail instead. ``tokens_before`` is the context size
-    now; ``summarized_tokens`` and ``kept_tokens`` the estimates of the two parts.
+    ``first_kept_entry_id`` is the entry the kept part starts at (None when nothing kept is an entry, e.g. everything is
+    summarised). With ``retain_tail`` the compaction stores ``kept_messages`` as its retained tail instead.
+    ``tokens_before`` is the context size now; ``summarized_tokens`` and ``kept_tokens`` the estimates of the two parts.
     """
 
     keep_recent_tokens: int
@@ -100,13 +85,13 @@ class CompactionPlan:
 def context_units(path: Sequence[Any], options: SessionContextBuildOptions, estimate: TokenEstimator) -> tuple[Any, list[_Unit]]:
     """The latest compaction on ``path`` (or None) and the units the context holds after it:
     its retained tail, then the entries the context keeps (``default_compaction_transform``)."""
-    entries = default_compaction_transform(path)
+    entries = context.default_compaction_transform(path)
     compaction = entries[0] if entries and isinstance(entries[0], ContextCompacted) else None
     units: list[_Unit] = []
     if compaction is not None:
         units = [_Unit(None, (m,), estimate(m)) for m in compaction.retained_tail or ()]
     for index in range(0 if compaction is None else 1, len(entries)):
-        messages = tuple(entry_to_messages(entries[index], index, entries, options))
+        messages = tuple(context.entry_to_messages(entries[index], index, entries, options))
         units.append(_Unit(entries[index], messages, sum(estimate(m) for m in messages)))
     return compaction, units
 
@@ -117,11 +102,11 @@ def _tool_links(units: Sequence[_Unit]) -> list[tuple[int, int]]:
     links: list[tuple[int, int]] = []
     for index, unit in enumerate(units):
         for message in unit.messages:
-            if isinstance(message, ToolResultMessage) and message.tool_call_id in calls:
+            if isinstance(message, msg.ToolResultMessage) and message.tool_call_id in calls:
                 links.append((calls[message.tool_call_id], index))
-            elif isinstance(message, AssistantMessage):
+            elif isinstance(message, msg.AssistantMessage):
                 for block in message.content:
-                    if isinstance(block, ToolCall):
+                    if isinstance(block, msg.ToolCall):
                         calls[block.id] = index
     return links
 
@@ -131,9 +116,9 @@ def _last_turn_complete(units: Sequence[_Unit]) -> bool:
     for unit in reversed(units):
         if unit.messages:
             last = unit.messages[-1]
-            if isinstance(last, AssistantMessage):
-                return not any(isinstance(b, ToolCall) for b in last.content)
-            return isinstance(last, (CompactionSummaryMessage, BranchSummaryMessage, CustomMessage))
+            if isinstance(last, msg.AssistantMessage):
+                return not any(isinstance(b, msg.ToolCall) for b in last.content)
+            return isinstance(last, (msg.CompactionSummaryMessage, msg.BranchSummaryMessage, msg.CustomMessage))
     return True
 
 
@@ -186,21 +171,18 @@ def plan_compaction(
     path: Sequence[Any], *, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, retain_tail: bool = False,
     options: SessionContextBuildOptions | None = None, estimator: TokenEstimator | None = None, tokens_before: int | None = None,
 ) -> CompactionPlan:
-    """Plan a compaction of the branch whose entries are ``path`` (root first).
-
-    ``tokens_before`` defaults to the estimate of the whole current context; a caller that
-    knows the real usage (``Session.plan_compaction`` does) passes it in.
-    """
+    """Plan a compaction of the branch whose entries are ``path`` (root first). ``tokens_before`` defaults to the estimate
+    of the whole current context; a caller that knows the real usage (``Session.plan_compaction`` does) passes it in."""
     if isinstance(keep_recent_tokens, bool) or not isinstance(keep_recent_tokens, int):
         raise TypeError(f"keep_recent_tokens must be an int, not {keep_recent_tokens!r}")
     if keep_recent_tokens < 0:
         raise ValueError(f"keep_recent_tokens must be >= 0, not {keep_recent_tokens}")
     estimate = estimator or DEFAULT_ESTIMATOR
-    compaction, units = context_units(path, options or DEFAULT_OPTIONS, estimate)
+    compaction, units = context_units(path, options or context.DEFAULT_OPTIONS, estimate)
     suffix = _suffix_tokens(units)
     cut = _cut(units, suffix, keep_recent_tokens, retain_tail)
     if tokens_before is None:
-        tokens_before = suffix[0] + (estimate(compaction_summary(compaction)) if compaction is not None else 0)
+        tokens_before = suffix[0] + (estimate(context.compaction_summary(compaction)) if compaction is not None else 0)
     summarized, kept = units[:cut], units[cut:]
     return CompactionPlan(
         keep_recent_tokens=keep_recent_tokens,

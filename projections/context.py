@@ -1,10 +1,9 @@
 """The LLM context for a branch (SPEC 3): the messages the model sees and the settings.
 
-``build_session_context`` is a pure function of the branch's entries, as in the seed and in
-pi. The settings in force (thinking level, model, active tools) come from one rule,
-:func:`setting_of`, used three ways: folded over a whole branch, found by walking back from a
-leaf (:func:`settings_at`), and applied on append by :class:`ContextProjection`, which keeps a
-built context and extends it like every other projection.
+``build_session_context`` is a pure function of the branch's entries, as in the seed and in pi. The settings in force
+(thinking level, model, active tools) come from one rule, :func:`setting_of`, used three ways: folded over a whole
+branch, found by walking back from a leaf (:func:`settings_at`), and applied on append by :class:`ContextProjection`,
+which keeps a built context and extends it like every other projection.
 """
 
 from __future__ import annotations
@@ -44,9 +43,8 @@ def _projectors(value: Mapping[str, EntryProjector]) -> dict[str, EntryProjector
 class SessionContextBuildOptions:
     """How to turn a branch into messages, beyond the default rules.
 
-    ``entry_transforms`` run in order after the default compaction transform, each taking and
-    returning a list of entries. ``entry_projectors`` map a ``custom`` entry's ``custom_type``
-    to a callable ``(entry, index, entries) -> list of messages``.
+    ``entry_transforms`` run in order after the default compaction transform, each taking and returning a list of
+    entries. ``entry_projectors`` map a ``custom`` entry's ``custom_type`` to ``(entry, index, entries) -> messages``.
     """
 
     entry_transforms: tuple[EntryTransform, ...] = attrs.field(default=(), converter=_transforms)
@@ -64,10 +62,9 @@ class SessionContextBuildOptions:
         )
 
     def extends_with(self, entry: Any) -> bool:
-        """Can a context built with these options take ``entry`` by appending it? True when
-        there are no projectors (they may look at any entry of the list) and every transform
-        declares ``incremental(entry)`` true: appending ``entry`` leaves the transform's
-        earlier output unchanged and passes the entry through as it is."""
+        """Can a context built with these options take ``entry`` by appending it? True when there are no projectors (they
+        may look at any entry of the list) and every transform declares ``incremental(entry)`` true: appending ``entry``
+        leaves the transform's earlier output unchanged and passes the entry through as it is."""
         if self.entry_projectors:
             return False
         for transform in self.entry_transforms:
@@ -109,10 +106,9 @@ _SETTING_KINDS = {"thinking_level_change": "thinking_level", "model_change": "mo
 
 
 def settings_at(log: EntryLog, leaf_id: str | None, limit: int | None = None) -> ContextState:
-    """The settings in force at ``leaf_id``: walking back from it, the first of each kind
-    wins; the walk stops once every setting is known, or below the first entry of each kind
-    still missing (positions per type are indexed: a session that never changes its tools is
-    not walked to the root for them)."""
+    """The settings in force at ``leaf_id``: walking back from it, the first of each kind wins; the walk stops once every
+    setting is known, or below the first entry of each kind still missing (positions per type are indexed: a session
+    that never changes its tools is not walked to the root for them)."""
     firsts: dict[str, int] = {}
     for kind, name in _SETTING_KINDS.items():
         positions = log.positions_of(kind, limit)
@@ -245,8 +241,7 @@ class Built:
         state = self.state
         return SessionContext(
             messages=ContextMessages(self.messages, len(self.messages)),  # a snapshot, not a copy
-            thinking_level=state.thinking_level,
-            model=dict(state.model) if state.model is not None else None,
+            thinking_level=state.thinking_level, model=dict(state.model) if state.model is not None else None,
             active_tool_names=list(state.active_tool_names) if state.active_tool_names is not None else None,
         )
 
@@ -259,9 +254,8 @@ def build_at(log: EntryLog, leaf_id: str | None, options: SessionContextBuildOpt
 
 
 class ContextProjection:
-    """The kept context of a session: ``apply`` extends it with an appended entry that
-    continues its branch; anything else (the leaf moved elsewhere, a compaction, options
-    that cannot be extended) returns None, and the next read builds it again."""
+    """The kept context of a session: ``apply`` extends it with an appended entry that continues its branch; anything else
+    (the leaf moved elsewhere, a compaction, options that cannot be extended) returns None, and the next read rebuilds it."""
 
     name = "context"
     types = None

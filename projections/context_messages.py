@@ -23,11 +23,10 @@ def _comparison(op: Callable[[list[Any], list[Any]], bool]) -> Callable[[Context
 class ContextMessages(MutableSequence[Any]):
     """The messages of a built context: a list-like snapshot, taken in O(1).
 
-    A session keeps the messages of its current context and appends to them as entries are
-    appended. Building the context hands out that list and a length instead of a copy: later
-    appends extend the list past the snapshot's end, and a rebuild makes a new list, so the
-    snapshot never changes under its holder. It behaves as a list; the first change (any list
-    mutator) copies the messages into a list of its own, so the session's list never changes.
+    A session keeps the messages of its current context and appends to them as entries are appended. Building the
+    context hands out that list and a length instead of a copy: later appends extend the list past the snapshot's end,
+    and a rebuild makes a new list, so the snapshot never changes under its holder. It behaves as a list; the first
+    change (any list mutator) copies the messages into a list of its own, so the session's list never changes.
     """
 
     __slots__ = ("_items", "_len", "_own")

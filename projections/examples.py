@@ -1,9 +1,8 @@
 """An example app projection: which files the agent's tool calls touched.
 
-It shows the whole protocol of :mod:`sessiontree.projections.base` on something an agent
-builder asks for ("what did the agent read and change in this session?"). Register it on
-a session and it is replayed on open, updated on every append and available in
-time-travel views, like the built-in projections::
+It shows the whole protocol of :mod:`sessiontree.projections.base` on something an agent builder asks for ("what did
+the agent read and change in this session?"). Register it on a session and it is replayed on open, updated on every
+append and available in time-travel views, like the built-in projections::
 
     session.register_projection(FilesTouchedProjection())
     session.projection("files_touched")["src/app.py"].writes
@@ -35,9 +34,8 @@ class FileActivity:
 class FilesTouchedProjection:
     """State: ``{path: FileActivity}`` in the order the files were first touched.
 
-    A tool call touches a file when its arguments name one under one of ``path_keys``;
-    it counts as a write when the tool's name is in ``write_tools``, else as a read.
-    Every branch counts, since a file changed on an abandoned branch stays changed on disk.
+    A tool call touches a file when its arguments name one under one of ``path_keys``: a write when the tool's name is in
+    ``write_tools``, else a read. Every branch counts, since a file changed on an abandoned branch stays changed on disk.
     """
 
     types = frozenset({"message"})

@@ -11,13 +11,10 @@ from sessiontree.domain.log import EntryLog
 
 
 def path_to_root_or_compaction(log: EntryLog, leaf_id: str | None, limit: int | None = None) -> list[int]:
-    """Positions, root first, of the shortest branch suffix the context needs.
-
-    Walking back from the leaf, the first compaction met is the latest: with a retained tail
-    the path stops there; otherwise it goes on to its ``first_kept_entry_id`` (or stops at the
-    compaction when that is null). A kept id that is not on the branch means a walk to the
-    root; the context then keeps nothing before the compaction. ``leaf`` records are left out.
-    """
+    """Positions, root first, of the shortest branch suffix the context needs. Walking back from the leaf, the first
+    compaction met is the latest: with a retained tail the path stops there; otherwise it goes on to its
+    ``first_kept_entry_id`` (or stops at the compaction when that is null). A kept id that is not on the branch means a
+    walk to the root; the context then keeps nothing before the compaction. ``leaf`` records are left out."""
     out: list[int] = []
     start = log.position(leaf_id, limit) if leaf_id is not None else None
     if start is None:

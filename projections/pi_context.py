@@ -1,11 +1,10 @@
 """pi's later context rules, as an entry transform (pi 1.x; docs/pi.md describes them).
 
-pi 1.x added two steps to building a context, after the rules of SPEC section 3 that both
-pi builds share: ``context_edit`` entries replace or hide what an entry contributes on their
-branch, and a compaction's ``systemMessage`` comes right before its summary. Entries of
-those kinds reach this module as they were read (``UnknownEntryAppended``, ``UnknownMessage``,
-a compaction's ``extra``) with pi's wire fields, so the transform needs the pi codec's
-decoders; they are passed in, keeping this module free of adapters.
+pi 1.x added two steps to building a context, after the rules of SPEC section 3 that both pi builds share:
+``context_edit`` entries replace or hide what an entry contributes on their branch, and a compaction's ``systemMessage``
+comes right before its summary. Entries of those kinds reach this module as they were read (``UnknownEntryAppended``,
+``UnknownMessage``, a compaction's ``extra``) with pi's wire fields, so the transform needs the pi codec's decoders;
+they are passed in, keeping this module free of adapters.
 """
 
 from __future__ import annotations
@@ -97,9 +96,8 @@ def pi_entry_transform(decode_content: Decoder, decode_message: Decoder) -> Call
         return apply_context_edits(apply_compaction_system_message(entries, decode_message), decode_content)
 
     transform.__name__ = "pi_context_rules"
-    # Appending an entry that is not a context edit leaves the earlier output as it was and
-    # passes the entry through (edits only target entries already there; a new entry comes
-    # after any compaction), so a session may extend its cached context instead of rebuilding.
+    # Appending an entry that is not a context edit leaves the earlier output as it was and passes the entry through (edits
+    # only target entries already there; a new entry comes after any compaction), so a session may extend its cached context.
     transform.incremental = lambda entry: entry.type != "context_edit"  # type: ignore[attr-defined]  # a function attribute
     return transform
 

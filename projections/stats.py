@@ -26,12 +26,9 @@ class ModelUsage:
 
 @attrs.define(kw_only=True)
 class SessionStats:
-    """Counts and totals over a set of entries (the whole session, or one branch).
-
-    ``branch`` holds the same figures for the current branch (None inside it).
-    Tokens and cost add assistant usage and the usage recorded on compactions and
-    branch summaries (the cost of the summarisation calls).
-    """
+    """Counts and totals over a set of entries (the whole session, or one branch); ``branch`` holds the same figures for
+    the current branch (None inside it). Tokens and cost add assistant usage and the usage recorded on compactions and
+    branch summaries (the cost of the summarisation calls)."""
 
     entry_count: int = 0
     entries_by_type: dict[str, int] = attrs.field(factory=dict)

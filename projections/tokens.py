@@ -1,9 +1,8 @@
 """Token accounting: how big a message, and a whole context, is for the model.
 
-A *token estimator* is any callable ``(message) -> int``: :class:`CharEstimator` (the
-default, pi's cheap rule) or :class:`TextCounterEstimator` over any exact tokenizer, so a
-caller plugs in its model's tokenizer without this library depending on one (see
-docs/compaction.md). :func:`context_tokens` sizes a context the way pi does.
+A *token estimator* is any callable ``(message) -> int``: :class:`CharEstimator` (the default, pi's cheap rule) or
+:class:`TextCounterEstimator` over any exact tokenizer, so a caller plugs in its model's tokenizer without this library
+depending on one (see docs/compaction.md). :func:`context_tokens` sizes a context the way pi does.
 """
 
 from __future__ import annotations
@@ -14,16 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from sessiontree.domain.messages import (
-    AssistantMessage,
-    ImageContent,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-    UnknownContent,
-    UnknownMessage,
-    Usage,
-)
+from sessiontree.domain import messages as msg
 
 IMAGE_TOKENS = 1200
 """What one image counts for in the estimators (a typical provider charge for one image)."""
@@ -58,16 +48,16 @@ def _flatten(value: Any, out: list[str]) -> None:
 
 def _block_parts(block: Any, texts: list[str]) -> int:
     """Append a block's text to ``texts``; return how many images it holds."""
-    if isinstance(block, TextContent):
+    if isinstance(block, msg.TextContent):
         texts.append(block.text)
-    elif isinstance(block, ThinkingContent):
+    elif isinstance(block, msg.ThinkingContent):
         texts.append(block.thinking)
-    elif isinstance(block, ToolCall):
+    elif isinstance(block, msg.ToolCall):
         texts.append(block.name)
         _flatten(block.arguments, texts)
-    elif isinstance(block, ImageContent):
+    elif isinstance(block, msg.ImageContent):
         return 1
-    elif isinstance(block, UnknownContent):
+    elif isinstance(block, msg.UnknownContent):
         _flatten({k: v for k, v in block.data.items() if k != "type"}, texts)
     elif isinstance(block, str):
         texts.append(block)
@@ -75,14 +65,11 @@ def _block_parts(block: Any, texts: list[str]) -> int:
 
 
 def message_parts(message: Any) -> tuple[list[str], int]:
-    """The texts a message puts in front of the model, and its number of images.
-
-    Tool-call arguments, unknown blocks and unknown messages contribute every key and
-    value they hold, as text.
-    """
+    """The texts a message puts in front of the model, and its number of images. Tool-call arguments, unknown blocks and
+    unknown messages contribute every key and value they hold, as text."""
     texts: list[str] = []
     images = 0
-    if isinstance(message, UnknownMessage):
+    if isinstance(message, msg.UnknownMessage):
         _flatten({k: v for k, v in message.data.items() if k not in ("role", "timestamp")}, texts)
         return texts, images
     content = getattr(message, "content", None)
@@ -120,10 +107,9 @@ class CharEstimator:
 
 @attrs.frozen
 class TextCounterEstimator:
-    """Any exact tokenizer (``count(text) -> int``) applied to a message's text.
+    """Any exact tokenizer (``count(text) -> int``) applied to a message's text; images still count ``image_tokens`` each.
 
-    ``TextCounterEstimator(lambda s: len(encoding.encode(s)))`` turns a tokenizer into an
-    estimator; images still count ``image_tokens`` each.
+    ``TextCounterEstimator(lambda s: len(encoding.encode(s)))`` turns a tokenizer into an estimator.
     """
 
     count: Callable[[str], int]
@@ -146,7 +132,7 @@ def estimate_tokens(messages: Iterable[Any], estimator: TokenEstimator | None = 
     return sum(estimate(m) for m in messages)
 
 
-def usage_tokens(usage: Usage) -> int:
+def usage_tokens(usage: msg.Usage) -> int:
     """The context size a reply's usage reports: ``total_tokens``, else the sum of its parts."""
     if usage.total_tokens > 0:
         return usage.total_tokens
@@ -155,7 +141,7 @@ def usage_tokens(usage: Usage) -> int:
 
 def reported_usage(message: Any) -> int | None:
     """The context size an assistant reply reports, or None when it reports none we trust."""
-    if not isinstance(message, AssistantMessage) or message.usage is None or message.stop_reason in _UNTRUSTED_STOPS:
+    if not isinstance(message, msg.AssistantMessage) or message.usage is None or message.stop_reason in _UNTRUSTED_STOPS:
         return None
     tokens = usage_tokens(message.usage)
     return tokens if tokens > 0 else None
@@ -163,9 +149,8 @@ def reported_usage(message: Any) -> int | None:
 
 @attrs.frozen(kw_only=True)
 class ContextTokens:
-    """How big a context is (``tokens``, to compare with a context window), and where the figure
-    comes from: ``usage_tokens`` reported by a reply (None: everything is estimated), plus
-    ``estimated_tokens`` for the messages after it."""
+    """How big a context is (``tokens``, to compare with a context window), and where the figure comes from:
+    ``usage_tokens`` reported by a reply (None: everything is estimated), plus ``estimated_tokens`` for the messages after it."""
 
     tokens: int
     usage_tokens: int | None
@@ -180,13 +165,10 @@ class ContextTokens:
 def context_tokens(
     messages: Sequence[Any], estimator: TokenEstimator | None = None, *, trusted: Callable[[Any], bool] | None = None
 ) -> ContextTokens:
-    """The size of a context: the usage the last trusted assistant reply reports (the provider
-    counted that context exactly), plus an estimate of the messages after it; with no such
-    reply, an estimate of everything.
-
-    ``trusted(message)`` says whether an assistant reply's usage describes this context
-    (after a compaction, replies kept from before it measured the old, longer context).
-    """
+    """The size of a context: the usage the last trusted assistant reply reports (the provider counted that context
+    exactly), plus an estimate of the messages after it; with no such reply, an estimate of everything.
+    ``trusted(message)`` says whether an assistant reply's usage describes this context (after a compaction, replies
+    kept from before it measured the old, longer context)."""
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         reported = reported_usage(message)
