@@ -252,6 +252,16 @@ class JsonlSessionStorage(SessionStorage):
         if self._file.torn:
             skipped.append((self._file.count + 1, f"torn last line ({len(self._file.torn)} bytes)"))
 
+    def _append_failed(self, exc: Exception) -> SessionError:
+        sid, where = self.session_id, str(self.path)
+        if isinstance(exc, WriterBusyError):
+            why = f"has another writer: {exc}; close that writer, or open this one with wait=SECONDS to wait for it"
+            return SessionError("conflict", f"session {sid} {why}", path=where)
+        if isinstance(exc, StaleFileError):
+            return SessionError("conflict", f"session {sid} changed since it was read: {exc}; reopen it and retry", path=where)
+        why = f"could not append to {where}: {getattr(exc, 'strerror', None) or exc}"
+        return SessionError("storage", f"could not save to session {sid}: {why}", path=where)
+
     def line_before(self, version: int) -> tuple[bytes, bytes | None]:
         lines = self.read_lines(version - 1)
         if len(lines) < version - 1:
@@ -272,23 +282,18 @@ class JsonlSessionStorage(SessionStorage):
         lines = [encode(events[0])] if len(events) == 1 else [encode(event) for event in events]
         if digest is not None:
             lines, digest = chain.seal_lines(lines, digest)
-        sid, where = self.session_id, str(self.path)
         try:
             self._file.append_at(first, lines)
-        except WriterBusyError as exc:
-            why = f"has another writer: {exc}; close that writer, or open this one with wait=SECONDS to wait for it"
-            raise SessionError("conflict", f"session {sid} {why}", path=where) from None
-        except StaleFileError as exc:
-            why = f"changed since it was read: {exc}; reopen it and retry"
-            raise SessionError("conflict", f"session {sid} {why}", path=where) from None
-        except OSError as exc:
-            why = f"could not append to {where}: {exc.strerror or exc}"
-            raise SessionError("storage", f"could not save to session {sid}: {why}", path=where) from exc
+        except (StaleFileError, OSError) as exc:
+            raise self._append_failed(exc) from (exc if isinstance(exc, OSError) else None)
         self.chain_head.set(first + len(lines) - 1, digest)
-        held = self._live.lines if self._live is not None else None
-        if held is not None and len(held) == first - 1:  # the log keeps no entry for a held line (EntryLoader.holds)
-            stand_ins = self.codec.stand_ins
-            held.extend(lines if not stand_ins else [None if e.__class__ in stand_ins else x for x, e in zip(lines, events)])
+        live = self._live
+        if live is not None and len(live.lines) == first - 1:  # the log keeps no entry for a held line (EntryLoader)
+            live.lines.extend(lines)
+            live.held += len(lines)
+            stand_ins = self.codec.stand_ins  # a stand-in's line does not give its event back: the loader keeps the event
+            if stand_ins and (len(events) > 1 or events[0].__class__ in stand_ins):
+                live.decoded.update((v - 2, e) for v, e in enumerate(events, first) if e.__class__ in stand_ins)
 
 
 __all__ = ["JsonlSessionStorage", "TornLineWarning"]

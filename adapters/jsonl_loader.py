@@ -69,11 +69,7 @@ class LineLoader:
         self.parent_key = codec.dialect.parent_key
         self.warned = warned
         self.decoded: dict[int, Entry] = {}  # entries decoded before the log asked (leaf markers, migrations)
-
-    def holds(self, position: int) -> bool:
-        """Can the entry at ``position`` be decoded again from a line held here?"""
-        index = position + 1
-        return index < len(self.lines) and self.lines[index] is not None
+        self.held = len(lines) - 1  # the entries it can give back (the storage adds the lines it appends)
 
     def warn_at(self, version: int, message: str) -> None:
         self.warn(f"{self.path}:{version}: {message}")

@@ -40,7 +40,8 @@ class PiSessionStorage(JsonlSessionStorage):
     def __init__(self, path: Path, file: Any, header: SessionStarted, *, codec: Any, read_only: bool = False) -> None:
         if not isinstance(codec, PiCodec):
             raise SessionError("corrupt", "not a pi session file (its header is in the native dialect)", path=str(path), line=1)
-        super().__init__(path, file, header, codec=codec, read_only=read_only)
+        # a version 1 file is read-only: pi gives its entries new ids when it next opens it (check_writable says so)
+        super().__init__(path, file, header, codec=codec, read_only=read_only or header.version < 2)
         self.source_version: int = header.version
         self.context_options = pi_context_options(codec)
 
@@ -125,9 +126,8 @@ class PiSessionStorage(JsonlSessionStorage):
         super().check_writable()
 
     def save(self, events: Sequence[Any]) -> None:
-        self.check_writable()
         for event in events:
-            if isinstance(event, ContextCompacted) and event.retained_tail is not None:
+            if event.__class__ is ContextCompacted and event.retained_tail is not None:
                 raise SessionError("invalid_entry", f"compaction {event.id!r}: pi files cannot carry a retained_tail (pi "
                                    "ignores it and would build a different context); use first_kept_entry_id",
                                    path=str(self.path))

@@ -168,7 +168,13 @@ class Session(SessionReader):
                 if entry_id is None or exc.code != "conflict" or not self.refresh() or entry_id not in self._agg:
                     raise
                 return self._repeated(entry_id, command, args, kwargs)
-            self._fold((event,))
+            agg = self._agg
+            commands.project(agg, event)  # _fold, for one event
+            if self._kept is not None:
+                self._unseen.append(event)
+            if self._states:
+                self._advance(event)
+            self._limit = agg.version - 1
             return event.id  # type: ignore[no-any-return]
 
     def _fresh_id(self, taken: str = "") -> str:

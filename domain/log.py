@@ -25,12 +25,12 @@ class Head(NamedTuple):
 
 
 class EntryLoader(Protocol):
-    """What a storage implements to decode entries on demand (by their positions)."""
+    """What a storage implements to decode entries on demand (by their positions). ``held``: how many leading
+    positions it can give back, so the log need not keep an entry appended below it."""
+
+    held: int
 
     def load(self, positions: Sequence[int]) -> list[Entry]: ...
-
-    def holds(self, position: int) -> bool:
-        """Can it give back the entry at ``position`` (so the log need not keep it)?"""
 
 
 class EntryLog:
@@ -90,7 +90,7 @@ class EntryLog:
         pos = len(self._items)
         parent = entry.parent_id
         loader = self._loader
-        self._items.append(entry if loader is None or not loader.holds(pos) else None)
+        self._items.append(None if loader is not None and pos < loader.held else entry)
         self._types.append(entry.type)
         self._ids.append(entry.id)
         ppos = -1 if parent is None else self._index.get(parent, -1)

@@ -34,8 +34,9 @@ class CountingLoader:
         self.calls.append(list(positions))
         return [self.entries[p] for p in positions]
 
-    def holds(self, position: int) -> bool:
-        return position < len(self.entries)
+    @property
+    def held(self) -> int:
+        return len(self.entries)
 
 
 def lazy(entries: list[Entry]) -> tuple[EntryLog, CountingLoader]:
