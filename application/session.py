@@ -27,6 +27,9 @@ from sessiontree.projections.tokens import TokenEstimator
 from sessiontree.reader import BUILTINS, ReplayStep, SessionReader, SessionView, TreeNode, check_id
 from sessiontree.summary import branch_summary_fields
 
+# An append command bound to its arguments: (aggregate, entry id, timestamp) -> the event.
+Command = Callable[[commands.SessionAggregate, str, str], Entry]
+
 
 class Session(SessionReader):
     """A live session: every query of :class:`SessionReader`, plus the append commands.
@@ -143,23 +146,23 @@ class Session(SessionReader):
                         raise
                     del self._states[name]
 
-    def _run(self, command: Any, *args: Any, entry_id: str | None = None, **kwargs: Any) -> str:
-        """Run an append command, save its event, fold it in; returns the entry id."""
+    def _run(self, command: Command, entry_id: str | None) -> str:
+        """Run an append command (``command(aggregate, id, timestamp)``), save its event, fold it in; returns the id."""
         with self._lock:
             if entry_id is None:
                 new_id = self._new_id()
                 try:
-                    event = command(self._agg, *args, id=new_id, timestamp=self._now(), **kwargs)
+                    event = command(self._agg, new_id, self._now())
                 except SessionError as exc:  # an id in use is drawn again (SPEC 2.2)
                     if exc.code != "already_exists" or new_id not in self._agg:
                         raise
-                    event = command(self._agg, *args, id=self._fresh_id(), timestamp=self._now(), **kwargs)
+                    event = command(self._agg, self._fresh_id(), self._now())
             else:
                 if not check_id("entry_id", entry_id):
                     raise SessionError("invalid_entry", "entry_id must not be empty")
                 if entry_id in self._agg:
-                    return self._repeated(entry_id, command, args, kwargs)
-                event = command(self._agg, *args, id=entry_id, timestamp=self._now(), **kwargs)
+                    return self._repeated(entry_id, command)
+                event = command(self._agg, entry_id, self._now())
             try:
                 self._storage.save((event,))
             except SessionError as exc:
@@ -167,15 +170,9 @@ class Session(SessionReader):
                 # stored line holds this id. Take the log in and answer as the first time.
                 if entry_id is None or exc.code != "conflict" or not self.refresh() or entry_id not in self._agg:
                     raise
-                return self._repeated(entry_id, command, args, kwargs)
-            agg = self._agg
-            commands.project(agg, event)  # _fold, for one event
-            if self._kept is not None:
-                self._unseen.append(event)
-            if self._states:
-                self._advance(event)
-            self._limit = agg.version - 1
-            return event.id  # type: ignore[no-any-return]
+                return self._repeated(entry_id, command)
+            self._fold((event,))
+            return event.id
 
     def _fresh_id(self, taken: str = "") -> str:
         """A new entry id (not ``taken`` either), generated again on a collision (SPEC 2.2)."""
@@ -185,10 +182,10 @@ class Session(SessionReader):
                 return candidate
         raise SessionError("invalid_entry", "the id generator kept returning ids already in use")
 
-    def _repeated(self, entry_id: str, command: Any, args: Any, kwargs: Any) -> str:
+    def _repeated(self, entry_id: str, command: Command) -> str:
         """An append with an ``entry_id`` the session holds: the same append again is answered
         with that id and writes nothing (a safe retry); anything else is ``already_exists``."""
-        probe = command(self._agg, *args, id="\x00probe", timestamp=self._now(), **kwargs)
+        probe = command(self._agg, "\x00probe", self._now())
         held = self.get_entry(entry_id)
         same = attrs.evolve(
             probe, id=held.id, parent_id=held.parent_id, timestamp=held.timestamp, originator_version=held.originator_version
@@ -213,42 +210,45 @@ class Session(SessionReader):
     def append_message(self, message: Any, *, entry_id: str | None = None) -> str:
         """Append a user, assistant or tool-result message; returns the entry id. ``entry_id`` chooses the id: a retry with
         the same id and message writes nothing (see docs/reliability.md, *Retrying an append*). Every append method takes it."""
-        return self._run(commands.append_message, message, entry_id=entry_id)
+        return self._run(lambda agg, id, now: commands.append_message(agg, message, id=id, timestamp=now), entry_id)
 
     def append_thinking_level_change(self, level: str, *, entry_id: str | None = None) -> str:
-        return self._run(commands.append_thinking_level_change, level, entry_id=entry_id)
+        return self._run(lambda agg, id, now: commands.append_thinking_level_change(agg, level, id=id, timestamp=now), entry_id)
 
     def append_model_change(self, provider: str, model_id: str, *, entry_id: str | None = None) -> str:
-        return self._run(commands.append_model_change, provider, model_id, entry_id=entry_id)
+        return self._run(
+            lambda agg, id, now: commands.append_model_change(agg, provider, model_id, id=id, timestamp=now), entry_id
+        )
 
     def append_active_tools_change(self, names: Sequence[str], *, entry_id: str | None = None) -> str:
-        return self._run(commands.append_active_tools_change, names, entry_id=entry_id)
+        return self._run(lambda agg, id, now: commands.append_active_tools_change(agg, names, id=id, timestamp=now), entry_id)
 
     def append_compaction(
         self, summary: str, first_kept_entry_id: str | None, tokens_before: int, details: Any = None, from_hook: bool = False,
         usage: Usage | None = None, retained_tail: Sequence[Any] | None = None, *, entry_id: str | None = None,
     ) -> str:
         """Record that older turns are replaced by ``summary`` (SPEC 2.2, 3)."""
-        return self._run(
-            commands.append_compaction, summary, first_kept_entry_id, tokens_before, details=details, from_hook=from_hook,
-            usage=usage, retained_tail=retained_tail, entry_id=entry_id,
-        )
+        return self._run(lambda agg, id, now: commands.append_compaction(
+            agg, summary, first_kept_entry_id, tokens_before, id=id, timestamp=now, details=details, from_hook=from_hook,
+            usage=usage, retained_tail=retained_tail,
+        ), entry_id)
 
     def append_custom_entry(self, custom_type: str, data: Any = None, *, entry_id: str | None = None) -> str:
-        return self._run(commands.append_custom_entry, custom_type, data, entry_id=entry_id)
+        return self._run(lambda agg, id, now: commands.append_custom_entry(agg, custom_type, data, id=id, timestamp=now),
+                         entry_id)
 
     def append_custom_message_entry(
         self, custom_type: str, content: Any, details: Any = None, display: bool = True, *, entry_id: str | None = None
     ) -> str:
-        return self._run(
-            commands.append_custom_message_entry, custom_type, content, details=details, display=display, entry_id=entry_id
-        )
+        return self._run(lambda agg, id, now: commands.append_custom_message_entry(
+            agg, custom_type, content, id=id, timestamp=now, details=details, display=display,
+        ), entry_id)
 
     def append_label_change(self, target_id: str, label: str | None, *, entry_id: str | None = None) -> str:
-        return self._run(commands.append_label_change, target_id, label, entry_id=entry_id)
+        return self._run(lambda agg, id, now: commands.append_label_change(agg, target_id, label, id=id, timestamp=now), entry_id)
 
     def append_session_info(self, name: str | None, *, entry_id: str | None = None) -> str:
-        return self._run(commands.append_session_info, name, entry_id=entry_id)
+        return self._run(lambda agg, id, now: commands.append_session_info(agg, name, id=id, timestamp=now), entry_id)
 
     def move_to(self, entry_id: str | None, summary: Mapping[str, Any] | None = None, *, summarize: Any = None) -> str | None:
         """Move the leaf to ``entry_id`` (None: before the first entry).
