@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN_PREFIXES = ("sessiontree.adapters", "cattrs", "orjson")
-BARE_NAMES = {"domain", "projections", "adapters", "facade"}
+BARE_NAMES = {"domain", "projections", "adapters", "application"}
 
 
 def modules_loaded_by(statement: str, cwd: Path) -> list[str]:
@@ -38,7 +38,7 @@ def test_domain_and_projections_load_no_adapter_or_serialiser(statement, tmp_pat
     assert [m for m in loaded if m.startswith(FORBIDDEN_PREFIXES)] == []
 
 
-def test_the_facade_still_exports_adapter_backed_names(tmp_path):
+def test_the_package_still_exports_adapter_backed_names(tmp_path):
     """``from sessiontree import Session, InMemorySessionStorage`` works (loaded on first use)."""
     loaded = modules_loaded_by("from sessiontree import Session, InMemorySessionStorage", tmp_path)
     assert "sessiontree.adapters.memory" in loaded
@@ -71,16 +71,34 @@ def test_no_module_imports_a_bare_folder_name():
     assert offenders == {}
 
 
-def test_domain_imports_nothing_outward_and_projections_only_the_domain():
-    """Statically: domain/ never names projections or adapters; projections/ never names adapters."""
-    rules = {"domain": ("sessiontree.projections", "sessiontree.adapters", "sessiontree.session", "sessiontree.reader"),
-             "projections": ("sessiontree.adapters", "sessiontree.session", "sessiontree.reader")}
-    offenders = []
-    for folder, banned in rules.items():
-        for path in (ROOT / folder).rglob("*.py"):
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            for node in ast.walk(tree):
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                    [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
-                offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.startswith(banned)]
+# The application layer: the modules of application/, installed as sessiontree.<name> (and the package itself).
+APPLICATION = tuple(f"sessiontree.{p.stem}" for p in (ROOT / "application").glob("*.py") if p.stem != "__init__")
+
+
+def _imports(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found += [node.module] if node.module != "sessiontree" else [f"sessiontree.{a.name}" for a in node.names]
+    return found
+
+
+def test_each_layer_imports_only_inward():
+    """Statically: domain/ names no other layer; projections/ only the domain; adapters/ never the application
+    (repositories live in the application and wrap the adapters' stores, not the other way round)."""
+    assert "sessiontree.session" in APPLICATION and "sessiontree.repository" in APPLICATION
+    rules = {
+        "domain": ("sessiontree.projections", "sessiontree.adapters", *APPLICATION),
+        "projections": ("sessiontree.adapters", *APPLICATION),
+        "adapters": APPLICATION,
+    }
+    offenders = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for folder, banned in rules.items()
+        for path in (ROOT / folder).rglob("*.py")
+        for name in _imports(path)
+        if name.startswith(banned) and name[len(next(b for b in banned if name.startswith(b))):][:1] in ("", ".")
+    ]
     assert offenders == []
