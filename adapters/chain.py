@@ -58,21 +58,21 @@ def link(previous: bytes, canonical: bytes) -> bytes:
 def seal(canonical: bytes, previous: bytes) -> tuple[bytes, bytes]:
     """The line with its chain field appended, and its digest (raw bytes); ``canonical`` is an encoded JSON object
     with at least one key (every session line is)."""
-    if len(canonical) < 3 or canonical[-1] != 125:  # 125: b"}"
-        raise ValueError(f"cannot chain {canonical[:40]!r}: not a non-empty JSON object")
-    h = _sha256(previous)
-    h.update(canonical)  # no copy of the line to hash it after the previous digest
-    digest = h.digest()
-    return b"".join((canonical[:-1], _HEAD, hexlify(digest), _TAIL)), digest
+    sealed, digest = seal_lines([canonical], previous)
+    return sealed[0], digest
 
 
 def seal_lines(lines: list[bytes], digest: bytes = GENESIS) -> tuple[list[bytes], bytes]:
     """Canonical lines sealed one after the other, the first after ``digest`` (a whole new log
     starts from ``GENESIS``); the sealed lines and the digest of the last."""
     out = []
-    for line in lines:
-        sealed, digest = seal(line, digest)
-        out.append(sealed)
+    for canonical in lines:
+        if len(canonical) < 3 or canonical[-1] != 125:  # 125: b"}"
+            raise ValueError(f"cannot chain {canonical[:40]!r}: not a non-empty JSON object")
+        h = _sha256(digest)
+        h.update(canonical)  # no copy of the line to hash it after the previous digest
+        digest = h.digest()
+        out.append(b"".join((canonical[:-1], _HEAD, hexlify(digest), _TAIL)))
     return out, digest
 
 

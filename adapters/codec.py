@@ -47,7 +47,7 @@ class Codec:
         self._canonical = msgspec.json.Encoder().encode
         # Events whose line does not decode back to them alone (pi's leaf markers are read in
         # the context of their file): a reader must keep such an event, not its line.
-        self.stand_ins: frozenset[type] = frozenset()
+        self.stand_ins: frozenset[type[Entry]] = frozenset()
 
     def encode_event(self, event: Any) -> bytes:
         """One JSON line (no newline) for an event."""

@@ -105,8 +105,7 @@ class JsonlSessionStorage(SessionStorage):
         cls, path: str | Path, header: SessionStarted, *, durability: str = "flush", codec: Codec | None = None,
         wait: float = 0.0,
     ) -> JsonlSessionStorage:
-        """A new file whose first line is ``header`` with every field it has (a copied session
-        keeps its header), in this file's format version."""
+        """A new file whose first line is ``header`` with every field it has (a copied session keeps its header)."""
         if not isinstance(header, SessionStarted):
             raise TypeError(f"header must be a SessionStarted event, not {header!r}")
         header = attrs.evolve(header, version=FORMAT_VERSION, extra=dict(header.extra))
@@ -292,8 +291,10 @@ class JsonlSessionStorage(SessionStorage):
             live.lines.extend(lines)
             live.held += len(lines)
             stand_ins = self.codec.stand_ins  # a stand-in's line does not give its event back: the loader keeps the event
-            if stand_ins and (len(events) > 1 or events[0].__class__ in stand_ins):
-                live.decoded.update((v - 2, e) for v, e in enumerate(events, first) if e.__class__ in stand_ins)
+            if stand_ins:
+                for position, appended in enumerate(events, first - 2):
+                    if appended.__class__ in stand_ins:
+                        live.decoded[position] = appended
 
 
 __all__ = ["JsonlSessionStorage", "TornLineWarning"]

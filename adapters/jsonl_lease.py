@@ -158,11 +158,11 @@ class LeasedFile(LineFile):
                     + ("taken (another writer appended since this one last read the file)" if version <= self.count
                        else f"not the next one ({self.count + 1} is)")
                 )
-            self.append(lines)
+            self._write(lines)
 
-    def append(self, lines: Sequence[bytes]) -> None:
-        """Write ``lines`` (each without newline) with one ``os.write``; lock held, state synced. On any failure the
-        file is cut back to where it was, so it stays valid, and the OSError propagates."""
+    def _write(self, lines: Sequence[bytes]) -> None:
+        """Write ``lines`` (each without newline) with one ``os.write``; leased, state synced. On any failure the file
+        is cut back to where it was, so it stays valid, and the OSError propagates."""
         assert self.size is not None and not self.torn
         data = b"\n".join((b"", *lines, b"") if self.needs_newline else (*lines, b""))
         start = self.size

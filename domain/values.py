@@ -148,7 +148,7 @@ def check_message(where: str, message: Any) -> None:
         raise TypeError(f"{where} must be a message object (UserMessage, ...), not {message!r}")
     if isinstance(message, UnknownMessage) and message.role in _KNOWN_ROLES:
         raise SessionError("invalid_entry", f"{where}: role {message.role!r} is known; build its message class instead")
-    if _FREE_OF.get(message.__class__) != () or message.extra:  # else its class checked everything
+    if _FREE_OF.get(message.__class__) != () or getattr(message, "extra", None):  # else its class checked everything
         _check_object(where, message, "role")
     content = getattr(message, "content", None)
     if content.__class__ is not str and isinstance(content, tuple):  # the blocks (a tuple subclass too)
