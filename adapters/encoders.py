@@ -21,6 +21,7 @@ class Writers:
     """How a dialect hands plain values to orjson (pi lays out its numbers as JavaScript does)."""
 
     number: Encode | None = None  # a float field's value
+    plain: tuple[float, float] | None = None  # floats lo <= |f| < hi that ``number`` leaves as they are
     free: Encode | None = None  # a free-form value (details, data, arguments)
     items: Encode | None = None  # the unknown fields of an object
 
@@ -71,7 +72,10 @@ class Encoders:
         if kind == "names":
             return f"list({attr})"
         if kind == "number" and self._writers.number is not None:
-            return f"_number({attr})"
+            if self._writers.plain is None:
+                return f"_number({attr})"
+            ns["_LO"], ns["_HI"] = self._writers.plain  # the common value needs no call
+            return f"(x if (x := {attr}).__class__ is not float or _LO <= x < _HI or -_HI < x <= -_LO else _number(x))"
         if kind in ("free", "object") and self._writers.free is not None:
             return f"_free({attr})"
         return attr

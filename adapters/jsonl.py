@@ -268,15 +268,14 @@ class JsonlSessionStorage(SessionStorage):
         return lines[version - 2], lines[0]
 
     def save(self, events: Sequence[Any]) -> None:
-        """Append the events' lines (sealed into the chain if the file is chained) with one write under the file
-        lock: ``conflict`` if another writer took their versions, ``storage`` if the file cannot be written."""
-        if self.read_only:
-            self.check_writable()
-        if not events:
-            return
+        """Append the events' lines (sealed if the file is chained) with one write: ``conflict`` if another writer holds
+        the lease or took their versions, ``storage`` if the file cannot be written."""
+        if self.read_only or not events:
+            return self.check_writable()
         first = events[0].originator_version
         head = self.chain_head
-        digest = head.digest if head.version == first - 1 and head.digest is not None else self.previous_digest(first)
+        current = head.version == first - 1 > 0 and (head.digest is not None or not head.chained)
+        digest = head.digest if current else self.previous_digest(first)
         encode = self.codec.encode_event
         lines = [encode(events[0])] if len(events) == 1 else [encode(event) for event in events]
         if digest is not None:
@@ -291,7 +290,7 @@ class JsonlSessionStorage(SessionStorage):
             live.lines.extend(lines)
             live.held += len(lines)
             stand_ins = self.codec.stand_ins  # a stand-in's line does not give its event back: the loader keeps the event
-            if stand_ins:
+            if stand_ins and (len(events) > 1 or events[0].__class__ in stand_ins):
                 for position, appended in enumerate(events, first - 2):
                     if appended.__class__ in stand_ins:
                         live.decoded[position] = appended

@@ -126,11 +126,11 @@ class PiSessionStorage(JsonlSessionStorage):
         super().check_writable()
 
     def save(self, events: Sequence[Any]) -> None:
-        for event in events:
-            if event.__class__ is ContextCompacted and event.retained_tail is not None:
-                raise SessionError("invalid_entry", f"compaction {event.id!r}: pi files cannot carry a retained_tail (pi "
-                                   "ignores it and would build a different context); use first_kept_entry_id",
-                                   path=str(self.path))
+        compactions = [e for e in events if e.__class__ is ContextCompacted and e.retained_tail is not None]
+        if compactions:
+            raise SessionError("invalid_entry", f"compaction {compactions[0].id!r}: pi files cannot carry a retained_tail "
+                               "(pi ignores it and would build a different context); use first_kept_entry_id",
+                               path=str(self.path))
         super().save(events)
 
 
