@@ -58,6 +58,7 @@ class Encoders:
     def _value_expression(self, f: Field, ns: dict[str, Any]) -> str:
         attr, kind = f"o.{f.name}", f.kind
         if kind in ("value", "opt_value"):
+            # the ignore below: value fields always name their nested class (schema.py)
             ns[f"_e_{f.name}"] = self._by_class[f.nested]  # type: ignore[index]
             call = f"_e_{f.name}({attr})"
             return call if kind == "value" else f"(None if {attr} is None else {call})"
@@ -97,6 +98,7 @@ class Encoders:
         lines += [f"    if out[{f.wire!r}] is None:\n        del out[{f.wire!r}]" for f in schema.fields if f.omit_none]
         lines.append("    return out")
         exec(compile("\n".join(lines), f"<sessiontree encoder {schema.cls.__name__}>", "exec"), ns)
+        # the ignore below: exec fills the namespace with the generated function
         return ns["encode"]  # type: ignore[no-any-return]
 
 

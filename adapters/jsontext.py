@@ -71,6 +71,7 @@ def repeated_key(line: bytes) -> str | None:
         out = dict(items)
         if len(out) != len(items) and not found:
             seen: set[str] = set()
+            # the ignore below: set.add returns None on purpose: the test adds as it looks
             found.append(next(k for k, _ in items if k in seen or seen.add(k)))  # type: ignore[func-returns-value]
         return out
 

@@ -128,6 +128,7 @@ class PiCodec(Codec):
         if header.parent_session is not None:
             out["parentSession"] = header.parent_session
         read = isinstance(header.extra, m.Extra)  # from a pi line, which keeps what it had
+        # the ignore below: ``read`` says extra is an Extra, which mypy cannot carry through the bool
         if header.metadata or (read and "metadata" not in header.extra.absent):  # type: ignore[attr-defined]
             out["metadata"] = js_values(dict(header.metadata))
         if header.extra:
@@ -147,6 +148,7 @@ class PiCodec(Codec):
 
     def event_dict(self, event: Any) -> dict[str, Any]:
         if isinstance(event, UnknownEntryAppended):
+            # the ignore below: js_values keeps the type of what it is given: a dict here
             return js_values(rename_parent_key(event.data, NATIVE_PARENT_KEY, PI_PARENT_KEY))  # type: ignore[no-any-return]
         if isinstance(event, LeafMoved):
             out: dict[str, Any] = {"type": "custom", "customType": LEAF_MARKER_TYPE, "data": {"fromId": event.parent_id},

@@ -62,6 +62,7 @@ class Dialect:
         role = getattr(cls, "role", None)
         if isinstance(role, str):
             return self.role(role)
+        # the ignore below: a block class holds its tag as a ClassVar, which ``type`` cannot say
         return cls.type if issubclass(cls, Entry) else self.block_type(cls.type)  # type: ignore[attr-defined]
 
     def omit_none(self, cls: type) -> frozenset[str]:
@@ -150,4 +151,5 @@ def schemas(dialect: Dialect) -> Mapping[type, Schema]:
 def default_of(field: Field) -> Any:
     """A fresh default value for a field the wire leaves out."""
     default = field.default
+    # the ignore below: attrs types Factory as a function, not a class, for isinstance
     return default.factory() if isinstance(default, attrs.Factory) else default  # type: ignore[arg-type]

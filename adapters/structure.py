@@ -51,6 +51,7 @@ class Structurer:
             fields, extra = self._fields(schema, data)
         except Malformed as exc:
             raise SessionError("corrupt", f"{tag} entry {entry_id!r} is malformed: {exc}") from None
+        # the ignore below: schema.cls is a plain type; it makes an Entry
         return schema.cls(originator_id=session_id, originator_version=version, extra=extra, **fields)  # type: ignore[no-any-return]
 
     def _envelope(self, data: Any) -> tuple[str, str]:
@@ -134,6 +135,7 @@ class Structurer:
                 raise Malformed(f"'{f.wire}' must be a list of strings")
             return tuple(value)
         if kind == "value" or (kind == "opt_value" and value is not None):
+            # the ignore below: value fields always name their nested class (schema.py)
             return self.value(f.nested, value)  # type: ignore[arg-type]
         if kind in ("blocks", "content"):
             return self.content(value, allow_str=kind == "content")

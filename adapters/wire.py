@@ -53,10 +53,12 @@ class WireDecoder:
         if kind in _PLAIN:
             return _PLAIN[kind]
         if kind == "value":
+            # the ignore below: value fields always name their nested class; the next line too
             return self._struct(field.nested)  # type: ignore[arg-type]
         if kind == "opt_value":
             return Union[self._struct(field.nested), None]  # type: ignore[arg-type]  # noqa: UP007
         if kind == "blocks":
+            # the ignore below: a type made at run time, which msgspec reads
             return list[self._blocks]  # type: ignore[name-defined]
         if kind == "content":
             return Union[str, list[self._blocks]]  # type: ignore[name-defined]  # noqa: UP007
@@ -132,11 +134,13 @@ class WireDecoder:
             lines.append("    _sid(o, sid)\n    _sver(o, version)")
         lines.append("    return o")
         exec(compile("\n".join(lines), f"<sessiontree converter {cls.__name__}>", "exec"), ns)
+        # the ignore below: exec fills the namespace with the generated function
         return ns["convert"]  # type: ignore[no-any-return]
 
 
 def _slot(cls: type, name: str) -> Callable[[Any, Any], None]:
     """The setter of an attrs slot (set directly: a frozen class refuses ``setattr``)."""
+    # the ignore below: a slot's member descriptor is typed Any
     return next(k.__dict__[name] for k in cls.__mro__ if name in k.__dict__).__set__  # type: ignore[no-any-return]
 
 
