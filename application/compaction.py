@@ -194,7 +194,7 @@ def left_leaf_id(reader: SessionReader, branch_summary_id: str) -> str | None:
     parent), or None when the summary was not written by a move."""
     entries = reader.get_entries()
     ids = [e.id for e in entries]
-    index = ids.index(reader.get_entry(branch_summary_id).id)
+    index = ids.index(reader.entry(branch_summary_id).id)
     if index == 0 or entries[index - 1].type != "leaf":
         return None
     return entries[index - 1].parent_id

@@ -21,7 +21,7 @@ def fork_leaf(source: Session, entry_id: str | None, position: str) -> str | Non
     """The last entry of the path a fork copies (checked: ``"before"`` needs a user message)."""
     if entry_id is None:
         return source.leaf_id
-    target = source.get_entry(entry_id)
+    target = source.entry(entry_id)
     if position == "at":
         return entry_id
     role = getattr(getattr(target, "message", None), "role", "")

@@ -35,6 +35,8 @@ BUILTINS: dict[str, Any] = {
 }
 _HEADS_ONLY = frozenset({"tree"})
 _MISSING = object()
+# The default of a ``leaf_id`` argument: the current leaf. None is a leaf too: before the first entry (SPEC 2.2).
+CURRENT_LEAF: Any = type("CurrentLeaf", (), {"__repr__": lambda self: "<current leaf>"})()
 
 
 @attrs.frozen
@@ -95,7 +97,10 @@ class SessionReader:
 
     @property
     def options(self) -> SessionContextBuildOptions:
+        """The session-level context options (with a format's own rules), which every ``build_context`` merges."""
         return self._options
+
+    context_build_options = options  # the seed's name
 
     def __len__(self) -> int:
         return self._limit
@@ -117,8 +122,13 @@ class SessionReader:
     def has_entry(self, entry_id: str) -> bool:
         return isinstance(entry_id, str) and self._agg.log.position(entry_id, self._limit) is not None
 
-    def get_entry(self, entry_id: str) -> Entry:
-        """The entry with this id (``SessionError('not_found')`` if there is none)."""
+    def get_entry(self, entry_id: str) -> Entry | None:
+        """The entry with this id, or None if there is none (as the seed and ``dict.get`` answer)."""
+        pos = self._agg.log.position(check_id("entry", entry_id), self._limit)
+        return None if pos is None else self._agg.log.get(pos)
+
+    def entry(self, entry_id: str) -> Entry:
+        """The entry with this id; ``SessionError('not_found')`` if there is none."""
         return self._agg.log.get(self._pos(entry_id))
 
     def get_entries(self) -> list[Entry]:
@@ -143,23 +153,24 @@ class SessionReader:
         children = self.projection("tree").get(entry_id, ())
         return log.get_many([log.position(i) for i in children])  # type: ignore[misc]  # the tree's ids are in the log
 
-    def get_branch(self, leaf_id: str | None = None) -> list[Entry]:
-        """The root-to-leaf path ending at ``leaf_id`` (default: the current leaf)."""
+    def get_branch(self, leaf_id: str | None = CURRENT_LEAF) -> list[Entry]:
+        """The root-to-leaf path ending at ``leaf_id``; omitted, the current leaf's; None (before the first entry): []."""
         log = self._agg.log
         return log.get_many(branch_positions(log, self._leaf(leaf_id), self._limit))
 
-    def get_path_to_root_or_compaction(self, leaf_id: str | None = None) -> list[Entry]:
-        """The shortest root-first suffix of the branch that its context needs (SPEC 3)."""
+    def get_path_to_root_or_compaction(self, leaf_id: str | None = CURRENT_LEAF) -> list[Entry]:
+        """The shortest root-first suffix of the branch its context needs (SPEC 3); ``leaf_id`` as in get_branch."""
         log = self._agg.log
         return log.get_many(path_to_root_or_compaction(log, self._leaf(leaf_id), self._limit))
 
     def _leaf(self, leaf_id: str | None) -> str | None:
-        return self.leaf_id if leaf_id is None else self._branch_end(leaf_id)
+        if leaf_id is CURRENT_LEAF:
+            return self.leaf_id
+        return None if leaf_id is None else self._branch_end(leaf_id)
 
     def get_label(self, entry_id: str) -> str | None:
-        """The entry's current label, or None."""
-        self._pos(entry_id)
-        label: str | None = self.projection("labels").get(entry_id)
+        """The entry's current label, or None (also when there is no such entry, as in the seed)."""
+        label: str | None = self.projection("labels").get(check_id("entry", entry_id))
         return label
 
     def get_labels(self) -> dict[str, str]:
@@ -210,10 +221,12 @@ class SessionReader:
     def projection_names(self) -> list[str]:
         return sorted({*BUILTINS, *self._projections})
 
-    def build_context(self, options: SessionContextBuildOptions | None = None, *, leaf_id: str | None = None) -> SessionContext:
-        """The messages the model sees on the current branch (or the one ending at ``leaf_id``),
-        with the thinking level, model and active tools in force there."""
-        if leaf_id is None and options is None:
+    def build_context(
+        self, options: SessionContextBuildOptions | None = None, *, leaf_id: str | None = CURRENT_LEAF
+    ) -> SessionContext:
+        """The messages the model sees on the current branch (or the one ending at ``leaf_id``; None: before the first
+        entry, an empty context), with the thinking level, model and active tools in force there."""
+        if leaf_id is CURRENT_LEAF and options is None:
             return self._current_context().context()
         merged = self._options.merged(options)  # first: options of another type are a TypeError
         return build_at(self._agg.log, self._leaf(leaf_id), merged, self._limit).context()

@@ -24,7 +24,7 @@ from sessiontree.projections.base import Projection, subscribed_types
 from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS
 from sessiontree.projections.context import Built, ContextProjection, SessionContextBuildOptions
 from sessiontree.projections.tokens import TokenEstimator
-from sessiontree.reader import BUILTINS, ReplayStep, SessionReader, SessionView, TreeNode, check_id
+from sessiontree.reader import BUILTINS, SessionReader, check_id
 from sessiontree.summary import branch_summary_fields
 
 # An append command bound to its arguments: (aggregate, entry id, timestamp) -> the event.
@@ -35,16 +35,21 @@ class Session(SessionReader):
     """A live session: every query of :class:`SessionReader`, plus the append commands.
 
     ``Session(storage)`` replays the storage's log. ``clock`` and ``id_generator`` are
-    injectable (deterministic tests); ``options`` are session-level context options that every
-    ``build_context`` call merges with its own; ``projections`` are app projections (see
-    :meth:`register_projection`). A Session may be shared by threads: each append (the command
-    and its save) and each cache a read fills runs under one lock.
+    injectable (deterministic tests); ``options`` (or ``context_build_options=``, the seed's
+    name) are session-level context options that every ``build_context`` call merges with its
+    own; ``projections`` are app projections (see :meth:`register_projection`). A Session may
+    be shared by threads: each append (the command and its save) and each cache a read fills
+    runs under one lock.
     """
 
     def __init__(
         self, storage: SessionStorage, options: SessionContextBuildOptions | None = None, *, clock: Clock | None = None,
         id_generator: IdGenerator | None = None, projections: Sequence[Projection[Any]] = (),
+        context_build_options: SessionContextBuildOptions | None = None,
     ) -> None:
+        if context_build_options is not None and options is not None:
+            raise TypeError("pass options or context_build_options (the seed's name for it), not both")
+        options = options if context_build_options is None else context_build_options
         if not isinstance(storage, SessionStorage):
             raise TypeError(f"storage must be a SessionStorage, not {storage!r}")
         if options is not None and not isinstance(options, SessionContextBuildOptions):
@@ -186,7 +191,7 @@ class Session(SessionReader):
         """An append with an ``entry_id`` the session holds: the same append again is answered
         with that id and writes nothing (a safe retry); anything else is ``already_exists``."""
         probe = command(self._agg, "\x00probe", self._now())
-        held = self.get_entry(entry_id)
+        held = self.entry(entry_id)
         same = attrs.evolve(
             probe, id=held.id, parent_id=held.parent_id, timestamp=held.timestamp, originator_version=held.originator_version
         )
@@ -283,8 +288,7 @@ class Session(SessionReader):
         self, summarize: Any, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, retain_tail: bool = False,
         details: Any = None, from_hook: bool = False, *, estimator: TokenEstimator | None = None,
     ) -> str | None:
-        """Summarise the older turns with ``summarize`` and append the compaction entry; returns
-        its id, or None when there is nothing to summarise (docs/compaction.md)."""
+        """Append a compaction summarising the older turns (``summarize``): its id, or None when there is nothing to summarise."""
         return _compaction.compact(self, summarize, keep_recent_tokens, retain_tail, details, from_hook, estimator)
 
     async def acompact(
@@ -293,6 +297,3 @@ class Session(SessionReader):
     ) -> str | None:
         """:meth:`compact` with an async (or plain) summariser."""
         return await _compaction.acompact(self, summarize, keep_recent_tokens, retain_tail, details, from_hook, estimator)
-
-
-__all__ = ["ReplayStep", "Session", "SessionReader", "SessionView", "TreeNode"]

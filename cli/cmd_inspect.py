@@ -91,8 +91,8 @@ def context_payload(reader: Any, context: Any, leaf: str | None) -> dict[str, An
 
 
 def print_context(reader: Any, args: argparse.Namespace, leaf_option: str | None = None) -> None:
-    context = reader.build_context(leaf_id=leaf_option)
-    leaf = leaf_option or reader.leaf_id
+    context = reader.build_context() if leaf_option is None else reader.build_context(leaf_id=leaf_option)
+    leaf = reader.leaf_id if leaf_option is None else leaf_option
     if args.json:
         print_json(context_payload(reader, context, leaf))
         return

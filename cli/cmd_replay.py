@@ -52,7 +52,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def _show_view(view: Any, args: argparse.Namespace) -> None:
     context = view.build_context()
     heads = list(view.iter_heads())
-    last = view.get_entry(heads[-1].id) if heads else None
+    last = view.entry(heads[-1].id) if heads else None
     if args.json:
         payload = context_payload(view, context, view.leaf_id)
         payload["entries"] = len(view)

@@ -101,11 +101,11 @@ def _section(entry: Any, label: str | None) -> Section | None:
 
 def branch_document(reader: Any, leaf_id: str | None = None) -> Document:
     """The branch ending at ``leaf_id`` (default: the current leaf) as a document."""
-    branch = reader.get_branch(leaf_id)
+    branch = reader.get_branch() if leaf_id is None else reader.get_branch(leaf_id)
     labels = reader.get_labels()
     sections = [s for s in (_section(e, labels.get(e.id)) for e in branch) if s is not None]
     name = reader.get_session_name()
-    context = reader.build_context(leaf_id=leaf_id)
+    context = reader.build_context() if leaf_id is None else reader.build_context(leaf_id=leaf_id)
     model = context.model
     meta = [
         ("session", reader.id),

@@ -42,14 +42,14 @@ class Node:
     @property
     def entry(self) -> Any:
         if self._entry is None:
-            self._entry = self.reader.get_entry(self.head.id)
+            self._entry = self.reader.entry(self.head.id)
         return self._entry
 
 
 def _role(reader: Any, head: Any) -> str | None:
     if head.type != "message":
         return None
-    return getattr(reader.get_entry(head.id).message, "role", None)
+    return getattr(reader.entry(head.id).message, "role", None)
 
 
 def visible_predicate(mode: str, labels: dict[str, str], reader: Any) -> Callable[[Any], bool]:
@@ -112,7 +112,7 @@ def build(reader: Any, mode: str = "default") -> list[Node]:
         for child in reversed(children.get(entry_id, ())):
             stack.append((child, target))
     if leaf_id is not None and deepest is not None and not deepest.is_leaf:
-        deepest.hidden_leaf = reader.get_entry(leaf_id)
+        deepest.hidden_leaf = reader.entry(leaf_id)
     _sizes(out)
     return out
 

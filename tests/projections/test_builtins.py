@@ -30,11 +30,17 @@ def test_null_or_empty_label_clears(clear):
     assert s.get_label(a) is None and s.get_labels() == {}
 
 
-def test_get_label_of_an_unknown_entry_is_not_found():
-    """Asking for the label of an id that does not exist is an error, not None."""
+def test_get_label_and_get_entry_of_an_unknown_entry_are_none_and_entry_raises():
+    """As in the seed (and ``dict.get``), asking for an id that does not exist answers None;
+    ``session.entry(id)`` is the accessor that raises."""
+    s = kit.open_session()
+    a = s.append_message(kit.user("a"))
+    s.append_label_change(a, "kept")
+    assert s.get_label("ghost") is None and s.get_entry("ghost") is None
+    assert s.get_label(a) == "kept" and s.get_entry(a) is s.entry(a)
     with pytest.raises(SessionError) as caught:
-        kit.open_session().get_label("ghost")
-    assert caught.value.code == "not_found"
+        s.entry("ghost")
+    assert caught.value.code == "not_found" and "'ghost'" in str(caught.value)
 
 
 @pytest.mark.parametrize("clear", [None, "", "   "])

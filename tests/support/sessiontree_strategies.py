@@ -313,7 +313,7 @@ def apply_operation(session: Any, op: tuple[Any, ...]) -> None:
             "label": lambda: session.append_label_change("nothere", "x"),
             "move": lambda: session.move_to("nothere"),
             "compaction": lambda: session.append_compaction("s", "nothere", 1),
-            "get": lambda: session.get_entry("nothere"),
+            "get": lambda: session.entry("nothere"),
         }[op[1]]
     else:  # pragma: no cover - the strategy draws only the kinds above
         raise AssertionError(op)
