@@ -26,10 +26,12 @@ from sessiontree.domain.messages import (
 )
 from sessiontree.projections.base import FunctionProjection, Projection
 from sessiontree.projections.compaction import CompactionPlan
-from sessiontree.projections.context import SessionContext, SessionContextBuildOptions
+from sessiontree.projections.context import SessionContext, SessionContextBuildOptions, build_session_context
 from sessiontree.projections.context_messages import ContextMessages
 from sessiontree.projections.stats import SessionStats
 from sessiontree.projections.tokens import CharEstimator, ContextTokens, TextCounterEstimator
+from sessiontree.seed import *  # noqa: F403  (the seed's names and call shapes: docs/porting.md)
+from sessiontree.seed import __all__ as _seed_names
 from sessiontree.summary import Summary, extractive_summary
 
 # Names that live in (or import) sessiontree.adapters are loaded on first use (PEP 562):
@@ -82,5 +84,5 @@ __all__ = [
     "SessionError", "SessionInfo", "SessionRepo", "SessionStats", "SessionStorage", "SessionView", "Summary",
     "TextContent", "TextCounterEstimator", "ThinkingContent", "ToolCall", "ToolResultMessage", "TreeNode",
     "UnknownContent", "UnknownMessage", "Usage", "UserMessage", "VerifyReport", "extractive_summary", "open_repo",
-    "sign_checkpoint", "verify",
+    "sign_checkpoint", "verify", "build_session_context", *_seed_names,
 ]

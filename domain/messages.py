@@ -52,33 +52,33 @@ _opt_str = _kind(str, "a str", optional=True)
 _mapping = _kind(Mapping, "a mapping (dict)")
 
 
-@frozen(kw_only=True)
+@frozen
 class TextContent:
     """A run of text."""
 
     type: ClassVar[str] = "text"
     text: str = field(validator=_str)
-    extra: Mapping[str, Any] = NO_EXTRA
+    extra: Mapping[str, Any] = field(default=NO_EXTRA, kw_only=True)
 
 
-@frozen(kw_only=True)
+@frozen
 class ImageContent:
     """An image, base64 ``data`` with its ``mime_type``."""
 
     type: ClassVar[str] = "image"
     data: str = field(validator=_str)
     mime_type: str = field(validator=_str)
-    extra: Mapping[str, Any] = NO_EXTRA
+    extra: Mapping[str, Any] = field(default=NO_EXTRA, kw_only=True)
 
 
-@frozen(kw_only=True)
+@frozen
 class ThinkingContent:
     """The model's reasoning, optionally with the provider's signature."""
 
     type: ClassVar[str] = "thinking"
     thinking: str = field(validator=_str)
-    signature: str | None = field(default=None, validator=_opt_str)
-    extra: Mapping[str, Any] = NO_EXTRA
+    signature: str | None = field(default=None, validator=_opt_str, kw_only=True)
+    extra: Mapping[str, Any] = field(default=NO_EXTRA, kw_only=True)
 
 
 @frozen(kw_only=True)
@@ -160,57 +160,57 @@ class Usage:
 _opt_usage = _kind(Usage, "a Usage", optional=True)
 
 
-@frozen(kw_only=True)
+@frozen
 class UserMessage:
     """What the user said: a string or text/image blocks."""
 
     role: ClassVar[str] = "user"
     content: str | tuple[Content, ...] = field(converter=_as_tuple, validator=_user_content)
-    timestamp: int = field(default=0, validator=_int)
-    extra: Mapping[str, Any] = NO_EXTRA
+    timestamp: int = field(default=0, validator=_int, kw_only=True)
+    extra: Mapping[str, Any] = field(default=NO_EXTRA, kw_only=True)
 
 
-@frozen(kw_only=True)
+@frozen
 class AssistantMessage:
     """A model reply: text, thinking and tool-call blocks, with its model and usage."""
 
     role: ClassVar[str] = "assistant"
     content: tuple[Content, ...] = field(converter=_as_tuple, validator=_blocks)
-    provider: str = field(default="", validator=_str)
-    model: str = field(default="", validator=_str)
-    api: str | None = field(default=None, validator=_opt_str)
-    usage: Usage | None = field(default=None, validator=_opt_usage)
-    stop_reason: str = field(default="stop", validator=_str)
-    error_message: str | None = field(default=None, validator=_opt_str)
-    timestamp: int = field(default=0, validator=_int)
-    extra: Mapping[str, Any] = NO_EXTRA
+    provider: str = field(default="", validator=_str, kw_only=True)
+    model: str = field(default="", validator=_str, kw_only=True)
+    api: str | None = field(default=None, validator=_opt_str, kw_only=True)
+    usage: Usage | None = field(default=None, validator=_opt_usage, kw_only=True)
+    stop_reason: str = field(default="stop", validator=_str, kw_only=True)
+    error_message: str | None = field(default=None, validator=_opt_str, kw_only=True)
+    timestamp: int = field(default=0, validator=_int, kw_only=True)
+    extra: Mapping[str, Any] = field(default=NO_EXTRA, kw_only=True)
 
 
-@frozen(kw_only=True)
+@frozen
 class ToolResultMessage:
     """The result of one tool call."""
 
     role: ClassVar[str] = "tool_result"
-    tool_call_id: str = field(validator=_str)
-    tool_name: str = field(validator=_str)
+    tool_call_id: str = field(validator=_str, kw_only=True)
+    tool_name: str = field(validator=_str, kw_only=True)
     content: tuple[Content, ...] = field(factory=tuple, converter=_as_tuple, validator=_blocks)
-    is_error: bool = field(default=False, validator=_kind(bool, "a bool"))
-    details: Any = None
-    timestamp: int = field(default=0, validator=_int)
-    extra: Mapping[str, Any] = NO_EXTRA
+    is_error: bool = field(default=False, validator=_kind(bool, "a bool"), kw_only=True)
+    details: Any = field(default=None, kw_only=True)
+    timestamp: int = field(default=0, validator=_int, kw_only=True)
+    extra: Mapping[str, Any] = field(default=NO_EXTRA, kw_only=True)
 
 
-@frozen(kw_only=True)
+@frozen
 class CustomMessage:
     """An app-defined message that reaches the model (from a ``custom_message`` entry)."""
 
     role: ClassVar[str] = "custom"
-    custom_type: str = field(validator=_str)
+    custom_type: str = field(validator=_str, kw_only=True)
     content: str | tuple[Content, ...] = field(converter=_as_tuple, validator=_user_content)
-    display: bool = True
-    details: Any = None
-    timestamp: int = field(default=0, validator=_int)
-    extra: Mapping[str, Any] = NO_EXTRA
+    display: bool = field(default=True, kw_only=True)
+    details: Any = field(default=None, kw_only=True)
+    timestamp: int = field(default=0, validator=_int, kw_only=True)
+    extra: Mapping[str, Any] = field(default=NO_EXTRA, kw_only=True)
 
 
 @frozen(kw_only=True)

@@ -23,28 +23,29 @@ EntryTransform = Callable[[list[Any]], list[Any]]
 EntryProjector = Callable[[Any, int, list[Any]], list[Any]]
 
 
-def _transforms(value: Iterable[EntryTransform]) -> tuple[EntryTransform, ...]:
-    transforms = tuple(value)
+def _transforms(value: Iterable[EntryTransform] | None) -> tuple[EntryTransform, ...]:
+    transforms = () if value is None else tuple(value)
     for transform in transforms:
         if not callable(transform):
             raise TypeError(f"entry transform {transform!r} is not callable")
     return transforms
 
 
-def _projectors(value: Mapping[str, EntryProjector]) -> dict[str, EntryProjector]:
-    projectors = dict(value)
+def _projectors(value: Mapping[str, EntryProjector] | None) -> dict[str, EntryProjector]:
+    projectors = {} if value is None else dict(value)
     for key, projector in projectors.items():
         if not isinstance(key, str) or not callable(projector):
             raise TypeError(f"entry projector {key!r}: {projector!r} is not a callable keyed by str")
     return projectors
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen
 class SessionContextBuildOptions:
     """How to turn a branch into messages, beyond the default rules.
 
     ``entry_transforms`` run in order after the default compaction transform, each taking and returning a list of
     entries. ``entry_projectors`` map a ``custom`` entry's ``custom_type`` to ``(entry, index, entries) -> messages``.
+    None means none of either, so the seed's ``SessionContextBuildOptions(None, None)`` is the default.
     """
 
     entry_transforms: tuple[EntryTransform, ...] = attrs.field(default=(), converter=_transforms)
