@@ -3,29 +3,33 @@
 ``--to N`` and ``--at TIME`` show the session as it was (its tree and its context then);
 without them, or with ``--step``, every event is listed with what it did to the leaf and
 to the context. Stepping keeps the context incrementally: an event appended at the leaf
-adds its messages; only a leaf move or a compaction rebuilds the context, so stepping
-through a session costs about its length plus the rebuilt contexts. (A session with entry
-transforms, such as a pi file, rebuilds the context at every step.)
+adds its messages (when the session's context rules say appending extends the context,
+as they do for a pi file except at a ``context_edit``); a leaf move, a compaction or such
+an event rebuilds it. Events before ``--from`` cost one context build, not a step each,
+and rows are laid out by hand (a rich table measures every cell of every row), so the
+work follows what is printed.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
-from rich import box
-from rich.table import Table
+from rich.cells import cell_len, set_cell_size
+from rich.console import Console
+from rich.control import strip_control_codes
 from rich.text import Text
 
-from sessiontree.cli import render, views
+from sessiontree.cli import clip, render, views
 from sessiontree.cli.cmd_inspect import check_limits, context_payload, tree_renderable
 from sessiontree.cli.describe import entry_text
 from sessiontree.cli.output import CliError, print_json, progress, stdout
 from sessiontree.cli.target import session_for
 from sessiontree.domain.errors import SessionError
 from sessiontree.projections.context import entry_to_messages
-from sessiontree.projections.tokens import DEFAULT_ESTIMATOR
 
 _REBUILDS = frozenset({"leaf", "compaction"})
 
@@ -40,7 +44,7 @@ def parse_time(text: str) -> datetime:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    with session_for(args.repo, args.session) as session:
+    with session_for(args.repo, args.session, args) as session:
         if args.at is not None or (args.to is not None and not args.step):
             view = session.as_of(parse_time(args.at)) if args.at is not None else session.at(args.to)
             _show_view(view, args)
@@ -60,11 +64,16 @@ def _show_view(view: Any, args: argparse.Namespace) -> None:
         print_json(payload)
         return
     check_limits(args)
-    when = f"as of event {view.version}" + (f" ({last.timestamp}, {last.type} {last.id})" if last else " (the header)")
+    full = bool(getattr(args, "full", False))
+    when = f"as of event {view.version}"
+    if last is None:
+        when += " (the header)"
+    else:
+        what = f"{last.timestamp}, {last.type} {last.id}"
+        when += f" ({what if full else clip.clip_field(what)})"
     console = stdout()
-    console.print(tree_renderable(view, args, title=render.session_title(view, extra=when)))
-    tokens = sum(DEFAULT_ESTIMATOR(m) for m in context.messages)
-    console.print(views.context_heading(view.id, view.leaf_id, context, tokens))
+    console.print(tree_renderable(view, args, title=render.session_title(view, extra=when, full=full)))
+    console.print(views.context_heading(view.id, view.leaf_id, context, view.estimate_context_tokens(), full))
     console.print(views.context_table(context))
 
 
@@ -77,33 +86,41 @@ def _common_prefix(a: list[Any], b: list[Any]) -> int:
     return n
 
 
-def steps(session: Any, start: int = 1, end: int | None = None) -> Any:
-    """Yield ``(version, event, leaf before, leaf after, removed, added, context size)``."""
+Step = tuple[int, Any, str | None, str | None, int, list[Any], int]
+
+
+def _events(session: Any, first: int, end: int) -> Iterator[tuple[int, Any, Any]]:
+    """``(version, entry, view after it)`` for versions ``first..end`` (2 or more), decoding no entry before ``first``."""
+    if first == 2:  # from the start: the session's own replay decodes entries in batches
+        for step in islice(session.replay(), 1, end):
+            yield step.version, step.event, step.view
+        return
+    for version, head in enumerate(islice(session.iter_heads(), first - 2, end - 1), first):
+        yield version, session.entry(head.id), session.at(version)
+
+
+def steps(session: Any, start: int = 1, end: int | None = None) -> Iterator[Step]:
+    """Yield ``(version, event, leaf before, leaf after, removed, added, context size)`` for events ``start..end``."""
     end = session.version if end is None else end
-    # Entry transforms (pi's context_edit rules, app transforms) may change earlier messages,
-    # so with any of them every step rebuilds the context instead of growing it.
-    incremental = not session.options.entry_transforms
-    leaf: str | None = None
-    messages: list[Any] = []
-    for step in session.replay():
-        if step.version > end:
-            break
-        event = step.event
-        before = leaf
-        leaf = step.view.leaf_id
-        if step.version == 1:
-            removed, added = 0, []
-        elif incremental and event.type not in _REBUILDS and event.parent_id == before:
+    options = session.options
+    if start <= 1:
+        yield 1, session.header, None, None, 0, [], 0
+        leaf, messages = None, []
+    else:  # the session just before ``start``: one build, however many events come before it
+        before_start = session.at(start - 1)
+        leaf, messages = before_start.leaf_id, list(before_start.build_context().messages)
+    for version, event, view in _events(session, max(start, 2), end):
+        before, leaf = leaf, view.leaf_id
+        if event.type not in _REBUILDS and event.parent_id == before and options.extends_with(event):
             # Appended at the leaf: the context grows by this entry's messages (no copy).
-            removed, added = 0, entry_to_messages(event, len(messages), [], session.options)
+            removed, added = 0, entry_to_messages(event, len(messages), [], options)
             messages.extend(added)
         else:
-            new = step.view.build_context().messages
+            new = list(view.build_context().messages)
             keep = _common_prefix(messages, new)
             removed, added = len(messages) - keep, new[keep:]
             messages = new
-        if step.version >= start:
-            yield step.version, event, before, leaf, removed, added, len(messages)
+        yield version, event, before, leaf, removed, added, len(messages)
 
 
 def _change(removed: int, added: list[Any], size: int) -> Text:
@@ -123,28 +140,89 @@ def _change(removed: int, added: list[Any], size: int) -> Text:
     return out
 
 
-CHUNK = 500
+CHUNK = 500  # rows laid out together: the columns fit these rows, and they appear as they are computed
+HEADINGS = ("#", "time", "event", "leaf", "context msgs")
+Row = tuple[str, str, Text, str, Text]
+GAP = "   "  # between columns
 
 
-def _table() -> Table:
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    table.add_column("#", justify="right", no_wrap=True, style="bold")
-    table.add_column("time", no_wrap=True, style="dim")
-    table.add_column("event")
-    table.add_column("leaf", no_wrap=True, style="bold yellow")
-    table.add_column("context msgs", no_wrap=True)
-    return table
+def _pad(text: str, width: int, right: bool = False) -> str:
+    fill = " " * max(0, width - cell_len(text))
+    return fill + text if right else text + fill
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` padded or cut to ``width`` cells, as ``Text.truncate(width, overflow="ellipsis", pad=True)`` does."""
+    size = cell_len(text)
+    return set_cell_size(text, width - 1) + "…" if size > width else text + " " * (width - size)
+
+
+def _widths(console: Console, rows: list[Row]) -> list[int]:
+    """Each column fits its cells; the event column takes the room the others leave."""
+    widths = [
+        max(cell_len(heading), *(cell.cell_len if isinstance(cell, Text) else cell_len(cell) for cell in column))
+        for heading, column in zip(HEADINGS, zip(*rows))
+    ]
+    others = sum(widths) - widths[2] + len(GAP) * 4
+    widths[2] = max(1, min(widths[2], console.width - others))
+    return widths
+
+
+def _print_rows(console: Console, rows: list[Row]) -> None:
+    """A table of ``rows`` under the headings, laid out as rich's simple-head table would be."""
+    widths = _widths(console, rows)
+    heading = GAP.join(_pad(h, w, right=i == 0) for i, (h, w) in enumerate(zip(HEADINGS, widths)))
+    rule = "─" * (sum(widths) + len(GAP) * 4)
+    if console.color_system is None:  # nothing to style: plain lines, without laying out a Text per cell
+        lines = [heading, rule]
+        for number, clock, event, moved, change in rows:
+            cells = (_pad(strip_control_codes(number), widths[0], right=True), _pad(strip_control_codes(clock), widths[1]),
+                     _fit(event.plain, widths[2]), _pad(strip_control_codes(moved), widths[3]), _fit(change.plain, widths[4]))
+            lines.append(GAP.join(cells))
+        console.file.write("\n".join(lines) + "\n")
+        console.file.flush()
+        return
+    out = Text()
+    out.append(heading, "bold")
+    out.append("\n" + rule)
+    for number, clock, event, moved, change in rows:
+        cell = event.copy()
+        cell.truncate(widths[2], overflow="ellipsis", pad=True)
+        context = change.copy()
+        context.truncate(widths[4], pad=True)
+        out.append("\n")
+        out.append(_pad(number, widths[0], right=True), "bold")
+        out.append(GAP)
+        out.append(_pad(clock, widths[1]), "dim")
+        out.append(GAP)
+        out.append_text(cell)
+        out.append(GAP)
+        out.append(_pad(moved, widths[3]), "bold yellow")
+        out.append(GAP)
+        out.append_text(context)
+    console.print(out, soft_wrap=True)
+
+
+def _row(version: int, event: Any, before: str | None, after: str | None) -> tuple[str, str, Text, str]:
+    if version == 1:
+        started = Text(f"session started · cwd {clip.clip_field(event.cwd or '(none)')}", "bold")
+        return str(version), _clock(event.timestamp), started, ""
+    what = Text(clip.clip_field(event.id, 60) + " ", "cyan")
+    what.append_text(entry_text(event))
+    natural = after == event.id and before == event.parent_id
+    return str(version), _clock(event.timestamp), what, "" if natural else f"→ {clip.clip_field(after or '(none)', 60)}"
 
 
 def _step(session: Any, args: argparse.Namespace) -> None:
     if args.start < 1:
         raise CliError("--from must be 1 or more (event 1 is the header)")
     end = args.to
-    if end is not None and not 1 <= end <= session.version:
-        raise SessionError("not_found", f"session {session.id} has no event {end} (events are 1..{session.version})")
+    for event in (args.start, end):
+        if event is not None and not 1 <= event <= session.version:
+            raise SessionError("not_found", f"session {session.id} has no event {event} (events are 1..{session.version})")
     rows: list[dict[str, Any]] = []
+    lines: list[Row] = []
     console = stdout()
-    table = _table()
     total = (end or session.version) - args.start + 1
     with progress("replaying", total if total > 2000 else None) as advance:
         for version, event, before, after, removed, added, size in steps(session, args.start, end):
@@ -164,22 +242,14 @@ def _step(session: Any, args: argparse.Namespace) -> None:
                     }
                 )
                 continue
-            if version == 1:
-                what = Text(f"session started · cwd {event.cwd or '(none)'}", "bold")
-                moved = ""
-            else:
-                what = Text(event.id + " ", "cyan")
-                what.append_text(entry_text(event))
-                natural = after == event.id and before == event.parent_id
-                moved = "" if natural else f"→ {after or '(none)'}"
-            table.add_row(str(version), _clock(event.timestamp), views.cut(what), moved, _change(removed, added, size))
-            if table.row_count >= CHUNK:
-                console.print(table)
-                table = _table()
+            lines.append((*_row(version, event, before, after), _change(removed, added, size)))
+            if len(lines) >= CHUNK:
+                _print_rows(console, lines)
+                lines = []
     if args.json:
         print_json({"session_id": session.id, "steps": rows})
-    elif table.row_count:
-        console.print(table)
+    elif lines:
+        _print_rows(console, lines)
 
 
 def _clock(timestamp: str) -> str:

@@ -1,19 +1,23 @@
 """One-line descriptions of entries and messages, as rich ``Text`` (never markup).
 
 Session content is user data: it goes into ``Text`` objects verbatim, so a message that
-contains ``[bold]`` is shown as typed, not interpreted by the terminal renderer.
+contains ``[bold]`` is shown as typed, not interpreted by the terminal renderer. Every gist
+reads only a bounded head of the text it summarises (``clip.py``), however long the text.
 """
 
 from __future__ import annotations
 
 import json
+from itertools import islice
 from typing import Any
 
 from rich.text import Text
 
-from sessiontree.domain.messages import ToolCall, message_text
+from sessiontree.cli import clip
+from sessiontree.domain.messages import TextContent, ToolCall
 
 PREVIEW_CHARS = 160
+CALL_ARGUMENTS = 8  # a tool call's gist names at most this many arguments
 
 ROLE_STYLE = {
     "user": "bold cyan",
@@ -35,11 +39,12 @@ TYPE_STYLE = {
 
 def one_line(text: str, limit: int = PREVIEW_CHARS) -> str:
     """Whitespace collapsed to single spaces, cut at ``limit`` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return clip.one_line(text, limit)
 
 
 def short_json(value: Any, limit: int = 80) -> str:
+    if isinstance(value, str) and len(value) > limit * 4:  # a long string needs only its head encoded
+        return one_line(json.dumps(value[: limit * 4], ensure_ascii=False)[:-1] + "…", limit)
     try:
         text = json.dumps(value, ensure_ascii=False, sort_keys=False, default=str)
     except (TypeError, ValueError):
@@ -48,16 +53,39 @@ def short_json(value: Any, limit: int = 80) -> str:
 
 
 def call_text(call: ToolCall) -> str:
-    args = ", ".join(f"{k}={short_json(v, 40)}" for k, v in call.arguments.items())
-    return f"{call.name}({args})"
+    items = list(call.arguments.items())
+    args = [f"{clip.clip_field(str(k), 40)}={short_json(v, 40)}" for k, v in items[:CALL_ARGUMENTS]]
+    if len(items) > CALL_ARGUMENTS:
+        args.append(f"… {len(items) - CALL_ARGUMENTS} more")
+    return f"{clip.clip_field(call.name, 60)}({', '.join(args)})"
+
+
+def text_head(message: Any, chars: int = PREVIEW_CHARS * 4) -> str:
+    """The start of a message's text (its text blocks joined), at most ``chars`` characters plus one, so a caller can
+    tell it was cut: the same as ``message_text`` for short messages, without copying a long one."""
+    content = getattr(message, "content", None)
+    if content is None:
+        content = getattr(message, "summary", None)
+        content = content if isinstance(content, str) else ""
+    if isinstance(content, str):
+        return content[: chars + 1]
+    out: list[str] = []
+    size = 0
+    for block in content:
+        if isinstance(block, TextContent):
+            out.append(block.text[: chars + 1 - size])
+            size += len(out[-1])
+            if size > chars:
+                break
+    return "".join(out)
 
 
 def message_preview(message: Any) -> str:
     """The gist of a message: its text, else its tool calls, else its role."""
     role = getattr(message, "role", "?")
-    text = message_text(message)
+    text = text_head(message)
     if role == "assistant":
-        calls = [call_text(b) for b in message.content if isinstance(b, ToolCall)]
+        calls = [call_text(b) for b in islice((b for b in message.content if isinstance(b, ToolCall)), CALL_ARGUMENTS)]
         if calls:
             text = (text + " → " if text else "→ ") + ", ".join(calls)
     if role == "tool_result" and not text:
@@ -74,18 +102,18 @@ def entry_text(entry: Any) -> Text:
     if kind == "message":
         message = entry.message
         role = getattr(message, "role", "?")
-        out.append(f"{role}", ROLE_STYLE.get(role, "bold"))
+        out.append(clip.clip_field(str(role), 40), ROLE_STYLE.get(role, "bold"))
         if role == "assistant" and message.model:
-            out.append(f" ({message.model})", "dim")
+            out.append(f" ({clip.clip_field(message.model, 60)})", "dim")
         if role == "tool_result":
-            out.append(f" {message.tool_name}", "magenta")
+            out.append(f" {clip.clip_field(message.tool_name, 60)}", "magenta")
             if message.is_error:
                 out.append(" error", "bold red")
         out.append(": ")
         out.append(message_preview(message))
         return out
     style = TYPE_STYLE.get(kind, "dim cyan")
-    out.append(kind, style)
+    out.append(clip.clip_field(kind, 40), style)
     out.append(": ")
     out.append(_entry_gist(entry))
     return out
@@ -94,24 +122,28 @@ def entry_text(entry: Any) -> Text:
 def _entry_gist(entry: Any) -> str:
     kind = entry.type
     if kind == "model_change":
-        return f"{entry.provider}/{entry.model_id}"
+        return one_line(f"{entry.provider}/{entry.model_id}")
     if kind == "thinking_level_change":
-        return str(entry.thinking_level)
+        return one_line(str(entry.thinking_level))
     if kind == "active_tools_change":
-        return ", ".join(entry.active_tool_names) or "(none)"
+        return one_line(", ".join(entry.active_tool_names[:100])) or "(none)"
     if kind == "compaction":
         return f"{entry.tokens_before:,} tokens before · " + one_line(entry.summary)
     if kind == "branch_summary":
         return one_line(entry.summary) or "(empty summary)"
     if kind == "custom":
-        return f"{entry.custom_type} {short_json(entry.data)}"
+        return f"{clip.clip_field(entry.custom_type, 60)} {short_json(entry.data)}"
     if kind == "custom_message":
-        text = entry.content if isinstance(entry.content, str) else message_text(entry)
-        return f"{entry.custom_type}: " + one_line(text)
+        return f"{clip.clip_field(entry.custom_type, 60)}: " + one_line(text_head(entry))
     if kind == "label":
-        return f"{entry.target_id} = {entry.label!r}" if entry.label else f"{entry.target_id} cleared"
+        target = clip.clip_field(str(entry.target_id), 60)
+        return f"{target} = {_quoted(entry.label)}" if entry.label else f"{target} cleared"
     if kind == "session_info":
-        return repr(entry.name) if entry.name else "(name cleared)"
+        return _quoted(entry.name) if entry.name else "(name cleared)"
     if kind == "leaf":
-        return f"moved to {entry.target_id or 'before the first entry'}"
+        return f"moved to {clip.clip_field(entry.target_id or 'before the first entry', 60)}"
     return short_json(getattr(entry, "data", {}))
+
+
+def _quoted(text: str) -> str:
+    return repr(text) if len(text) <= PREVIEW_CHARS else repr(text[:PREVIEW_CHARS]) + "…"

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 from rich.tree import Tree
 
 from sessiontree.cli import treeview
+from sessiontree.cli.clip import PIECE_CHARS, clip_field, clip_repr
 from sessiontree.cli.describe import entry_text
 from sessiontree.cli.treeview import Node
 
@@ -23,38 +24,55 @@ LEGEND = Text.assemble(
 )
 
 
-def session_title(reader: Any, *, extra: str | None = None) -> Text:
-    """``session <id> "name"  cwd  N entries  leaf <id>`` for the top of a view."""
+def _field(text: str, full: bool) -> str:
+    return text if full else clip_field(text)
+
+
+def _whole(text: Text) -> RenderableType:
+    """``text`` folded over as many lines as it takes (also where the console would crop a long line); a huge one in
+    pieces, which rich lays out in linear time (see ``clip.pieces``)."""
+    text.no_wrap, text.overflow = False, "fold"
+    if len(text) <= PIECE_CHARS:
+        return text
+    pieces = text.divide(range(PIECE_CHARS, len(text), PIECE_CHARS))
+    for piece in pieces:
+        piece.no_wrap = False
+    return Group(*pieces)
+
+
+def session_title(reader: Any, *, extra: str | None = None, full: bool = False) -> RenderableType:
+    """``session <id> "name"  cwd  N entries  leaf <id>`` for the top of a view (name and cwd clipped unless ``full``)."""
     header = reader.header
     out = Text()
     out.append("session ", "bold")
-    out.append(reader.id, "bold")
+    out.append(_field(reader.id, full), "bold")
     name = reader.get_session_name()
     if name:
-        out.append(f"  {name!r}", "bold yellow")
+        out.append(f"  {name!r}" if full else f"  {clip_repr(name)}", "bold yellow")
     if header.cwd:
-        out.append(f"  {header.cwd}", "dim")
+        out.append(f"  {_field(header.cwd, full)}", "dim")
     out.append(f"  {len(reader)} entries", "dim")
     out.append(f"  leaf {reader.leaf_id or '(none)'}", "dim")
     if extra:
         out.append(f"  {extra}", "bold magenta")
-    return out
+    return _whole(out) if full else out
 
 
-def row(node: Node) -> Text:
-    """One tree row: id, marks, then the entry's gist (cut with an ellipsis if too long)."""
+def row(node: Node, full: bool = False) -> RenderableType:
+    """One tree row: id, marks, then the entry's gist (cut with an ellipsis if too long; folded when ``full``)."""
     entry = node.entry
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(entry.id, "dim" if not node.on_branch else "cyan")
+    text.append(_field(entry.id, full), "dim" if not node.on_branch else "cyan")
     text.append(" ")
     if node.is_leaf:
         text.append("◀ leaf", "bold reverse")
         text.append(" ")
     elif node.hidden_leaf is not None:
-        text.append(f"◀ leaf {node.hidden_leaf.id} ({node.hidden_leaf.type}) below", "bold reverse")
+        hidden = node.hidden_leaf
+        text.append(f"◀ leaf {_field(hidden.id, full)} ({_field(hidden.type, full)}) below", "bold reverse")
         text.append(" ")
     if node.label:
-        text.append(f"[{node.label}]", "bold yellow")
+        text.append(f"[{_field(node.label, full)}]", "bold yellow")
         text.append(" ")
     if len(node.children) > 1:
         text.append(f"⑂ {len(node.children)}", "bold")
@@ -63,7 +81,7 @@ def row(node: Node) -> Text:
     if not node.on_branch:
         gist.stylize("dim")
     text.append_text(gist)
-    return text
+    return _whole(text) if full else text
 
 
 def _collapsed(nodes: list[Node]) -> Text:
@@ -79,10 +97,12 @@ def tree(
     *,
     depth: int | None = None,
     window: int = 0,
-    title: Text | None = None,
+    title: RenderableType | None = None,
+    full: bool = False,
 ) -> Any:
-    """The rich renderable of a filtered tree, with optional branch-depth and row-window limits."""
-    top = Tree(title or session_title(reader), guide_style="dim")
+    """The rich renderable of a filtered tree, with optional branch-depth and row-window limits; ``full`` shows names,
+    paths and labels whole."""
+    top = Tree(title or session_title(reader, full=full), guide_style="dim")
     shown: set[int] | None = None
     before = after = 0
     if window > 0:
@@ -100,7 +120,7 @@ def tree(
         first = True
         while current is not None:
             if shown is None or id(current) in shown:
-                added = container.add(row(current))
+                added = container.add(row(current, full))
             else:
                 added = container
             if first and nest:

@@ -3,18 +3,23 @@
 The document follows the branch from the root to the leaf (every turn, including those a
 compaction later summarised, with the compaction shown where it happened). It is built
 once as sections of parts and then written out in either format, so both say the same.
+Each block is clipped (``DOC_LINES``, ``DOC_CHARS``, with a note of what was left out)
+unless ``full``; session text is escaped in both formats, so it cannot add markup.
 """
 
 from __future__ import annotations
 
 import html
 import json
-import re
 from typing import Any
 
 import attrs
 
+from sessiontree.cli import clip, mdescape
 from sessiontree.domain.messages import ImageContent, TextContent, ThinkingContent, ToolCall, message_text
+
+DOC_LINES = 200  # a shared document shows more of a block than a terminal view does
+DOC_CHARS = 20_000
 
 
 @attrs.frozen
@@ -40,107 +45,138 @@ class Document:
     sections: tuple[Section, ...]
 
 
-def _content_parts(content: Any) -> list[Part]:
+@attrs.frozen
+class _Clip:
+    """Clips what a document shows (nothing when ``full``)."""
+
+    full: bool
+
+    def block(self, kind: str, text: str, lang: str = "") -> list[Part]:
+        if self.full:
+            return [Part(kind, text, lang)]
+        clipped = clip.clip_block(text, DOC_LINES, DOC_CHARS)
+        return [Part(kind, clipped.text, lang)] + ([Part("note", clipped.marker())] if clipped.more_chars else [])
+
+    def field(self, text: Any) -> str:
+        return str(text) if self.full else clip.clip_field(str(text))
+
+
+def _content_parts(content: Any, c: _Clip) -> list[Part]:
     if isinstance(content, str):
-        return [Part("text", content)]
+        return c.block("text", content)
     parts = []
     for block in content:
         if isinstance(block, TextContent):
-            parts.append(Part("text", block.text))
+            parts += c.block("text", block.text)
         elif isinstance(block, ThinkingContent):
-            parts.append(Part("thinking", block.thinking))
+            parts += c.block("thinking", block.thinking)
         elif isinstance(block, ToolCall):
             args = json.dumps(dict(block.arguments), indent=2, ensure_ascii=False, default=str)
-            parts.append(Part("note", f"tool call {block.name} ({block.id})"))
-            parts.append(Part("code", args, "json"))
+            parts.append(Part("note", f"tool call {c.field(block.name)} ({c.field(block.id)})"))
+            parts += c.block("code", args, "json")
         elif isinstance(block, ImageContent):
-            parts.append(Part("note", f"image ({block.mime_type}, {len(block.data) * 3 // 4:,} bytes, not included)"))
+            parts.append(Part("note", f"image ({c.field(block.mime_type)}, {len(block.data) * 3 // 4:,} bytes, not included)"))
         else:
-            parts.append(Part("note", f"{getattr(block, 'type', '?')} block"))
+            parts.append(Part("note", f"{c.field(getattr(block, 'type', '?'))} block"))
     return parts
 
 
-def _section(entry: Any, label: str | None) -> Section | None:
+def _message_section(message: Any, time: str, label: str | None, c: _Clip) -> Section:
+    role = getattr(message, "role", "?")
+    if role == "user":
+        return Section("user", "User", time, label, tuple(_content_parts(message.content, c)))
+    if role == "assistant":
+        title = f"Assistant ({c.field(message.model)})" if message.model else "Assistant"
+        parts = _content_parts(message.content, c)
+        if message.error_message:
+            parts.append(Part("note", f"error: {c.field(message.error_message)}"))
+        return Section("assistant", title, time, label, tuple(parts))
+    if role == "tool_result":
+        title = f"Tool result: {c.field(message.tool_name)}" + (" (error)" if message.is_error else "")
+        return Section("tool_result", title, time, label, tuple(c.block("code", message_text(message))))
+    text = message_text(message) or json.dumps(getattr(message, "data", {}), default=str)
+    return Section(c.field(role), c.field(role), time, label, tuple(c.block("text", text)))
+
+
+def _setting(entry: Any, c: _Clip) -> str | None:
+    """The one-line note of a settings change, or None for other entries."""
     kind = entry.type
-    time = entry.timestamp
+    if kind == "model_change":
+        return f"model set to {c.field(f'{entry.provider}/{entry.model_id}')}"
+    if kind == "thinking_level_change":
+        return f"thinking level set to {c.field(entry.thinking_level)}"
+    if kind == "active_tools_change":
+        return "active tools: " + (c.field(", ".join(entry.active_tool_names)) or "none")
+    return None
+
+
+def _section(entry: Any, label: str | None, c: _Clip) -> Section | None:
+    kind = entry.type
+    time = c.field(entry.timestamp)
+    label = c.field(label) if label else None
     if kind == "message":
-        message = entry.message
-        role = getattr(message, "role", "?")
-        if role == "user":
-            return Section("user", "User", time, label, tuple(_content_parts(message.content)))
-        if role == "assistant":
-            title = f"Assistant ({message.model})" if message.model else "Assistant"
-            parts = _content_parts(message.content)
-            if message.error_message:
-                parts.append(Part("note", f"error: {message.error_message}"))
-            return Section("assistant", title, time, label, tuple(parts))
-        if role == "tool_result":
-            text = message_text(message)
-            title = f"Tool result: {message.tool_name}" + (" (error)" if message.is_error else "")
-            return Section("tool_result", title, time, label, (Part("code", text),))
-        text = message_text(message) or json.dumps(getattr(message, "data", {}), default=str)
-        return Section(role, role, time, label, (Part("text", text),))
+        return _message_section(entry.message, time, label, c)
     if kind == "compaction":
         note = f"Earlier turns were compacted ({entry.tokens_before:,} tokens before). The model saw this summary instead:"
-        return Section(kind, "Compaction", time, label, (Part("note", note), Part("text", entry.summary)))
+        return Section(kind, "Compaction", time, label, (Part("note", note), *c.block("text", entry.summary)))
     if kind == "branch_summary":
-        return Section(kind, "Summary of the branch left", time, label, (Part("text", entry.summary),))
+        return Section(kind, "Summary of the branch left", time, label, tuple(c.block("text", entry.summary)))
     if kind == "custom_message":
-        return Section(kind, f"{entry.custom_type} (message to the model)", time, label, tuple(_content_parts(entry.content)))
-    if kind == "model_change":
-        return Section(kind, "", time, label, (Part("note", f"model set to {entry.provider}/{entry.model_id}"),))
-    if kind == "thinking_level_change":
-        return Section(kind, "", time, label, (Part("note", f"thinking level set to {entry.thinking_level}"),))
-    if kind == "active_tools_change":
-        return Section(kind, "", time, label, (Part("note", "active tools: " + (", ".join(entry.active_tool_names) or "none")),))
+        title = f"{c.field(entry.custom_type)} (message to the model)"
+        return Section(kind, title, time, label, tuple(_content_parts(entry.content, c)))
+    setting = _setting(entry, c)
+    if setting is not None:
+        return Section(kind, "", time, label, (Part("note", setting),))
     if kind == "custom":
         data = json.dumps(entry.data, ensure_ascii=False, default=str)
-        return Section(kind, f"{entry.custom_type} (app data, not sent to the model)", time, label, (Part("code", data, "json"),))
+        title = f"{c.field(entry.custom_type)} (app data, not sent to the model)"
+        return Section(kind, title, time, label, tuple(c.block("code", data, "json")))
     return None  # labels and names are shown elsewhere; leaf records are not on a branch
 
 
-def branch_document(reader: Any, leaf_id: str | None = None) -> Document:
-    """The branch ending at ``leaf_id`` (default: the current leaf) as a document."""
+def branch_document(reader: Any, leaf_id: str | None = None, *, full: bool = False) -> Document:
+    """The branch ending at ``leaf_id`` (default: the current leaf) as a document; ``full`` clips nothing."""
+    c = _Clip(full)
     branch = reader.get_branch() if leaf_id is None else reader.get_branch(leaf_id)
     labels = reader.get_labels()
-    sections = [s for s in (_section(e, labels.get(e.id)) for e in branch) if s is not None]
+    sections = [s for s in (_section(e, labels.get(e.id), c) for e in branch) if s is not None]
     name = reader.get_session_name()
     context = reader.build_context() if leaf_id is None else reader.build_context(leaf_id=leaf_id)
     model = context.model
     meta = [
-        ("session", reader.id),
-        ("cwd", reader.header.cwd or "(none)"),
-        ("created", reader.header.timestamp),
-        ("branch", f"{len(branch)} entries, ending at {branch[-1].id if branch else '(none)'}"),
-        ("model", f"{model['provider']}/{model['model_id']}" if model else "(not set)"),
+        ("session", c.field(reader.id)),
+        ("cwd", c.field(reader.header.cwd or "(none)")),
+        ("created", c.field(reader.header.timestamp)),
+        ("branch", f"{len(branch)} entries, ending at {c.field(branch[-1].id) if branch else '(none)'}"),
+        ("model", c.field(f"{model['provider']}/{model['model_id']}") if model else "(not set)"),
     ]
-    return Document(name or f"Session {reader.id}", tuple(meta), tuple(sections))
+    return Document(c.field(name) if name else f"Session {c.field(reader.id)}", tuple(meta), tuple(sections))
 
 
-def _fence(text: str) -> str:
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    return "`" * max(3, longest + 1)
+def _line(text: str) -> str:
+    """A field as Markdown inline text: on one line, shown as typed."""
+    return mdescape.literal(" ".join(text.split()))
 
 
 def to_markdown(doc: Document) -> str:
-    out = [f"# {doc.title}", ""]
-    out.extend(f"- **{key}**: {value}" for key, value in doc.meta)
+    out = [f"# {_line(doc.title)}", ""]
+    out.extend(f"- **{key}**: {_line(value)}" for key, value in doc.meta)
     for section in doc.sections:
-        label = f" `[{section.label}]`" if section.label else ""
+        label = " " + mdescape.code_span("[" + " ".join(section.label.split()) + "]") if section.label else ""
         if not section.title:
-            out += ["", f"*{section.parts[0].text}*{label}"]
+            out += ["", f"*{_line(section.parts[0].text)}*{label}"]
             continue
-        out += ["", f"## {section.title}{label}", "", f"<sub>{section.time}</sub>", ""]
+        out += ["", f"## {_line(section.title)}{label}", "", f"<sub>{_line(section.time)}</sub>", ""]
         for part in section.parts:
             if part.kind == "text":
-                out += [part.text, ""]
+                out += [mdescape.message(part.text), ""]
             elif part.kind == "thinking":
-                out += ["<details><summary>thinking</summary>", "", part.text, "", "</details>", ""]
+                out += ["<details><summary>thinking</summary>", "", mdescape.message(part.text), "", "</details>", ""]
             elif part.kind == "code":
-                fence = _fence(part.text)
+                fence = mdescape.fence_for(part.text)
                 out += [f"{fence}{part.lang}", part.text, fence, ""]
             else:
-                out += [f"*{part.text}*", ""]
+                out += [f"*{_line(part.text)}*", ""]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -1,0 +1,143 @@
+"""Session text in a Markdown document, unable to add markup of its own.
+
+A message is Markdown, and its emphasis, lists and code should survive an export; raw HTML must not (a ``<script>``,
+or a ``</details>`` that closes the export's own block). Raw HTML always starts with ``<`` followed by a letter, ``/``,
+``!`` or ``?``, so each such ``<`` becomes ``&lt;`` and renders as typed. Code shows entities as typed, so code is
+handled apart: fenced blocks are written out again at the margin with a fence their text cannot close, and an inline
+code span holding such a ``<`` becomes a ``<code>`` element of escaped text. No ``<`` from the session is left raw
+wherever a renderer draws a block or span boundary; a misjudged boundary only changes how code looks.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from bisect import bisect_right
+from collections.abc import Iterator
+
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+_ENTITY = re.compile(r"&(?=#?[0-9A-Za-z]+;)")
+_FENCE_OPEN = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)")
+_FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
+_BACKTICKS = re.compile(r"`+")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_INFO = re.compile(r"[^\w+#.-]")
+# What can start inline markup inside a line (emphasis, code, links, entities, HTML, a heading's closing hashes); an
+# underscore inside a word (snake_case) is never emphasis, so it is left as it is.
+_MARKUP = re.compile(r"[\\`*\[\]#~&<]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+_ENTITIES = {"&": "&amp;", "<": "&lt;"}
+_CODE_LITERAL = str.maketrans({c: "\\" + c for c in string.punctuation} | {"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def escape_html(text: str) -> str:
+    """``text`` with every ``<`` that could open a tag, comment or autolink, and every ``&`` that would start an
+    entity, escaped; all other Markdown is kept."""
+    return _TAG_START.sub("&lt;", _ENTITY.sub("&amp;", text))
+
+
+def literal(text: str) -> str:
+    """``text`` (a name, a title: one line, not at the start of a line) shown exactly as typed."""
+    return _MARKUP.sub(lambda m: _ENTITIES.get(m.group(), "\\" + m.group()), text)
+
+
+def code_span(text: str) -> str:
+    """``text`` (one line) as an inline code span that no backtick run in it can close."""
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if longest or text.startswith(" ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def fence_for(text: str) -> str:
+    """A backtick fence longer than any backtick run in ``text``, so no line of it closes the block."""
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def message(text: str) -> str:
+    """A message's Markdown, safe to put between the export's own blocks (always ends outside any code block)."""
+    out: list[str] = []
+    prose: list[str] = []
+    lines = iter(text.split("\n"))
+    for line in lines:
+        opened = _FENCE_OPEN.fullmatch(line)
+        if opened is None:
+            prose.append(line)
+            continue
+        if opened.group(2)[0] == "`" and "`" in opened.group(3):  # not a fence: a backtick in its info string
+            # Escaped, so that writing its code spans as elements (dropping their backticks) cannot make it one.
+            prose.append(opened.group(1) + "\\" + line[len(opened.group(1)) :])
+            continue
+        if prose:
+            out.append(_prose("\n".join(prose)))
+            prose = []
+        out.append(_code_block(lines, len(opened.group(1)), opened.group(2), opened.group(3)))
+    if prose:
+        out.append(_prose("\n".join(prose)))
+    return "\n".join(out)
+
+
+def _code_block(lines: Iterator[str], indent: int, marker: str, info: str) -> str:
+    """A fenced block read up to its closing fence (or the end), written out at the margin with a fence of ours."""
+    body: list[str] = []
+    for line in lines:
+        closing = _FENCE_CLOSE.fullmatch(line)
+        if closing is not None and closing.group(1)[0] == marker[0] and len(closing.group(1)) >= len(marker):
+            break
+        body.append(line[min(indent, len(line) - len(line.lstrip(" "))) :])  # as CommonMark strips the opener's indent
+    code = "\n".join(body)
+    fence = fence_for(code)
+    language = _INFO.sub("", info.strip().split(" ")[0])
+    return f"{fence}{language}\n{code}\n{fence}"
+
+
+def _prose(text: str) -> str:
+    """Text outside fenced blocks: escaped paragraph by paragraph (a code span never spans a blank line)."""
+    out: list[str] = []
+    start = 0
+    for gap in _BLANK_LINE.finditer(text):
+        out.append(_paragraph(text[start : gap.start()]))
+        out.append(gap.group())
+        start = gap.end()
+    out.append(_paragraph(text[start:]))
+    return "".join(out)
+
+
+def _paragraph(text: str) -> str:
+    """One paragraph: code spans found as CommonMark finds them (a backtick run closed by the next run of the same
+    length; a backslash before a run outside code makes its first backtick literal), the rest escaped."""
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
+    by_size: dict[int, list[int]] = {}  # run indices by length, to find a closer without scanning every run
+    for index, (start, end) in enumerate(runs):
+        by_size.setdefault(end - start, []).append(index)
+    out: list[str] = []
+    done = 0  # text before this is written
+    i = 0
+    while i < len(runs):
+        start, end = runs[i]
+        escaped = start
+        while escaped > done and text[escaped - 1] == "\\":
+            escaped -= 1
+        start += (start - escaped) % 2
+        same = by_size.get(end - start, [])
+        later = bisect_right(same, i)
+        if start == end or later == len(same):
+            i += 1
+            continue
+        close = same[later]
+        out.append(escape_html(text[done:start]))
+        inner = text[end : runs[close][0]]
+        # A code span shows entities as typed: one that holds markup becomes an element of escaped text instead.
+        out.append(f"<code>{_code_text(inner)}</code>" if _TAG_START.search(inner) else text[start : runs[close][1]])
+        done = runs[close][1]
+        i = close + 1
+    out.append(escape_html(text[done:]))
+    return "".join(out)
+
+
+def _code_text(inner: str) -> str:
+    """A code span's text as CommonMark shows it (line breaks as spaces, one space stripped from each side), literal."""
+    flat = inner.replace("\n", " ")
+    if len(flat) > 2 and flat.startswith(" ") and flat.endswith(" ") and flat.strip(" "):
+        flat = flat[1:-1]
+    return flat.translate(_CODE_LITERAL)  # markup inside an element is still read: every punctuation mark escaped
