@@ -1,8 +1,9 @@
 """The cross-session listing index: one small summary per session, folded from its log.
 
 A :class:`Summary` (what ``repo.list()`` shows) is folded from the lines' raw JSON, so every backend shares the
-fold. :class:`DirectoryIndex` keeps a JSONL directory's summaries in one file and, on ``refresh``, reads only what
-changed: a file that grew from where it stopped, anything else from its first line. Deleting it is always safe.
+fold. :class:`DirectoryIndex` keeps a JSONL directory's summaries in one file (in the folder if it is sessiontree's
+own, else in the user's cache directory) and, on ``refresh``, reads only what changed: a file that grew from where it
+stopped, anything else from its first line. Deleting it is always safe.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import attrs
 import orjson
 
-from sessiontree.adapters import jsontext
+from sessiontree.adapters import folders, jsontext
 from sessiontree.adapters.files import open_regular, read_lines
 from sessiontree.adapters.jsontext import line_problem
 
@@ -124,12 +125,23 @@ def _private(path: str, flags: int) -> int:
     return os.open(path, flags | os.O_EXCL | os.O_NOFOLLOW, 0o600)
 
 
-def _logs(root: str) -> Iterator[tuple[os.DirEntry[str], os.stat_result]]:
-    """The regular, not hidden ``*.jsonl`` files directly in ``root``, with their ``stat``."""
+def _logs(root: str) -> Iterator[tuple[str, str, os.stat_result]]:
+    """The regular, not hidden ``*.jsonl`` files directly in ``root`` and in its not hidden sub-folders (pi keeps one
+    per working directory), as (name relative to ``root``, path, ``stat``). Links are never followed."""
     try:
         entries = list(os.scandir(root))
-    except FileNotFoundError:
+    except OSError:
         return
+    yield from _files(entries, "")
+    for folder in entries:
+        if not folder.name.startswith(".") and folder.is_dir(follow_symlinks=False):
+            try:
+                yield from _files(list(os.scandir(folder.path)), f"{folder.name}/")
+            except OSError:
+                continue
+
+
+def _files(entries: list[os.DirEntry[str]], prefix: str) -> Iterator[tuple[str, str, os.stat_result]]:
     for entry in entries:
         if not entry.name.endswith(".jsonl") or entry.name.startswith("."):
             continue
@@ -138,7 +150,7 @@ def _logs(root: str) -> Iterator[tuple[os.DirEntry[str], os.stat_result]]:
         except OSError:
             continue
         if stat.S_ISREG(st.st_mode):  # a symlink, a FIFO, a device: never a session here
-            yield entry, st
+            yield prefix + entry.name, entry.path, st
 
 
 def _fold_on(fd: int, summary: Summary | None, offset: int) -> tuple[Summary | None, int]:
@@ -161,33 +173,55 @@ def _fold_on(fd: int, summary: Summary | None, offset: int) -> tuple[Summary | N
 
 
 class DirectoryIndex:
-    """Summaries of every ``*.jsonl`` file directly in ``root``, cached in an index file."""
+    """Summaries of every ``*.jsonl`` file in ``root`` and its sub-folders, cached in an index file: in the folder
+    when it is sessiontree's own, else in the user's cache directory (``adapters/folders.py``), so listing never
+    writes into a folder of someone else's."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = os.fspath(root)
-        self.path = os.path.join(self.root, INDEX_FILE)
         self._files: dict[str, dict[str, Any]] | None = None
+        self._kept_at: str | None = None  # where ``_files`` were last read from or written to
         self._summaries: dict[str, Summary] = {}  # decoded once per file version
 
-    def _load(self) -> dict[str, dict[str, Any]]:
+    @property
+    def path(self) -> str | None:
+        """Where the index is kept now (None: nowhere, there is no cache directory)."""
+        return self._where()[0]
+
+    def _where(self) -> tuple[str | None, str | None]:
+        """The index file, and the real path of ``root`` when that file is in the cache (None: in the folder)."""
+        if folders.is_ours(self.root):
+            return os.path.join(self.root, INDEX_FILE), None
+        return folders.cached_index_path(self.root), os.path.realpath(self.root)
+
+    def _load(self, path: str | None, real_root: str | None) -> dict[str, dict[str, Any]]:
+        if path is None:
+            return {}
         try:
-            fd = open_regular(self.path, follow=False)
+            fd = open_regular(path, follow=False)
             try:
                 data = orjson.loads(os.read(fd, MAX_INDEX_BYTES))
             finally:
                 os.close(fd)
-            if isinstance(data, dict) and data.get("format") == INDEX_FORMAT and isinstance(data.get("files"), dict):
+            # a cached index names its folder: a check against a hash collision
+            if (isinstance(data, dict) and data.get("format") == INDEX_FORMAT and isinstance(data.get("files"), dict)
+                    and data.get("root") == real_root):
                 return data["files"]  # type: ignore[no-any-return]  # parsed JSON, checked to be a dict
         except (OSError, orjson.JSONDecodeError):
             pass
         return {}  # missing or unreadable: rebuilt from the logs
 
-    def _save(self, files: dict[str, dict[str, Any]]) -> None:
-        tmp = f"{self.path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    def _save(self, path: str | None, real_root: str | None, files: dict[str, dict[str, Any]]) -> None:
+        if path is None or (real_root is not None and not folders.private_parent(path)):
+            return  # no cache directory: listing still works, it just keeps nothing
+        data: dict[str, Any] = {"format": INDEX_FORMAT, "files": files}
+        if real_root is not None:
+            data["root"] = real_root
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
             with open(tmp, "wb", opener=_private) as handle:  # it quotes first messages
-                handle.write(orjson.dumps({"format": INDEX_FORMAT, "files": files}))
-            os.replace(tmp, self.path)
+                handle.write(orjson.dumps(data))
+            os.replace(tmp, path)
         except OSError:  # a read-only directory still lists; it just cannot keep its cache
             try:
                 os.unlink(tmp)
@@ -195,20 +229,23 @@ class DirectoryIndex:
                 pass
 
     def refresh(self) -> dict[str, Summary]:
-        """Bring the index up to date with the directory; ``{file name: summary}``, shared with later calls (read
-        them, do not change them)."""
-        files = self._files if self._files is not None else self._load()
-        changed = self._files is None and not os.path.exists(self.path)
+        """Bring the index up to date with the directory; ``{file name: summary}`` (names relative to ``root``), shared
+        with later calls (read them, do not change them)."""
+        path, real_root = self._where()
+        if self._files is None:
+            files, changed = self._load(path, real_root), path is not None and not os.path.exists(path)
+        else:  # the folder may have become ours since (adopted): the index moves in with the next save
+            files, changed = self._files, path != self._kept_at
         seen: dict[str, dict[str, Any]] = {}
-        for entry, st in _logs(self.root):
-            record = files.get(entry.name)
+        for name, log, st in _logs(self.root):
+            record = files.get(name)
             if record is None or (record["size"], record["mtime_ns"], record["ino"]) != (st.st_size, st.st_mtime_ns, st.st_ino):
-                record = self._scan(entry.path, st, record)
+                record = self._scan(log, st, record)
                 changed = True
-            seen[entry.name] = record
-        self._files = seen
-        if changed or set(files) != set(seen):
-            self._save(seen)
+            seen[name] = record
+        self._files, self._kept_at = seen, path
+        if (changed or set(files) != set(seen)) and os.path.isdir(self.root):
+            self._save(path, real_root, seen)
         return self._decoded(seen)
 
     def _decoded(self, files: dict[str, dict[str, Any]]) -> dict[str, Summary]:

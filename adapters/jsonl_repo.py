@@ -1,8 +1,11 @@
 """A directory of JSONL session files: the embedded, default store.
 
 Each session is ``<root>/<session id>.jsonl``; other regular ``*.jsonl`` files whose first
-line is a session header (pi's, for instance) are listed and opened by that header's id. A
-symbolic link is never a session of the directory. Listing reads the directory's index.
+line is a session header, directly in the directory or in a sub-folder of it (pi's, for
+instance: one sub-folder per working directory), are listed and opened by that header's id.
+A symbolic link is never a session of the directory. Listing reads the directory's index.
+Creating a session marks the directory as sessiontree's own unless it holds someone else's
+sessions (``adapters/folders.py``).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from sessiontree.adapters import folders
 from sessiontree.adapters.files import make_private_dirs
 from sessiontree.adapters.index import DirectoryIndex
 from sessiontree.adapters.jsonl import LINK_REFUSED, JsonlSessionStorage
@@ -46,10 +50,22 @@ class JsonlStore(SessionStore):
         return None
 
     def _private_root(self) -> None:
+        """Make the directory (0700) if it is missing, and mark it ours: a directory we made, or one holding nothing
+        of anyone else's. A foreign one (pi's) gets the session it was asked for, but no mark."""
+        if folders.is_ours(self.root):
+            return
         try:
+            made = not self.root.exists()
             make_private_dirs(self.root)
         except OSError as exc:
             raise SessionError("storage", f"cannot create the directory: {exc.strerror or exc}", path=str(self.root)) from exc
+        if made or folders.foreign_reason(self.root) is None:
+            folders.claim(self.root)
+
+    def claim(self) -> None:
+        """Make the directory ready for new sessions now (made, and marked ours unless it is someone else's), so that
+        listing it before the first write already keeps the index in it."""
+        self._private_root()
 
     def store_header(self, header: SessionStarted) -> SessionStorage:
         path = self.path_for(header.originator_id)  # create() refuses an existing file
@@ -78,15 +94,22 @@ class JsonlStore(SessionStore):
             path.unlink(missing_ok=True)
         except OSError as exc:
             raise SessionError("storage", f"cannot delete the file: {exc.strerror or exc}", path=str(path)) from exc
-        self.index.forget(path.name)
+        self.index.forget(path.relative_to(self.root).as_posix())
 
     def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
         root = os.fspath(self.root)
+        wanted = None if cwd is None else same_place(cwd)
         return [
             SessionInfo.from_summary(summary, os.path.join(root, name))
             for name, summary in self.index.refresh().items()
-            if cwd is None or summary.cwd == cwd
+            if wanted is None or summary.cwd == cwd or same_place(summary.cwd) == wanted
         ]
 
     def parent_reference(self, storage: SessionStorage) -> str:
         return storage.location  # a fork's header names the source file, as pi's does
+
+
+def same_place(cwd: str) -> str:
+    """A working directory as pi compares them: an absolute path normalised (``/a/b/`` is ``/a/b``), anything else
+    as it is."""
+    return os.path.normpath(cwd) if os.path.isabs(cwd) else cwd

@@ -82,15 +82,27 @@ class SessionRepo:
         return self.store.exists(check_session_id(session_id))
 
     def list(self, cwd: str | None = None) -> list[SessionInfo]:
-        """Every session (or those started in ``cwd``), most recently modified first."""
-        return newest_first(self.store.infos(cwd))
+        """Every session (or those started in ``cwd``), most recently modified first.
+
+        ``cwd`` is resolved as pi resolves it (``~`` expanded, a relative path taken from the current directory), and
+        a session whose header names it as written is kept too."""
+        if not cwd:
+            return newest_first(self.store.infos(cwd))
+        resolved = os.path.normpath(os.path.abspath(os.path.expanduser(cwd)))
+        infos = {i.id: i for i in self.store.infos(resolved)}
+        if resolved != cwd:
+            infos.update((i.id, i) for i in self.store.infos(cwd))
+        return newest_first(infos.values())
 
     def delete(self, session_id: str) -> None:
         """Delete a session; deleting one that does not exist is not an error."""
         self.store.remove(check_session_id(session_id))
 
-    def fork(self, session_id: str, entry_id: str | None = None, position: str = "before", *, salvage: bool = False) -> Session:
-        """A new session holding the path from the root to a target, with the same ids.
+    def fork(
+        self, session_id: str, entry_id: str | None = None, position: str = "before", *, salvage: bool = False,
+        into: SessionRepo | None = None,
+    ) -> Session:
+        """A new session holding the path from the root to a target, with the same ids (in ``into``, default this one).
 
         ``position="at"`` keeps the target; ``"before"`` (the default) needs a user message and stops at its parent, so the
         message can be asked again. Without ``entry_id`` the whole current branch is copied. Labels on the path and the
@@ -116,7 +128,7 @@ class SessionRepo:
             entries = fork_entries(source, path, header.originator_id, self._new_entry_id, now_iso(self._clock))
         finally:
             source.close()
-        return self._write_session(header, entries)
+        return (self if into is None else into)._write_session(header, entries)
 
     def copy_from(self, other: SessionRepo, session_id: str, *, salvage: bool = False) -> Session:
         """Copy a session from another repository: same id, same header, same entries.

@@ -2,58 +2,35 @@
 
 Both go through the pi conversion (``sessiontree.adapters.pi_convert``), which re-encodes
 every entry in the other dialect with the same ids, parents, timestamps and unknown
-fields, and keeps fields a producer left out left out. ``import`` converts each file to
-the native dialect and copies it into the repository with the repository's own
-``copy_from`` (same session id and header, any backend). ``export`` writes a whole session
-as a pi file (version 3; a ``leaf`` entry becomes the marker pi tolerates, docs/pi.md) or
-a native file, or one branch as Markdown or HTML for sharing.
+fields, and keeps fields a producer left out left out. ``import`` converts each file (every
+``*.jsonl`` under a directory) to the native dialect and copies it into the repository with
+the repository's own ``copy_from`` (same session id and header, any backend); a session
+already there with the same lines is skipped, so an import can be run again, and a bad file
+is reported while the rest go on. ``export`` writes a whole session as a pi file (version 3;
+a ``leaf`` entry becomes the marker pi tolerates, docs/pi.md) or a native file, or one
+branch as Markdown or HTML for sharing.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from rich.text import Text
 
-from sessiontree.adapters.storage import SessionStorage
-from sessiontree.adapters.store import SessionInfo, SessionStore
 from sessiontree.cli import share
-from sessiontree.cli.output import CliError, print_json, progress, stdout, warn
-from sessiontree.cli.target import feature, open_repository, session_for
+from sessiontree.cli.destination import OneFile, open_target, refuse_foreign
+from sessiontree.cli.output import CliError, error_line, print_json, progress, stdout, warn
+from sessiontree.cli.target import feature, repo_url, session_for
 from sessiontree.domain.errors import SessionError
-from sessiontree.domain.events import SessionStarted
 from sessiontree.repository import SessionRepo
-
-
-class _OneFile(SessionStore):
-    """A read-only store holding one opened file: the source of ``copy_from``."""
-
-    def __init__(self, storage: SessionStorage) -> None:
-        self._storage = storage
-
-    def store_header(self, header: SessionStarted) -> SessionStorage:
-        raise SessionError("storage", f"{self._storage.location} is an import source, not a repository")
-
-    store_lines = store_header  # type: ignore[assignment]
-
-    def attach(self, session_id: str) -> SessionStorage:
-        if session_id != self._storage.session_id:
-            held = self._storage.session_id
-            raise SessionError("not_found", f"{self._storage.location} holds session {held}, not {session_id}")
-        return self._storage
-
-    def remove(self, session_id: str) -> None:
-        raise SessionError("storage", f"{self._storage.location} is an import source: nothing is deleted from it")
-
-    def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
-        return ()
 
 
 def _converter() -> Any:
@@ -66,48 +43,118 @@ def _codec(kind: str) -> Any:
     return feature("sessiontree.adapters.codec", "native_codec", "the native codec")()
 
 
-def cmd_import(args: argparse.Namespace) -> int:
+def _sources(names: list[str]) -> Iterator[tuple[str, SessionError | None]]:
+    """Each file to import (a directory gives every ``*.jsonl`` under it, pi's sub-folders included), or the error of
+    a name that gives none."""
+    for name in names:
+        if os.path.isdir(name):
+            found = sorted(str(p) for p in Path(name).rglob("*.jsonl") if p.is_file())
+            if not found:
+                yield name, SessionError("not_found", f"no session files (*.jsonl) under {name}")
+            for path in found:
+                yield path, None
+        elif os.path.isfile(name):
+            yield name, None
+        else:
+            yield name, SessionError("not_found", f"no such session file: {name}")
+
+
+def _stored_copy(repo: SessionRepo, session_id: str, lines: list[bytes], name: str) -> str | None:
+    """Where the session already is in ``repo`` with these lines (appends made there since are fine), or None if it is
+    not there. A copy that differs is ``already_exists``: nothing is overwritten."""
+    if not repo.exists(session_id):
+        return None
+    stored = repo.store.attach(session_id)
+    try:
+        held, location = stored.read_lines(), stored.location
+    finally:
+        stored.close()
+    if held[: len(lines)] == lines:
+        return location
+    raise SessionError(
+        "already_exists",
+        f"{name}: session {session_id} is already in the repository ({location}) with different content "
+        f"({len(held)} lines there, {len(lines)} here: did the source change since it was imported?); not imported",
+    )
+
+
+def _import_one(repo: SessionRepo, name: str) -> dict[str, Any]:
     storage_class = feature("sessiontree.adapters.jsonl", "JsonlSessionStorage", "reading JSONL session files")
-    convert = _converter()
-    for name in args.files:
-        if not os.path.isfile(name):
-            raise SessionError("not_found", f"no such session file: {name}")
-    imported = []
-    with open_repository(args.repo, create=True) as repo, progress("importing", len(args.files)) as advance:
-        for name in args.files:
-            with tempfile.TemporaryDirectory() as tmp:
-                # Convert to the native dialect first (keeps fields pi left out as left out),
-                # then copy into the repository through its own API, whatever its backend.
-                conversion = convert(name, os.path.join(tmp, "native.jsonl"), _codec("native"))
-                storage = storage_class.open(conversion.dest)
-                session = repo.copy_from(SessionRepo(_OneFile(storage)), storage.session_id)
-            try:
-                imported.append(
-                    {
-                        "file": name,
-                        "dialect": conversion.source_dialect,
-                        "session_id": session.id,
-                        "location": session.storage.location,
-                        "entries": len(session),
-                        "notes": list(conversion.notes),
-                    }
-                )
-            finally:
-                session.close()
-            advance(1)
-    if args.json:
-        print_json(imported)
-        return 0
-    console = stdout()
-    for item in imported:
-        console.print(
-            Text.assemble(
-                f"imported {item['file']} ({item['dialect']}, {item['entries']} entries) as ",
-                (item["session_id"], "bold cyan"),
-                f" → {item['location']}",
-            )
-        )
-    return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        # Convert to the native dialect first (keeps fields pi left out as left out), then copy into the
+        # repository through its own API, whatever its backend.
+        conversion = _converter()(name, os.path.join(tmp, "native.jsonl"), _codec("native"))
+        storage = storage_class.open(conversion.dest)
+        try:
+            sid = storage.session_id
+            item = {"file": name, "status": "imported", "dialect": conversion.source_dialect, "session_id": sid}
+            there = _stored_copy(repo, sid, storage.read_lines(), name)
+            if there is not None:  # imported before: same id, same lines
+                return {**item, "status": "already_there", "location": there, "entries": conversion.entries, "notes": []}
+            session = repo.copy_from(SessionRepo(OneFile(storage)), sid)
+        finally:
+            storage.close()
+    try:
+        location, entries = session.storage.location, len(session)
+    finally:
+        session.close()
+    return {**item, "location": location, "entries": entries, "notes": list(conversion.notes)}
+
+
+def _failure(name: str, exc: Exception) -> dict[str, Any]:
+    if isinstance(exc, SessionError):
+        code, message = exc.code, str(exc)[len(exc.code) + 2 :]  # "path:line: message", without the code
+    else:
+        code, message = "storage", f"{getattr(exc, 'strerror', None) or exc}"
+    if name not in message:
+        message = f"{name}: {message}"
+    return {"file": name, "status": "failed", "code": code, "message": message}
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    url = repo_url(args.repo)
+    refuse_foreign(url, "the imported sessions")
+    sources = list(_sources(list(args.files)))
+    items: list[dict[str, Any]] = []
+    repo = open_target(url) if any(error is None for _, error in sources) else None
+    try:
+        with progress("importing", len(sources)) as advance:
+            for name, error in sources:
+                try:
+                    if error is not None:
+                        raise error
+                    assert repo is not None  # opened whenever there is a file
+                    items.append(_import_one(repo, name))
+                except (SessionError, OSError) as exc:
+                    items.append(_failure(name, exc))
+                advance(1)
+    finally:
+        if repo is not None:
+            repo.close()
+    return _report(items, args.json)
+
+
+def _report(items: list[dict[str, Any]], as_json: bool) -> int:
+    counts = {status: sum(1 for i in items if i["status"] == status) for status in ("imported", "already_there", "failed")}
+    for item in items:
+        if item["status"] == "failed":
+            error_line(f"{item['code']}: {item['message']}", code=item["code"])
+    if as_json:
+        print_json(items)
+    else:
+        console = stdout()
+        for item in items:
+            if item["status"] == "imported":
+                console.print(Text.assemble(
+                    f"imported {item['file']} ({item['dialect']}, {item['entries']} entries) as ",
+                    (item["session_id"], "bold cyan"), f" → {item['location']}",
+                ))
+            elif item["status"] == "already_there":
+                console.print(Text(f"already there: {item['file']} as {item['session_id']} ({item['location']})"))
+        console.print(Text(
+            f"imported {counts['imported']}, already there {counts['already_there']}, failed {counts['failed']}"
+        ))
+    return 1 if counts["failed"] else 0
 
 
 @contextmanager
@@ -131,10 +178,13 @@ def _convert_out(session: Any, kind: str, output: str | None) -> tuple[bytes | N
     """Write the session in dialect ``kind`` to ``output`` (or return the bytes for stdout)."""
     convert = _converter()
     with _as_file(session) as source, tempfile.TemporaryDirectory() as tmp:
-        dest = os.path.join(tmp, "export.jsonl") if output in (None, "-") else output
+        dest = os.path.join(tmp, "export.jsonl")
         conversion = convert(source, dest, _codec(kind))
-        data = Path(dest).read_bytes() if output in (None, "-") else None
-    return data, conversion
+        if output in (None, "-"):
+            return Path(dest).read_bytes(), conversion
+        with open(dest, "rb") as converted, _new_document(output) as out:
+            shutil.copyfileobj(converted, out)
+    return None, conversion
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -145,7 +195,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.output not in (None, "-") and os.path.exists(args.output):
         raise SessionError("already_exists", f"{args.output} already exists; choose another --output")
     size = None
-    with session_for(args.repo, args.session) as session:
+    with session_for(args.repo, args.session, args) as session:  # --salvage, --leaf by prefix or label
         if args.format in ("pi", "native"):
             data, conversion = _convert_out(session, args.format, args.output)
             for note in conversion.notes:
@@ -153,7 +203,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             if data is None:
                 size = os.path.getsize(args.output)
         else:
-            document = share.branch_document(session, args.leaf)
+            document = share.branch_document(session, args.leaf, full=getattr(args, "full", False))
             text = share.to_markdown(document) if args.format == "markdown" else share.to_html(document)
             data = text.encode("utf-8")
     if data is not None:
@@ -163,14 +213,25 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextmanager
+def _new_document(output: str) -> Iterator[BinaryIO]:
+    """A new file for an export: never an existing one or a link, its mode from the umask. An export is a document the
+    user shares (session logs, the native copies import and fork write, stay 0600)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(output, flags, 0o666)
+    except FileExistsError:
+        raise SessionError("already_exists", f"{output} already exists; choose another --output") from None
+    with open(fd, "wb") as handle:
+        yield handle
+
+
 def _write(data: bytes, output: str | None) -> int:
     if output is None or output == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return len(data)
-    # Exports hold the conversation: private, like every file sessiontree creates.
-    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with open(fd, "wb") as handle:
+    with _new_document(output) as handle:
         handle.write(data)
     return len(data)
 

@@ -41,7 +41,6 @@ def test_markdown_and_html_export_of_a_branch(demo, cli, tmp_path: Path) -> None
     side = cli("export", "--leaf", demo["ids"]["quick_fix_end"]).stdout
     assert "Try B first" in side and "Revert that" not in side
     cli("export", "--format", "html", "-o", "branch.html")
-    assert (tmp_path / "branch.html").stat().st_mode & 0o777 == 0o600  # exports are private
     page = (tmp_path / "branch.html").read_text()
     assert page.startswith("<!doctype html>") and "&lt;" not in page.split("<body>")[0]
     assert "Revert that and do A: inject a clock." in page
@@ -54,12 +53,15 @@ def test_export_refuses_to_overwrite_a_file(demo, cli, tmp_path: Path) -> None:
     assert (tmp_path / "taken.md").read_text() == "mine"
 
 
-def test_import_of_a_bad_file_or_a_duplicate_fails_cleanly(demo, cli, tmp_path: Path) -> None:
-    """A file that is not a session, or a session already in the repository, is one error line."""
+def test_import_of_a_bad_file_or_a_changed_duplicate_fails_cleanly(demo, cli, tmp_path: Path) -> None:
+    """A file that is not a session, or a session already in the repository with other lines, is one error line; the
+    same session again is already there, not an error."""
     (tmp_path / "junk.jsonl").write_text("hello\n")
     proc = cli("import", "junk.jsonl", fails=True)
     assert "junk.jsonl:1" in proc.stderr and "corrupt" in proc.stderr
     cli("export", "--format", "native", "-o", "copy.jsonl")
+    assert "already there 1" in cli("import", "copy.jsonl").stdout
+    cli("label", demo["ids"]["diagnosis"], "grown", "-s", "copy.jsonl")  # the source changed since
     assert "already_exists" in cli("import", "copy.jsonl", fails=True).stderr
     assert "no such session file" in cli("import", "missing.jsonl", fails=True).stderr
 

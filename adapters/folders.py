@@ -1,0 +1,113 @@
+"""Whose folder is it: sessiontree's own repositories versus folders of others (pi's).
+
+sessiontree writes into a folder only if it is its own. A folder is **ours** when it holds
+the marker file :data:`MARKER`, which the JSONL store writes when it creates the folder, or
+when it stores a session into an existing folder that holds nothing of anyone else's (no pi
+session file, no sessions in sub-folders: a repository made before markers existed is
+adopted that way). Every other folder is **foreign**: listing it keeps its index in the
+user's cache directory, and the command line puts new sessions elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+import orjson
+
+from sessiontree.adapters.files import make_private_dirs, open_regular
+
+MARKER = ".sessiontree-repository"
+MARKER_TEXT = b"This folder is a sessiontree repository: sessiontree created it, or adopted it holding only its own sessions.\n"
+HEADER_LIMIT = 1 << 20  # a header line longer than this is not read to tell the dialect
+
+
+def is_ours(root: str | os.PathLike[str]) -> bool:
+    """Does ``root`` carry sessiontree's marker (a regular file, never a link)?"""
+    try:
+        return stat.S_ISREG(os.lstat(os.path.join(root, MARKER)).st_mode)
+    except OSError:
+        return False
+
+
+def claim(root: str | os.PathLike[str]) -> None:
+    """Mark ``root`` as sessiontree's own (a folder it just created, or adopted)."""
+    try:
+        fd = os.open(os.path.join(root, MARKER), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:  # there already (another process was first), or a read-only folder: nothing to mark
+        return
+    with open(fd, "wb") as handle:
+        handle.write(MARKER_TEXT)
+
+
+def foreign_reason(root: str | os.PathLike[str]) -> str | None:
+    """Why the existing folder ``root`` is not sessiontree's to write into, or None if it is.
+
+    Ours: it carries the marker, or it holds no pi session file and no session files in
+    sub-folders (pi's layout, one sub-folder per working directory).
+    """
+    if is_ours(root):
+        return None
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return None  # not a readable folder: whoever creates it will make it ours
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir(follow_symlinks=False) and _holds_logs(entry.path):
+            return f"holds sessions in sub-folders ({entry.name}/: pi's layout, one folder per working directory)"
+        if entry.name.endswith(".jsonl") and entry.is_file(follow_symlinks=False) and _is_pi_log(entry.path):
+            return f"holds pi's session files ({entry.name})"
+    return None
+
+
+def _holds_logs(folder: str) -> bool:
+    try:
+        return any(e.name.endswith(".jsonl") and not e.name.startswith(".") for e in os.scandir(folder))
+    except OSError:
+        return False
+
+
+def _is_pi_log(path: str) -> bool:
+    """Is the first line a pi session header (a ``session`` header without the native writer's ``parent_session``)?"""
+    try:
+        fd = open_regular(path, follow=False)
+        try:
+            first = os.pread(fd, HEADER_LIMIT, 0).split(b"\n", 1)[0]
+        finally:
+            os.close(fd)
+        header = orjson.loads(first)
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return isinstance(header, dict) and header.get("type") == "session" and "parent_session" not in header
+
+
+def cache_home() -> str | None:
+    """``$XDG_CACHE_HOME`` (absolute only, as the XDG spec says), else ``~/.cache``; None without a home."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(base):
+        return base
+    home = os.path.expanduser("~")
+    return os.path.join(home, ".cache") if os.path.isabs(home) else None
+
+
+def cached_index_path(root: str | os.PathLike[str]) -> str | None:
+    """Where the listing index of the foreign folder ``root`` is kept: one file per folder, named by a
+    hash of its real path, in ``<cache>/sessiontree/indexes/``; None when there is no cache directory."""
+    base = cache_home()
+    if base is None:
+        return None
+    key = hashlib.sha256(os.fsencode(os.path.realpath(root))).hexdigest()[:32]
+    return os.path.join(base, "sessiontree", "indexes", f"{key}.json")
+
+
+def private_parent(path: str) -> bool:
+    """Create the folders above ``path`` (0700); False if that is not possible."""
+    try:
+        make_private_dirs(Path(path).parent)
+    except OSError:
+        return False
+    return True
