@@ -95,8 +95,7 @@ class DatabaseStore(SessionStore):
             raise SessionError("storage", "PostgreSQL needs psycopg: pip install 'sessiontree[postgres]'") from None
         env = {**_postgres_env(dbname, host, port, user, password, schema), **(settings or {})}
         url = f"postgresql://{user}@{host}:{port}/{dbname}" + (f"?schema={schema}" if schema else "")
-        if schema:
-            ensure_schema(env, schema, url)
+        check_server(env, url, schema)
         return cls(env, url=url)
 
     def _storage(self, session_id: str) -> RecorderSessionStorage:
@@ -254,8 +253,10 @@ def _parse(state: bytes) -> Any:
         return None
 
 
-def ensure_schema(env: Mapping[str, str], schema: str, url: str) -> None:
-    """Create a PostgreSQL schema if it does not exist (eventsourcing expects it to)."""
+def check_server(env: Mapping[str, str], url: str, schema: str | None) -> None:
+    """Connect once before eventsourcing's pool does: a wrong database, user or password is reported at once, in the
+    server's words, where the pool would wait out its timeout and say only that it got no connection. Creates
+    ``schema`` if it does not exist (eventsourcing expects it to)."""
     import psycopg
     from psycopg.sql import SQL, Identifier
 
@@ -263,8 +264,9 @@ def ensure_schema(env: Mapping[str, str], schema: str, url: str) -> None:
     try:
         with psycopg.connect(
             dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"], user=env["POSTGRES_USER"],
-            password=password, autocommit=True, connect_timeout=10,
+            password=password, autocommit=True, connect_timeout=int(env.get("POSTGRES_CONNECT_TIMEOUT", "5")),
         ) as conn:
-            conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {0}").format(Identifier(schema)))
+            if schema:
+                conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {0}").format(Identifier(schema)))
     except psycopg.Error as exc:
         raise SessionError("storage", f"cannot reach {url}: {' '.join(str(exc).split())}") from exc

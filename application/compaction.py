@@ -17,6 +17,7 @@ from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import MessageAppended
 from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionPlan, plan_compaction
 from sessiontree.projections.context import entry_to_messages, latest_compaction
+from sessiontree.projections.path import CURRENT_LEAF
 from sessiontree.projections.tokens import ContextTokens, TokenEstimator, context_tokens, reported_usage
 from sessiontree.summary import AsyncSummarizer, Summarizer, Summary, as_summary
 
@@ -42,11 +43,13 @@ async def _async_result(result: Any) -> Summary:
     return as_summary(await result if inspect.isawaitable(result) else result)
 
 
-def estimate_context_tokens(reader: SessionReader, estimator: TokenEstimator | None = None) -> ContextTokens:
-    """The size of the current context: the last reply's reported usage when it measured
+def estimate_context_tokens(
+    reader: SessionReader, estimator: TokenEstimator | None = None, leaf_id: str | None = CURRENT_LEAF
+) -> ContextTokens:
+    """The size of the current context (or the one at ``leaf_id``): the last reply's reported usage when it measured
     this context (it came after the latest compaction), plus an estimate of what follows."""
-    messages = reader.build_context().messages
-    path = reader.get_path_to_root_or_compaction()
+    messages = reader.build_context(leaf_id=leaf_id).messages
+    path = reader.get_path_to_root_or_compaction(leaf_id)
     last = latest_compaction(path)
     if last is None:
         return context_tokens(messages, estimator)

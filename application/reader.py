@@ -24,7 +24,7 @@ from sessiontree.projections.context import Built, SessionContext, SessionContex
 from sessiontree.projections.labels import LabelsProjection
 from sessiontree.projections.leaf import LeafProjection
 from sessiontree.projections.names import SessionNameProjection
-from sessiontree.projections.path import branch_positions, path_to_root_or_compaction
+from sessiontree.projections.path import CURRENT_LEAF, branch_positions, path_to_root_or_compaction
 from sessiontree.projections.stats import SessionStats, StatsProjection, stats_of
 from sessiontree.projections.tokens import ContextTokens, TokenEstimator
 from sessiontree.projections.tree import TreeProjection
@@ -35,8 +35,6 @@ BUILTINS: dict[str, Any] = {
 }
 _HEADS_ONLY = frozenset({"tree"})
 _MISSING = object()
-# The default of a ``leaf_id`` argument: the current leaf. None is a leaf too: before the first entry (SPEC 2.2).
-CURRENT_LEAF: Any = type("CurrentLeaf", (), {"__repr__": lambda self: "<current leaf>"})()
 
 
 @attrs.frozen

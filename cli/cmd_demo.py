@@ -16,9 +16,9 @@ from rich.text import Text
 
 from sessiontree.cli import render, treeview, views
 from sessiontree.cli.demo import STEP, DemoClock, build_demo, demo_ids
+from sessiontree.cli.destination import refuse_foreign
 from sessiontree.cli.output import print_json, stdout
 from sessiontree.cli.target import open_repository, repo_url
-from sessiontree.projections.tokens import DEFAULT_ESTIMATOR
 from sessiontree.repository import InMemorySessionRepo
 
 # The demo's ~40 events are spread over the minutes before the run, ending about now.
@@ -26,6 +26,7 @@ LEAD = 45 * STEP
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    refuse_foreign(repo_url(args.repo), "the demo session")
     repo = open_repository(args.repo, create=True)
     with repo:
         clock = DemoClock(datetime.now(UTC) - LEAD)
@@ -54,7 +55,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             console.print(render.tree(session, treeview.build(session)))
             console.print()
             context = session.build_context()
-            tokens = sum(DEFAULT_ESTIMATOR(m) for m in context.messages)
+            tokens = session.estimate_context_tokens()
             console.print(views.context_heading(session.id, session.leaf_id, context, tokens))
             console.print(views.context_table(context))
             console.print(_next_steps(result.ids, repo_url(args.repo)))

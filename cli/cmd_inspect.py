@@ -11,8 +11,8 @@ from sessiontree.adapters.codec import native_codec
 from sessiontree.cli import render, treeview, views
 from sessiontree.cli.output import CliError, print_json, stdout
 from sessiontree.cli.target import open_repository, repo_url, session_for
+from sessiontree.compaction import estimate_context_tokens
 from sessiontree.projections.stats import stats_of
-from sessiontree.projections.tokens import DEFAULT_ESTIMATOR
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
@@ -40,7 +40,7 @@ def tree_renderable(reader: Any, args: argparse.Namespace, *, title: Any = None)
     """The rich tree of a session or time-travel view, with the ``show`` options applied."""
     window = DEFAULT_WINDOW if args.window is None else args.window
     roots = treeview.build(reader, args.filter)
-    return render.tree(reader, roots, depth=args.depth, window=window, title=title)
+    return render.tree(reader, roots, depth=args.depth, window=window, title=title, full=getattr(args, "full", False))
 
 
 def check_limits(args: argparse.Namespace) -> None:
@@ -70,14 +70,16 @@ def show_reader(reader: Any, args: argparse.Namespace) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    with session_for(args.repo, args.session) as session:
+    with session_for(args.repo, args.session, args) as session:
         show_reader(session, args)
     return 0
 
 
 def context_payload(reader: Any, context: Any, leaf: str | None) -> dict[str, Any]:
-    """The exact context as JSON: the messages in their wire form, and the settings."""
+    """The exact context as JSON: the messages in their wire form, and the settings. ``estimated_tokens`` is the figure
+    compaction uses: the last reply's reported usage plus chars/4 after it (``reported_tokens``), else chars/4."""
     codec = native_codec()
+    tokens = estimate_context_tokens(reader, leaf_id=leaf)
     return {
         "session_id": reader.id,
         "leaf_id": leaf,
@@ -86,24 +88,41 @@ def context_payload(reader: Any, context: Any, leaf: str | None) -> dict[str, An
         "thinking_level": context.thinking_level,
         "model": dict(context.model) if context.model else None,
         "active_tool_names": context.active_tool_names,
-        "estimated_tokens": sum(DEFAULT_ESTIMATOR(m) for m in context.messages),
+        "estimated_tokens": tokens.tokens,
+        "reported_tokens": tokens.usage_tokens,
+    }
+
+
+def pi_context_payload(context: Any) -> dict[str, Any]:
+    """The context in the shape pi's ``buildSessionContext`` returns (camelCase, pi's roles), to compare with pi's own."""
+    from sessiontree.adapters.pi import pi_codec
+
+    codec, model = pi_codec(), context.model
+    return {
+        "messages": [codec.message_to_dict(m) for m in context.messages],
+        "thinkingLevel": context.thinking_level,
+        "model": {"provider": model["provider"], "modelId": model["model_id"]} if model else None,
     }
 
 
 def print_context(reader: Any, args: argparse.Namespace, leaf_option: str | None = None) -> None:
     context = reader.build_context() if leaf_option is None else reader.build_context(leaf_id=leaf_option)
     leaf = reader.leaf_id if leaf_option is None else leaf_option
+    if getattr(args, "format", None) == "pi":
+        print_json(pi_context_payload(context))
+        return
     if args.json:
         print_json(context_payload(reader, context, leaf))
         return
     last = getattr(args, "last", None)
     if last is not None and last < 0:
         raise CliError("--last must be 0 or more")
-    stdout().print(views.context_view(reader.id, leaf, context, full=getattr(args, "full", False), last=last))
+    tokens = estimate_context_tokens(reader, leaf_id=leaf)
+    stdout().print(views.context_view(reader.id, leaf, context, tokens, full=getattr(args, "full", False), last=last))
 
 
 def cmd_context(args: argparse.Namespace) -> int:
-    with session_for(args.repo, args.session) as session:
+    with session_for(args.repo, args.session, args) as session:
         print_context(session, args, args.leaf)
     return 0
 
@@ -121,7 +140,7 @@ def _stats_json(stats: Any) -> dict[str, Any]:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with session_for(args.repo, args.session) as session:
+    with session_for(args.repo, args.session, args) as session:
         stats = session.get_session_stats()
         branch = session.get_branch()
         current = branch[-1].id if branch else None

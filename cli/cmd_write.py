@@ -1,19 +1,23 @@
 """Write commands: ``fork``, ``label``, ``name``, ``move``, ``compact``.
 
 Each goes through the same ``Session`` (or repository) API a program would use, so the
-invariants are the library's: an unknown entry id is refused and nothing is appended.
+invariants are the library's: an unknown entry id is refused and nothing is appended. A
+fork is a new session: it goes to a repository of sessiontree's own (``cli/destination.py``),
+never into pi's folders.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+from contextlib import ExitStack
 from typing import Any
 
 from rich.text import Text
 
+from sessiontree.cli.destination import OneFile, file_source, new_sessions_url, open_target, same_repository
 from sessiontree.cli.output import CliError, print_json, stdout
-from sessiontree.cli.target import feature, looks_like_path, open_file, open_repository, repo_url, resolve_id, session_for
+from sessiontree.cli.target import feature, looks_like_path, open_repository, repo_url, resolve_entry, resolve_id, session_for
+from sessiontree.domain.errors import SessionError
 
 
 def _done(args: argparse.Namespace, payload: dict[str, Any], message: Text | str) -> int:
@@ -30,7 +34,7 @@ def cmd_label(args: argparse.Namespace) -> int:
     text = None if args.clear else args.text
     if text is None and not args.clear:
         raise CliError("give the label text, or --clear to remove the entry's label")
-    with session_for(args.repo, args.session) as session:
+    with session_for(args.repo, args.session, args) as session:
         entry_id = session.append_label_change(args.entry, text)
         payload = {"session_id": session.id, "entry_id": entry_id, "target_id": args.entry, "label": text}
         said = f"labelled {args.entry} {text!r}" if text else f"cleared the label of {args.entry}"
@@ -51,8 +55,8 @@ def cmd_name(args: argparse.Namespace) -> int:
 
 
 def cmd_move(args: argparse.Namespace) -> int:
-    target = None if args.entry == "root" else args.entry
-    with session_for(args.repo, args.session) as session:
+    with session_for(args.repo, args.session, args) as session:
+        target = None if args.entry == "root" else args.entry
         before = session.leaf_id
         if args.summarize and args.summary is not None:
             raise CliError("give --summary TEXT or --summarize, not both")
@@ -68,18 +72,49 @@ def cmd_move(args: argparse.Namespace) -> int:
         return _done(args, payload, message)
 
 
+def _fork_source(args: argparse.Namespace) -> tuple[Any, str, str | None]:
+    """The repository holding the session to fork, its id, and its URL (None for a session file)."""
+    if args.session is not None and looks_like_path(args.session):
+        repo, sid = file_source(args.session)
+        return repo, sid, None
+    repo = open_repository(args.repo)
+    try:
+        return repo, resolve_id(repo, args.session, repo_url(args.repo)), repo_url(args.repo)
+    except BaseException:
+        repo.close()
+        raise
+
+
+def _resolve_entry(source: Any, sid: str, args: argparse.Namespace) -> None:
+    """``--entry`` by id prefix or label, as every command takes an entry (a source that does not open is left for the
+    fork to report, or to salvage)."""
+    if args.entry is None or args.salvage:
+        return
+    session = source.open(sid)
+    try:
+        args.entry = resolve_entry(session, args.entry)
+    finally:
+        if not isinstance(source.store, OneFile):  # a session file has one storage, closed with its source
+            session.close()
+
+
 def cmd_fork(args: argparse.Namespace) -> int:
     position = args.position or "at"
-    if args.session is not None and looks_like_path(args.session):
-        # A session file: fork into the directory that holds it.
-        with open_file(args.session) as session:
-            sid = session.id
-        repo = open_repository(os.path.dirname(os.path.abspath(args.session)))
-    else:
-        repo = open_repository(args.repo)
-        sid = resolve_id(repo, args.session, repo_url(args.repo))
-    with repo:
-        fork = repo.fork(sid, args.entry, position, salvage=args.salvage)
+    target_url = new_sessions_url(args, "the fork")  # before the source is opened: a refusal costs nothing
+    source, sid, source_url = _fork_source(args)
+    with ExitStack() as stack:
+        stack.enter_context(source)
+        _resolve_entry(source, sid, args)
+        if source_url is not None and same_repository(source_url, target_url):
+            target = source
+        else:
+            target = stack.enter_context(open_target(target_url))
+        try:
+            fork = source.fork(sid, args.entry, position, salvage=args.salvage, into=target)
+        except SessionError as exc:  # the library's advice names its keyword; a user of the CLI has a flag
+            if exc.code != "invalid_fork_target":
+                raise
+            raise SessionError(exc.code, exc.message.replace("position='at'", "--position at")) from None
         try:
             payload = {
                 "session_id": fork.id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,7 +15,13 @@ PROG = "sessiontree"
 
 
 class CliError(Exception):
-    """A command-line failure that is not a ``SessionError`` (bad arguments, missing feature)."""
+    """A command-line failure that is not a ``SessionError`` (bad arguments, a missing feature, an ambiguous name);
+    ``code`` is what ``--json`` reports (``usage`` unless said)."""
+
+    def __init__(self, message: str, *, code: str = "usage") -> None:
+        super().__init__(f"{code}: {message}" if code != "usage" else message)
+        self.code = code
+        self.message = message
 
 
 class _Console(Console):
@@ -25,9 +32,16 @@ class _Console(Console):
         raise BrokenPipeError
 
 
+PIPE_WIDTH = 10_000  # piped with no $COLUMNS: rows are printed whole (boxes cap their own width, views.PANEL_WIDTH)
+
+
 def stdout() -> Console:
-    """The console for results. ``highlight=False``: session text is shown as written."""
-    return _Console(highlight=False, soft_wrap=False)
+    """The console for results. ``highlight=False``: session text is shown as written. Piped, a row is not cut at
+    rich's default 80 columns: the width is unbounded unless ``$COLUMNS`` sets one."""
+    console = _Console(highlight=False, soft_wrap=False)
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console.width = PIPE_WIDTH
+    return console
 
 
 def stderr() -> Console:
@@ -47,10 +61,18 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
-def error_line(message: str) -> None:
-    """The one line a failing command prints on stderr."""
+JSON_ERRORS = False  # set by ``--json``: errors go to stderr as JSON too
+
+
+def error_line(message: str, code: str = "usage") -> None:
+    """The one line a failing command prints on stderr: ``sessiontree: error: ...``, or with ``--json``
+    ``{"error": {"code": ..., "message": ...}}`` (the message without its code prefix)."""
     text = " ".join(str(message).split()) or "unknown error"
-    sys.stderr.write(f"{PROG}: error: {text}\n")
+    if JSON_ERRORS:
+        text = text.removeprefix(f"{code}: ")
+        sys.stderr.write(orjson.dumps({"error": {"code": code, "message": text}}).decode() + "\n")
+    else:
+        sys.stderr.write(f"{PROG}: error: {text}\n")
     sys.stderr.flush()
 
 

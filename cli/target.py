@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from importlib import import_module
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 from sessiontree.adapters.files import make_private_dirs
-from sessiontree.cli.output import CliError
+from sessiontree.adapters.folders import claim
+from sessiontree.cli.output import CliError, warn
 from sessiontree.domain.errors import SessionError
 
 DEFAULT_REPO = ".sessions"
@@ -74,6 +75,7 @@ def open_repository(option: str | None, *, create: bool = False) -> Any:
                 f"no session repository at {directory} (run `sessiontree demo` to create one, or pass --repo)",
             )
         make_private_dirs(Path(directory))
+        claim(directory)  # made by us: ours to write into (docs/repositories.md)
     open_repo = feature("sessiontree.repository", "open_repo", "opening a repository by URL")
     return open_repo(url)
 
@@ -83,7 +85,8 @@ def looks_like_path(ref: str) -> bool:
 
 
 def open_file(path: str, **kwargs: Any) -> Any:
-    """A ``Session`` on a JSONL session file (native or pi dialect)."""
+    """A ``Session`` on a JSONL session file (native or pi dialect); ``salvage=True`` reads past bad lines and says on
+    stderr which were skipped."""
     if not os.path.exists(path):
         raise SessionError("not_found", f"no such session file: {path}")
     if os.path.isdir(path):
@@ -91,25 +94,45 @@ def open_file(path: str, **kwargs: Any) -> Any:
     storage_class = feature("sessiontree.adapters.jsonl", "JsonlSessionStorage", "reading JSONL session files")
     from sessiontree.session import Session
 
-    return Session(storage_class.open(path, **kwargs))
+    storage = storage_class.open(path, **kwargs)
+    _report_skipped(path, getattr(storage, "skipped", ()))
+    return Session(storage)
 
 
-def resolve_id(repo: Any, ref: str | None, url: str) -> str:
-    """The id of the session ``ref`` names in ``repo`` (newest when ``ref`` is None)."""
-    if ref is not None and _exists(repo, ref):
-        return ref
+def _report_skipped(path: str, skipped: Any, shown: int = 20) -> None:
+    """Each unreadable line on stderr; the lines skipped only because they descend from one are counted, not listed."""
+    bad = [(line, reason) for line, reason in skipped if "unknown parent" not in reason]
+    for line, reason in bad[:shown]:
+        warn(f"{path}:{line}: skipped: {reason}")
+    if len(bad) > shown:
+        warn(f"{path}: {len(bad) - shown} more unreadable lines skipped")
+    if len(skipped) > len(bad):
+        warn(f"{path}: {len(skipped) - len(bad)} later lines skipped too: they descend from a skipped line")
+
+
+def resolve_info(repo: Any, ref: str | None, url: str) -> Any:
+    """The listing row of the session ``ref`` names in ``repo`` (newest when ``ref`` is None): an id, a unique id
+    prefix or a name. A ref that names several is ``ambiguous``, with every candidate listed."""
     infos = repo.list()
     if ref is None:
         if not infos:
             raise SessionError("not_found", f"no sessions in {url} (run `sessiontree demo` to make one)")
-        return infos[0].id  # type: ignore[no-any-return]
-    matches = [i for i in infos if i.id.startswith(ref)] or [i for i in infos if i.name == ref]
+        return infos[0]
+    matches = [i for i in infos if i.id == ref] or [i for i in infos if i.id.startswith(ref)] or [
+        i for i in infos if i.name == ref]
     if not matches:
         raise SessionError("not_found", f"no session {ref!r} in {url} (no id, id prefix or name matches)")
     if len(matches) > 1:
-        ids = ", ".join(i.id for i in matches[:4])
-        raise SessionError("not_found", f"{ref!r} is ambiguous in {url}: it matches {len(matches)} sessions ({ids}, ...)")
-    return matches[0].id  # type: ignore[no-any-return]
+        listed = "; ".join(f"{i.id}" + (f" {i.name!r}" if i.name else "") for i in matches)
+        raise CliError(f"{ref!r} names {len(matches)} sessions in {url}: {listed}", code="ambiguous")
+    return matches[0]
+
+
+def resolve_id(repo: Any, ref: str | None, url: str) -> str:
+    """The id of the session ``ref`` names in ``repo`` (see :func:`resolve_info`)."""
+    if ref is not None and _exists(repo, ref):
+        return ref
+    return resolve_info(repo, ref, url).id  # type: ignore[no-any-return]  # a SessionInfo's id is a str
 
 
 def _exists(repo: Any, ref: str) -> bool:
@@ -121,22 +144,57 @@ def _exists(repo: Any, ref: str) -> bool:
         raise
 
 
+MIN_PREFIX = 4  # as git: shorter prefixes match too much to be what anyone meant
+
+
+def resolve_entry(session: Any, ref: str) -> str:
+    """The id of the entry ``ref`` names: an id, a unique id prefix of four or more characters, or a label. Several
+    matches are ``ambiguous``, listed; none is ``not_found``."""
+    if session.has_entry(ref):
+        return ref
+    labels = session.get_labels()
+    matches = [i for i, label in labels.items() if label == ref]
+    if not matches and len(ref) >= MIN_PREFIX:
+        matches = [head.id for head in session.iter_heads() if head.id.startswith(ref) and head.type != "leaf"]
+    if len(matches) == 1:
+        return str(matches[0])
+    if not matches:
+        short = f" (an id prefix needs {MIN_PREFIX} or more characters)" if len(ref) < MIN_PREFIX else ""
+        raise SessionError("not_found", f"no entry {ref!r} in session {session.id}: no id, id prefix or label matches{short}")
+    listed = "; ".join(f"{i}" + (f" [{labels[i]}]" if i in labels else "") for i in matches[:20])
+    more = f"; and {len(matches) - 20} more" if len(matches) > 20 else ""
+    raise CliError(f"{ref!r} names {len(matches)} entries of session {session.id}: {listed}{more}", code="ambiguous")
+
+
+def resolve_entries(session: Any, args: Any, names: tuple[str, ...] = ("entry", "leaf")) -> None:
+    """Replace each entry reference among ``args``' ``names`` by the id it names (``root`` stays: move's keyword)."""
+    for name in names:
+        ref = getattr(args, name, None)
+        if isinstance(ref, str) and ref != "root":
+            setattr(args, name, resolve_entry(session, ref))
+
+
 @contextmanager
-def session_for(option_repo: str | None, ref: str | None) -> Iterator[Any]:
-    """The session named by ``ref`` (a file path, an id, a prefix or a name), closed afterwards."""
-    if ref is not None and looks_like_path(ref):
-        session = open_file(ref)
-        try:
-            yield session
-        finally:
-            session.close()
-        return
-    repo = open_repository(option_repo)
-    try:
-        session = repo.open(resolve_id(repo, ref, repo_url(option_repo)))
-        try:
-            yield session
-        finally:
-            session.close()
-    finally:
-        repo.close()
+def session_for(option_repo: str | None, ref: str | None, args: Any = None) -> Iterator[Any]:
+    """The session named by ``ref`` (a file path, an id, a prefix or a name), closed afterwards. With ``args``, its
+    ``--salvage`` is honoured and its entry references (``entry``, ``leaf``) are resolved to ids."""
+    salvage = bool(getattr(args, "salvage", False))
+    with ExitStack() as stack:
+        if ref is not None and looks_like_path(ref):
+            session = open_file(ref, salvage=True) if salvage else open_file(ref)
+        else:
+            repo = open_repository(option_repo)
+            stack.callback(repo.close)  # after the session: a database session needs its repository's connections
+            session = _open_in(repo, ref, repo_url(option_repo), salvage)
+        stack.callback(session.close)
+        if args is not None:
+            resolve_entries(session, args)
+        yield session
+
+
+def _open_in(repo: Any, ref: str | None, url: str, salvage: bool) -> Any:
+    if salvage:  # by its file, which the repository's own open would refuse
+        info = resolve_info(repo, ref, url)
+        if os.path.isfile(info.path):
+            return open_file(info.path, salvage=True)
+    return repo.open(resolve_id(repo, ref, url))

@@ -4,10 +4,13 @@ O(context), not O(session)."""
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from sessiontree.domain.events import ContextCompacted
 from sessiontree.domain.log import EntryLog
+
+# The default of a ``leaf_id`` argument: the current leaf. None is a leaf too: before the first entry (SPEC 2.2).
+CURRENT_LEAF: Any = type("CurrentLeaf", (), {"__repr__": lambda self: "<current leaf>"})()
 
 
 def path_to_root_or_compaction(log: EntryLog, leaf_id: str | None, limit: int | None = None) -> list[int]:

@@ -1,11 +1,12 @@
 """Runs the installed ``sessiontree`` console script in a subprocess (shared by tests/cli).
 
 ``run(args, cwd)`` checks the exit status: 0 by default, or 1 with ``fails=True``, in which
-case stderr must be exactly one ``sessiontree: error:`` line and never a traceback.
+case stderr must be exactly one ``sessiontree: error:`` line (with ``--json``, one JSON error) and never a traceback.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -41,7 +42,10 @@ def run(args: tuple[str, ...], cwd: Path, fails: bool = False, stdin: str | None
         assert proc.returncode == 1, f"expected failure, got {proc.returncode}: {proc.stdout}"
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1, f"expected one line on stderr, got: {proc.stderr!r}"
-        assert lines[0].startswith("sessiontree: error: "), lines[0]
+        if "--json" in args:  # the error is JSON too
+            assert set(json.loads(lines[0])["error"]) == {"code", "message"}, lines[0]
+        else:
+            assert lines[0].startswith("sessiontree: error: "), lines[0]
         assert "Traceback" not in proc.stderr
     else:
         assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr}"

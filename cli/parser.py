@@ -1,0 +1,202 @@
+"""The ``sessiontree`` argument parser: every command, its arguments and their help.
+
+Every command takes ``--repo URL``, ``--json`` and ``--debug`` (before or after the command name); a usage error is
+one line on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from sessiontree.cli.output import PROG, error_line
+
+DESCRIPTION = (
+    "Inspect, navigate, replay and convert sessiontree sessions. A SESSION is a JSONL file "
+    "path, a session id, a unique id prefix or a session name; without one, the most "
+    "recently modified session of the repository is used."
+)
+FILTERS = ("default", "no-tools", "user", "labelled", "all")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit status 1."""
+
+    def error(self, message: str) -> NoReturn:
+        error_line(f"{message} (see `{self.prog} --help`)")
+        raise SystemExit(1)
+
+
+def _common() -> Parser:
+    common = Parser(add_help=False)
+    s = argparse.SUPPRESS
+    common.add_argument("--repo", metavar="URL", default=s,
+                        help="repository URL or directory (default: $SESSIONTREE_REPO, else ./.sessions)")
+    common.add_argument("--json", action="store_true", default=s, help="print JSON for scripts instead of text for people")
+    common.add_argument("--debug", action="store_true", default=s, help="show the traceback of an error")
+    return common
+
+
+def _session_args(p: argparse.ArgumentParser, *, positional: bool = True) -> None:
+    if positional:
+        p.add_argument("session_pos", nargs="?", metavar="SESSION", help="session file, id, id prefix or name")
+    p.add_argument("-s", "--session", metavar="SESSION", help="session file, id, id prefix or name")
+
+
+def _salvage_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--salvage", action="store_true",
+                   help="read past lines that cannot be read (as pi does), saying on stderr which were skipped")
+
+
+def _full_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--full", action="store_true", help="do not shorten long text (by default a block shows 12 lines)")
+
+
+def _tree_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-f", "--filter", choices=FILTERS, default="default",
+                   help="which entries to show (default: all but label entries)")
+    p.add_argument("--depth", type=int, metavar="N",
+                   help="expand side branches only N branch points deep (the current branch is always expanded)")
+    p.add_argument("--window", type=int, metavar="N",
+                   help="show only N rows around the leaf (default: 1000 for text, all for --json; 0: all)")
+
+
+# (command, module, help)
+COMMANDS = (
+    ("demo", "cmd_demo", "create a sample session in the repository and show it"),
+    ("ls", "cmd_inspect", "list sessions, newest first"),
+    ("show", "cmd_inspect", "show a session's tree with the leaf, labels and branch points marked"),
+    ("context", "cmd_inspect", "show the messages the model would see"),
+    ("stats", "cmd_inspect", "entries, messages, tokens and cost, in total, per branch and per model"),
+    ("replay", "cmd_replay", "time travel: the session as it was, or each event's effect step by step"),
+    ("fork", "cmd_write", "copy a branch into a new session"),
+    ("label", "cmd_write", "set or clear an entry's label"),
+    ("name", "cmd_write", "set or clear the session's name"),
+    ("move", "cmd_write", "move the leaf to another entry (optionally summarising the branch left)"),
+    ("compact", "cmd_write", "compact the current branch with the offline summariser"),
+    ("import", "cmd_convert", "import pi or native session files into the repository"),
+    ("export", "cmd_convert", "export a session (pi or native JSONL) or a branch (Markdown, HTML)"),
+    ("verify", "cmd_verify", "check session files or a repository and report each problem"),
+    ("sign", "cmd_verify", "sign a checkpoint of session files or a repository's sessions with a key"),
+)
+
+
+def build_parser() -> Parser:
+    common = _common()
+    parser = Parser(prog=PROG, description=DESCRIPTION, parents=[common])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    ps = {name: sub.add_parser(name, help=text, description=text, parents=[common]) for name, _, text in COMMANDS}
+
+    p = ps["demo"]
+    p.add_argument("--cwd", help="the working directory recorded in the session (default: the current one)")
+    p.add_argument("--quiet", action="store_true", help="only print where the session was written")
+
+    p = ps["ls"]
+    p.add_argument("--cwd", help="only sessions started in this directory")
+    p.add_argument("-n", "--limit", type=int, metavar="N", help="at most N sessions")
+
+    p = ps["show"]
+    _session_args(p)
+    _salvage_arg(p)
+    _full_arg(p)
+    _tree_args(p)
+
+    p = ps["context"]
+    _session_args(p)
+    _salvage_arg(p)
+    p.add_argument("--leaf", metavar="ID", help="the branch ending at this entry (default: the current leaf)")
+    p.add_argument("--full", action="store_true", help="do not shorten long messages")
+    p.add_argument("--last", type=int, metavar="N", help="show only the last N messages (the totals still count all)")
+    p.add_argument("--format", choices=("text", "pi"), default="text",
+                   help="pi: the JSON pi's buildSessionContext returns (camelCase, pi's roles), to compare with pi")
+
+    p = ps["stats"]
+    _session_args(p)
+    _salvage_arg(p)
+
+    p = ps["replay"]
+    _session_args(p)
+    _salvage_arg(p)
+    _full_arg(p)
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--to", type=int, metavar="N", help="the session after its first N events (the header is event 1)")
+    when.add_argument("--at", metavar="TIME", help="the session as it was at an ISO 8601 time")
+    p.add_argument("--step", action="store_true", help="print each event with what it changed in the leaf and the context")
+    p.add_argument("--from", dest="start", type=int, metavar="N", default=1, help="with --step: start at event N")
+    _tree_args(p)
+
+    p = ps["fork"]
+    _session_args(p)
+    p.add_argument("--entry", metavar="ID", help="fork at this entry (default: the current leaf)")
+    p.add_argument("--position", choices=("before", "at"), default=None,
+                   help="'before' a user message (to ask it again) or 'at' the entry (default: at)")
+    p.add_argument("--salvage", action="store_true",
+                   help="fork a source that fails verify from what can be read (the fork records the lines it skipped)")
+    p.add_argument("--into", metavar="URL",
+                   help="the repository the fork goes to (default: --repo, $SESSIONTREE_REPO or ./.sessions, the first "
+                        "that is sessiontree's own)")
+
+    p = ps["label"]
+    p.usage = f"{PROG} label [SESSION] ENTRY [LABEL] [--clear] [-s SESSION]"
+    p.add_argument("words", nargs="+", metavar="[SESSION] ENTRY [LABEL]",
+                   help="the entry to label (an id, a 4+ character id prefix or a label) and the label (omit, or pass "
+                        "--clear, to clear it); the session may come first")
+    p.add_argument("--clear", action="store_true", help="clear the entry's label")
+    _session_args(p, positional=False)
+
+    p = ps["name"]
+    p.usage = f"{PROG} name [SESSION] [NAME] [--clear] [-s SESSION]"
+    p.add_argument("words", nargs="*", metavar="[SESSION] [NAME]",
+                   help="the new name (omit to print the current one); the session may come first")
+    p.add_argument("--clear", action="store_true", help="clear the session's name")
+    _session_args(p, positional=False)
+
+    p = ps["move"]
+    p.usage = f"{PROG} move [SESSION] ENTRY [--summary TEXT | --summarize] [-s SESSION]"
+    p.add_argument("words", nargs="+", metavar="[SESSION] ENTRY",
+                   help="the entry to move the leaf to (an id, a 4+ character id prefix, a label, or 'root': before the "
+                        "first entry); the session may come first")
+    p.add_argument("--summary", metavar="TEXT",
+                   help="a summary of the branch being left (appended as a branch summary, the new leaf)")
+    p.add_argument("--summarize", action="store_true",
+                   help="summarise the branch being left with the offline extractive summariser")
+    _session_args(p, positional=False)
+
+    p = ps["compact"]
+    _session_args(p)
+    p.add_argument("--keep-tokens", type=int, metavar="N",
+                   help="keep about N tokens of recent turns verbatim (default: the library's)")
+    p.add_argument("--retain-tail", action="store_true", help="store the kept messages in the compaction entry itself")
+    p.add_argument("--dry-run", action="store_true", help="only report what would be summarised and kept")
+
+    p = ps["import"]
+    p.add_argument("files", nargs="+", metavar="FILE", help="session files or directories (pi or native JSONL)")
+
+    p = ps["export"]
+    _session_args(p)
+    _salvage_arg(p)
+    _full_arg(p)
+    p.add_argument("--format", choices=("pi", "native", "markdown", "html"), default="markdown",
+                   help="output format (default: markdown)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    p.add_argument("--leaf", metavar="ID", help="markdown/html: the branch ending at this entry (default: the current leaf)")
+
+    p = ps["verify"]
+    p.add_argument("paths", nargs="*", metavar="PATH", help="session files or directories (default: the repository)")
+    p.add_argument("--key", metavar="FILE",
+                   help="check signed checkpoints with this key (raw HMAC key bytes, or an Ed25519 PEM key)")
+    p.add_argument("--require-chain", action="store_true", help="an unchained log is an error, not a warning")
+    p.add_argument("--checkpoints", metavar="FILE",
+                   help="with --key: read the signed checkpoints from FILE (kept away from the log) instead of beside each file")
+    p.add_argument("--head", metavar="DIGEST",
+        help="the log must have this head digest (printed by an earlier verify or sign) at some line: catches a rollback")
+    p.add_argument("--at-least", type=int, metavar="N", help="the log must have at least N lines: catches lines cut from the end")
+
+    p = ps["sign"]
+    p.add_argument("paths", nargs="*", metavar="PATH", help="session files or directories (default: the repository)")
+    p.add_argument("--key", metavar="FILE", required=True,
+                   help="the signing key: raw HMAC key bytes (16 or more), or an Ed25519 private key in PEM")
+    p.add_argument("--key-id", metavar="ID", help="a name for the key, recorded in the checkpoint")
+    p.add_argument("--out", metavar="FILE",
+                   help="append the checkpoints to FILE (keep it away from the logs) instead of beside each file")
+    return parser

@@ -1,0 +1,209 @@
+"""The command line, round two (issue 18): naming sessions and entries as people do, errors and warnings in the house
+style, --salvage on reading commands, pi's context shape, and the small things. Each runs the console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sessiontree_pi as pi
+from sessiontree_cli_runner import SCRIPT, run
+
+from sessiontree import InMemorySessionStorage, JsonlSessionRepo, JsonlSessionStorage, Session, UserMessage
+
+COMMANDS = ("demo", "ls", "show", "context", "stats", "replay", "fork", "label", "name", "move", "compact", "import",
+            "export", "verify", "sign")
+
+
+def _raw(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """The script with the user's environment (warnings shown, no COLUMNS), for what the shared runner smooths over."""
+    full = {k: v for k, v in os.environ.items() if k not in ("SESSIONTREE_REPO", "PYTHONWARNINGS", "COLUMNS")} | env
+    return subprocess.run([SCRIPT, *args], cwd=cwd, capture_output=True, text=True, env=full, timeout=120)
+
+
+def test_bare_sessiontree_prints_the_help_with_every_command(tmp_path):
+    proc = _raw([], tmp_path)
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout.startswith("usage: sessiontree")
+    for command in COMMANDS:
+        assert f"    {command} " in proc.stdout, command
+
+
+def test_a_torn_line_warning_is_one_line_in_the_house_style(tmp_path, demo):
+    path = next((tmp_path / ".sessions").glob("*.jsonl"))
+    with path.open("ab") as f:
+        f.write(b'{"type":"message","id":"torn')
+    proc = _raw(["stats", str(path)], tmp_path)
+    assert proc.returncode == 0
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sessiontree: warning: ") and "torn last line" in lines[0]
+    assert ".py:" not in proc.stderr and "Warning" not in proc.stderr
+
+
+def test_with_json_errors_are_json_on_stderr_too(tmp_path, demo):
+    proc = _raw(["show", "no-such-session", "--json"], tmp_path)
+    assert proc.returncode == 1 and proc.stdout == ""
+    error = json.loads(proc.stderr)["error"]
+    assert error["code"] == "not_found" and "no-such-session" in error["message"]
+    assert not error["message"].startswith("not_found")
+    usage = _raw(["show", "--window", "many", "--json"], tmp_path)
+    assert usage.returncode == 1 and json.loads(usage.stderr)["error"]["code"] == "usage"
+
+
+def _two_named(root: Path, name: str) -> list[str]:
+    repo = JsonlSessionRepo(root / ".sessions")
+    ids = []
+    for _ in range(2):
+        with repo.create(cwd="/w", name=name) as session:
+            session.append_message(UserMessage("hi"))
+            ids.append(session.id)
+    return ids
+
+
+def test_an_ambiguous_session_name_is_ambiguous_and_lists_every_candidate(tmp_path):
+    ids = _two_named(tmp_path, "twin")
+    proc = run(("show", "twin"), tmp_path, fails=True)
+    assert "ambiguous: 'twin' names 2 sessions" in proc.stderr
+    assert all(i in proc.stderr for i in ids)
+    error = json.loads(_raw(["context", "twin", "--json"], tmp_path).stderr)["error"]
+    assert error["code"] == "ambiguous" and all(i in error["message"] for i in ids)
+
+
+def _counted_ids(prefix: str) -> Any:
+    counter = iter(range(1, 1000))
+    return lambda: f"{prefix}{next(counter):04d}"
+
+
+def test_entries_are_named_by_a_four_character_prefix_or_a_label(tmp_path, cli, cli_json):
+    path = tmp_path / "s.jsonl"
+    with Session(JsonlSessionStorage.create(path, cwd="/w"), id_generator=_counted_ids("beef")) as session:
+        first = session.append_message(UserMessage("first"))
+        second = session.append_message(UserMessage("second"))
+    assert (first, second) == ("beef0001", "beef0002")
+    assert cli_json("context", str(path), "--leaf", "beef0001")["leaf_id"] == first
+    cli("label", str(path), "beef0001", "start")  # the session first, then the entry and the label
+    assert cli_json("context", str(path), "--leaf", "start")["leaf_id"] == first
+    cli("move", str(path), "start")
+    assert cli_json("context", str(path))["leaf_id"] == first
+    ambiguous = run(("context", str(path), "--leaf", "beef"), tmp_path, fails=True)
+    assert "ambiguous: 'beef' names" in ambiguous.stderr and first in ambiguous.stderr and second in ambiguous.stderr
+    short = run(("move", str(path), "bee"), tmp_path, fails=True)
+    assert "not_found" in short.stderr and "4 or more characters" in short.stderr
+    assert cli_json("context", str(path), "--leaf", "beef0002")["leaf_id"] == second
+
+
+def test_label_name_and_move_take_the_session_positionally_or_with_s(tmp_path, demo, cli, cli_json):
+    sid = demo["session_id"]
+    leaf = cli_json("context")["leaf_id"]
+    cli("name", sid, "Positional")
+    assert cli_json("name", "-s", sid)["name"] == "Positional"
+    cli("label", sid, leaf, "here")
+    assert cli_json("show", sid)["rows"] and "here" in cli("show", sid).stdout
+    cli("label", sid, leaf, "--clear")
+    assert "here" not in cli("show", sid).stdout
+    cli("label", "-s", sid, leaf, "again")
+    cli("move", sid, "root")
+    assert cli_json("context", sid)["leaf_id"] is None
+    cli("move", "-s", sid, "again")
+    assert cli_json("context", sid)["leaf_id"] == leaf
+    twice = run(("move", sid, leaf, "-s", sid), tmp_path, fails=True)
+    assert "name the session once" in twice.stderr
+
+
+def _damaged_pi_file(tmp_path: Path) -> Path:
+    source = pi.fixtures_dir() / "branches.jsonl"
+    lines = source.read_bytes().splitlines(keepends=True)
+    lines[3] = b'{"type": "message", "id": oops}\n'
+    path = tmp_path / "damaged.jsonl"
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+@pytest.mark.parametrize("command", ["show", "context", "stats", "replay", "export"])
+def test_salvage_reads_past_a_bad_line_and_says_which_it_skipped(tmp_path, command):
+    path = _damaged_pi_file(tmp_path)
+    before = path.read_bytes()
+    refused = run((command, str(path)), tmp_path, fails=True)
+    assert "corrupt" in refused.stderr and ":4:" in refused.stderr
+    proc = _raw([command, str(path), "--salvage"], tmp_path, COLUMNS="200")
+    assert proc.returncode == 0, proc.stderr
+    assert f"sessiontree: warning: {path}:4: skipped: invalid JSON" in proc.stderr
+    assert proc.stdout.strip()
+    assert path.read_bytes() == before  # salvage reads; it never repairs
+
+
+def test_salvage_works_through_a_repository_too(tmp_path, demo, cli_json):
+    path = next((tmp_path / ".sessions").glob("*.jsonl"))
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[-2] = b"{not json}\n"
+    path.write_bytes(b"".join(lines))
+    run(("stats",), tmp_path, fails=True)
+    proc = _raw(["stats", demo["session_id"][:8], "--salvage", "--json"], tmp_path)
+    assert proc.returncode == 0 and "skipped: invalid JSON" in proc.stderr
+    assert json.loads(proc.stdout)["whole"]["entry_count"] > 0
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in pi.FIXTURES.glob("*.jsonl")) or ["(no fixtures)"])
+def test_context_format_pi_is_what_pi_builds(tmp_path, cli, name):
+    folder = pi.fixtures_dir()
+    expected = json.loads((folder / f"{name}.expected.json").read_text())
+    shutil.copyfile(folder / f"{name}.jsonl", tmp_path / "s.jsonl")
+    got = json.loads(cli("context", "s.jsonl", "--format", "pi").stdout)
+    assert got["messages"] == expected["contextMessages"]
+    assert got["thinkingLevel"] == expected["context"]["thinkingLevel"] and got["model"] == expected["context"]["model"]
+
+
+@pytest.mark.postgres
+def test_a_wrong_database_name_says_the_database_does_not_exist(tmp_path):
+    proc = run(("ls", "--repo", "postgresql://postgres@127.0.0.1:5432/no_such_database_here"), tmp_path, fails=True)
+    assert 'database "no_such_database_here" does not exist' in proc.stderr
+    assert "couldn't get a connection" not in proc.stderr
+
+
+def test_open_session_detects_the_dialect(tmp_path):
+    import sessiontree
+
+    native = tmp_path / "native.jsonl"
+    with Session(JsonlSessionStorage.create(native)) as s:
+        s.append_message(UserMessage("hi"))
+    assert [m.content for m in sessiontree.open_session(native).build_context().messages] == ["hi"]
+    if pi.FIXTURES.is_dir():
+        opened = sessiontree.open_session(pi.fixtures_dir() / "small.jsonl")
+        assert type(opened.storage).__name__ == "PiSessionStorage" and opened.build_context().messages
+    assert isinstance(Session(InMemorySessionStorage.create()).leaf_id, type(None))
+
+
+def test_a_fork_before_a_reply_suggests_the_flag_and_into_names_the_target(tmp_path, demo, cli_json):
+    rows = cli_json("show", "--filter", "all")["rows"]
+    reply = next(r["id"] for r in rows if r["type"] == "message" and r["entry"]["message"]["role"] == "assistant")
+    refused = run(("fork", "--entry", reply, "--position", "before"), tmp_path, fails=True)
+    assert "invalid_fork_target" in refused.stderr and "--position at" in refused.stderr
+    assert "position='at'" not in refused.stderr
+    fork = cli_json("fork", "--entry", reply[:5], "--into", "elsewhere")
+    assert Path(fork["location"]).parent.name == "elsewhere" and fork["entries"] > 1
+    assert (tmp_path / "elsewhere" / ".sessiontree-repository").is_file()
+
+
+def test_piped_output_is_not_cut_at_80_columns(tmp_path, demo):
+    """Without a terminal (and without $COLUMNS) a tree row is printed whole; the message boxes keep their width."""
+    show = _raw(["show"], tmp_path)
+    assert show.returncode == 0
+    row = next(line for line in show.stdout.splitlines() if " user: tests/test_cache.py" in line)
+    assert row.endswith("Can you find out why?") and len(row) > 80
+    context = _raw(["context"], tmp_path)
+    widths = {len(line) for line in context.stdout.splitlines() if line.startswith("╭")}
+    assert widths == {120}
+    narrow = _raw(["show"], tmp_path, COLUMNS="60")
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 60
+
+
+def test_context_and_compact_give_one_token_figure(tmp_path, demo, cli, cli_json):
+    context = cli_json("context")
+    plan = cli_json("compact", "--dry-run")
+    assert context["estimated_tokens"] == plan["tokens_before"] == context["reported_tokens"]
+    assert f"≈{context['estimated_tokens']:,} tokens" in cli("context").stdout
