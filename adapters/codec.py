@@ -39,7 +39,8 @@ class Codec:
         self.dialect = dialect
         self.schemas = schemas(dialect)
         self.encoders = Encoders(self.schemas, writers)
-        self._entry_encoders = {cls: self.encoders.encoder_of(cls) for cls in self.schemas if issubclass(cls, Entry)}
+        self._entry_encoders: dict[type, Any] = {}  # made on first use, like the encoders themselves
+        self.written_as_dicts: frozenset[type] = frozenset()  # entry types ``event_dict`` writes (a dialect's own)
         # Native lines carry the hash chain's field; readers read past it (adapters/chain.py).
         self._chained = dialect.name == "native"
         self.structurer = Structurer(self.schemas, dialect.parent_key)
@@ -52,7 +53,7 @@ class Codec:
     def encode_event(self, event: Any) -> bytes:
         """One JSON line (no newline) for an event."""
         try:
-            encoder = self._entry_encoders.get(event.__class__)
+            encoder = self._entry_encoders.get(event.__class__) or self._entry_encoder(event.__class__)
             data = encoder(event) if encoder is not None else self.event_dict(event)
             if self._chained and CHAIN_KEY in data:
                 raise SessionError(  # an unknown field, or an unknown entry type's: sealing would repeat the key
@@ -67,6 +68,12 @@ class Codec:
             raise SessionError(
                 "invalid_entry", f"entry {getattr(event, 'id', '?')!r} is not JSON-serialisable: {exc}"
             ) from None
+
+    def _entry_encoder(self, cls: type) -> Any:
+        if cls in self.written_as_dicts or cls not in self.schemas or not issubclass(cls, Entry):
+            return None
+        encoder = self._entry_encoders[cls] = self.encoders.encoder_of(cls)
+        return encoder
 
     def event_dict(self, event: Any) -> dict[str, Any]:
         if isinstance(event, SessionStarted):

@@ -31,12 +31,14 @@ class Encoders:
 
     def __init__(self, schemas: Mapping[type, Schema], writers: Writers | None = None) -> None:
         self._writers = writers or Writers()
-        self._by_class: dict[type, Encode] = {}
-        for cls, schema in schemas.items():  # usage and cost first: the others call theirs
-            self._by_class[cls] = self._make(schema)
+        self._schemas = schemas
+        self._by_class: dict[type, Encode] = {}  # made on first use: a process that only reads makes none
 
     def encoder_of(self, cls: type) -> Encode:
-        return self._by_class[cls]
+        encoder = self._by_class.get(cls)
+        if encoder is None:
+            encoder = self._by_class[cls] = self._make(self._schemas[cls])
+        return encoder
 
     def encode(self, value: Any) -> Any:
         """The wire form of a message, block, usage, cost or entry."""
@@ -44,11 +46,13 @@ class Encoders:
         return encoder(value) if encoder is not None else self._generic(value)
 
     def _generic(self, value: Any) -> Any:
+        if value.__class__ in self._schemas:
+            return self.encoder_of(value.__class__)(value)
         if isinstance(value, (m.UnknownContent, m.UnknownMessage)):
             return self._free(dict(value.data))
-        for cls, encoder in self._by_class.items():
+        for cls in self._schemas:
             if isinstance(value, cls):  # an app's subclass of a block or a message: written as its class
-                return encoder(value)
+                return self.encoder_of(cls)(value)
         raise TypeError(f"cannot write {type(value).__name__} values")
 
     def _free(self, value: Any) -> Any:
@@ -59,7 +63,7 @@ class Encoders:
         attr, kind = f"o.{f.name}", f.kind
         if kind in ("value", "opt_value"):
             # the ignore below: value fields always name their nested class (schema.py)
-            ns[f"_e_{f.name}"] = self._by_class[f.nested]  # type: ignore[index]
+            ns[f"_e_{f.name}"] = self.encoder_of(f.nested)  # type: ignore[arg-type]
             call = f"_e_{f.name}({attr})"
             return call if kind == "value" else f"(None if {attr} is None else {call})"
         if kind == "message":

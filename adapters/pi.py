@@ -119,7 +119,7 @@ class PiCodec(Codec):
 
     def __init__(self) -> None:
         super().__init__(PI, _PiWriters())
-        del self._entry_encoders[LeafMoved]  # written as a leaf marker (event_dict)
+        self.written_as_dicts = frozenset({LeafMoved})  # written as a leaf marker (event_dict)
         self.stand_ins = frozenset({LeafMoved})
 
     def header_dict(self, header: SessionStarted) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 
 from sessiontree.adapters.codec import native_codec
-from sessiontree.cli import render, treeview, views
+from sessiontree.cli import treeview
 from sessiontree.cli.output import CliError, print_json, stdout
 from sessiontree.cli.target import open_repository, repo_url, session_for
 from sessiontree.compaction import estimate_context_tokens
@@ -28,6 +28,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if not infos:
         console.print(f"no sessions in {repo_url(args.repo)}" + (f" started in {args.cwd}" if args.cwd else ""))
         return 0
+    from sessiontree.cli import views  # rich: only for people
+
     console.print(views.sessions_table(infos, console.width))
     return 0
 
@@ -39,6 +41,8 @@ DEFAULT_WINDOW = 1000
 def tree_renderable(reader: Any, args: argparse.Namespace, *, title: Any = None) -> Any:
     """The rich tree of a session or time-travel view, with the ``show`` options applied."""
     window = DEFAULT_WINDOW if args.window is None else args.window
+    from sessiontree.cli import render  # rich: only for people
+
     roots = treeview.build(reader, args.filter)
     return render.tree(reader, roots, depth=args.depth, window=window, title=title, full=getattr(args, "full", False))
 
@@ -52,6 +56,8 @@ def check_limits(args: argparse.Namespace) -> None:
 
 def show_reader(reader: Any, args: argparse.Namespace) -> None:
     """Print (or ``--json``) the tree of a session."""
+    from sessiontree.cli import render
+
     check_limits(args)
     if args.json:
         roots = treeview.build(reader, args.filter)
@@ -118,6 +124,8 @@ def print_context(reader: Any, args: argparse.Namespace, leaf_option: str | None
     if last is not None and last < 0:
         raise CliError("--last must be 0 or more")
     tokens = estimate_context_tokens(reader, leaf_id=leaf)
+    from sessiontree.cli import views  # rich: only for people
+
     stdout().print(views.context_view(reader.id, leaf, context, tokens, full=getattr(args, "full", False), last=last))
 
 
@@ -158,6 +166,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
                 }
             )
             return 0
+        from sessiontree.cli import render, views  # rich: only for people
+
         console = stdout()
         console.print(render.session_title(session))
         console.print(views.stats_view(stats, branches))

@@ -6,10 +6,13 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from rich.console import Console
+
+if TYPE_CHECKING:  # rich is imported when a command prints for people: --json output never loads it
+    from rich.console import Console
 
 PROG = "sessiontree"
 
@@ -24,12 +27,18 @@ class CliError(Exception):
         self.message = message
 
 
-class _Console(Console):
-    """rich's console, but a closed pipe (``| head``) ends the command quietly with status 0."""
+@cache
+def _console_class() -> type[Console]:
+    from rich.console import Console
 
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        raise BrokenPipeError
+    class QuietPipeConsole(Console):
+        """rich's console, but a closed pipe (``| head``) ends the command quietly with status 0."""
+
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return QuietPipeConsole
 
 
 PIPE_WIDTH = 10_000  # piped with no $COLUMNS: rows are printed whole (boxes cap their own width, views.PANEL_WIDTH)
@@ -38,13 +47,15 @@ PIPE_WIDTH = 10_000  # piped with no $COLUMNS: rows are printed whole (boxes cap
 def stdout() -> Console:
     """The console for results. ``highlight=False``: session text is shown as written. Piped, a row is not cut at
     rich's default 80 columns: the width is unbounded unless ``$COLUMNS`` sets one."""
-    console = _Console(highlight=False, soft_wrap=False)
+    console = _console_class()(highlight=False, soft_wrap=False)
     if not console.is_terminal and not os.environ.get("COLUMNS"):
         console.width = PIPE_WIDTH
     return console
 
 
 def stderr() -> Console:
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False)
 
 
