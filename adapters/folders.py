@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from sessiontree.adapters.files import make_private_dirs, open_regular
 MARKER = ".sessiontree-repository"
 MARKER_TEXT = b"This folder is a sessiontree repository: sessiontree created it, or adopted it holding only its own sessions.\n"
 HEADER_LIMIT = 1 << 20  # a header line longer than this is not read to tell the dialect
+_SESSION_HEADER = re.compile(rb'\s*\{\s*"type"\s*:\s*"session"')
 
 
 def is_ours(root: str | os.PathLike[str]) -> bool:
@@ -72,15 +74,22 @@ def _holds_logs(folder: str) -> bool:
 
 
 def _is_pi_log(path: str) -> bool:
-    """Is the first line a pi session header (a ``session`` header without the native writer's ``parent_session``)?"""
+    """Is the first line a pi session header (a ``session`` header without the native writer's ``parent_session``)? A
+    session header too long to read whole (a huge cwd) counts as pi's: when in doubt, the folder is not ours."""
     try:
         fd = open_regular(path, follow=False)
         try:
-            first = os.pread(fd, HEADER_LIMIT, 0).split(b"\n", 1)[0]
+            head = os.pread(fd, HEADER_LIMIT, 0)
         finally:
             os.close(fd)
+    except OSError:
+        return False
+    first, newline, _ = head.partition(b"\n")
+    if not newline and len(head) == HEADER_LIMIT:
+        return _SESSION_HEADER.match(first) is not None
+    try:
         header = orjson.loads(first)
-    except (OSError, orjson.JSONDecodeError):
+    except orjson.JSONDecodeError:
         return False
     return isinstance(header, dict) and header.get("type") == "session" and "parent_session" not in header
 
@@ -91,7 +100,7 @@ def cache_home() -> str | None:
     if os.path.isabs(base):
         return base
     home = os.path.expanduser("~")
-    return os.path.join(home, ".cache") if os.path.isabs(home) else None
+    return os.path.join(home, ".cache") if os.path.isabs(home) and os.path.isdir(home) else None  # no $HOME made
 
 
 def cached_index_path(root: str | os.PathLike[str]) -> str | None:

@@ -74,9 +74,21 @@ class SessionRepo:
             session.append_session_info(name)
         return session
 
-    def open(self, session_id: str) -> Session:
-        """The session with this id (``SessionError('not_found')`` if there is none)."""
-        return self._session(self.store.attach(check_session_id(session_id)))
+    def open(self, session_id: str, *, salvage: bool = False) -> Session:
+        """The session with this id (``SessionError('not_found')`` if there is none). ``salvage=True`` reads what can be
+        read of a damaged log, whatever the backend: a read-only session in memory, the skipped ``(line, reason)`` in
+        its ``storage.skipped``."""
+        storage = self.store.attach(check_session_id(session_id))
+        if not salvage:
+            return self._session(storage)
+        try:
+            header, entries, skipped = salvage_log(storage.read_lines(), storage.location)
+        except BaseException:
+            storage.close()
+            raise
+        copy = _in_memory(storage, header, entries)
+        copy.read_only, copy.skipped = True, skipped  # type: ignore[attr-defined]  # what the salvage left out
+        return self._session(copy)
 
     def exists(self, session_id: str) -> bool:
         return self.store.exists(check_session_id(session_id))

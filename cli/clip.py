@@ -20,6 +20,14 @@ PIECE_CHARS = 8_000
 FULL_HINT = "--full shows all"
 
 _NON_SPACE = re.compile(r"\S")
+# Control characters a session may hold (an ESC starts a terminal command: clear the screen, set the title, write the
+# clipboard) are shown as escapes, never sent to the terminal. Tab and newline are layout; rich drops CR itself.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) not in "\t\n\r"}
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters written as ``\\xNN`` escapes (linear, in C)."""
+    return text.translate(_CONTROLS)
 
 
 @attrs.frozen
@@ -44,7 +52,7 @@ def clip_block(text: str, lines: int = BLOCK_LINES, chars: int = BLOCK_CHARS) ->
     """The first ``lines`` lines of ``text``, at most ``chars`` characters in all (a long line is cut)."""
     limit = min(len(text), chars)
     if limit == len(text) and text.count("\n", 0, limit) < lines:
-        return Clipped(text)
+        return Clipped(visible(text))
     end = 0
     for _ in range(lines):
         newline = text.find("\n", end, limit)
@@ -53,11 +61,11 @@ def clip_block(text: str, lines: int = BLOCK_LINES, chars: int = BLOCK_CHARS) ->
             break
         end = newline + 1
     if end == len(text):
-        return Clipped(text)
+        return Clipped(visible(text))
     shown = text[:end]
     partial = not shown.endswith("\n")  # the last shown line goes on past the cut
     rest_lines = text.count("\n", end) + (0 if text.endswith("\n") else 1)
-    return Clipped(shown.removesuffix("\n"), len(text) - end, rest_lines - (1 if partial else 0))
+    return Clipped(visible(shown.removesuffix("\n")), len(text) - end, rest_lines - (1 if partial else 0))
 
 
 def _head(text: str, chars: int) -> tuple[str, bool]:
@@ -76,7 +84,7 @@ def clip_field(text: str, chars: int = FIELD_CHARS) -> str:
     if len(text) <= chars and text.isprintable():
         return text
     head, whole = _head(text, chars)
-    flat = " ".join(head.split())
+    flat = visible(" ".join(head.split()))
     if whole and len(flat) <= chars:
         return flat
     shown = flat[:chars]
@@ -93,7 +101,7 @@ def clip_repr(text: str, chars: int = FIELD_CHARS) -> str:
 def one_line(text: str, limit: int) -> str:
     """Whitespace collapsed to single spaces, cut at ``limit`` characters with an ellipsis (a gist: no count)."""
     head, whole = _head(text, limit)
-    flat = " ".join(head.split())
+    flat = visible(" ".join(head.split()))
     if whole and len(flat) <= limit:
         return flat
     return flat[: limit - 1] + "…" if len(flat) >= limit else flat + "…"
@@ -110,9 +118,9 @@ def pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
     while len(text) - start > size:
         cut = text.rfind("\n", start, start + size)
         if cut < 0:
-            yield text[start : start + size]
+            yield visible(text[start : start + size])
             start += size
         else:
-            yield text[start:cut]
+            yield visible(text[start:cut])
             start = cut + 1
-    yield text[start:]
+    yield visible(text[start:])

@@ -16,11 +16,13 @@ from sessiontree.projections.stats import stats_of
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
+    if args.limit is not None and args.limit < 1:
+        raise CliError("--limit must be 1 or more")
     repo = open_repository(args.repo)
     with repo:
         infos = repo.list(cwd=args.cwd)
     if args.limit is not None:
-        infos = infos[: max(0, args.limit)]
+        infos = infos[: args.limit]
     if args.json:
         print_json([attrs.asdict(i) for i in infos])
         return 0
@@ -115,6 +117,8 @@ def print_context(reader: Any, args: argparse.Namespace, leaf_option: str | None
     context = reader.build_context() if leaf_option is None else reader.build_context(leaf_id=leaf_option)
     leaf = reader.leaf_id if leaf_option is None else leaf_option
     if getattr(args, "format", None) == "pi":
+        if getattr(args, "last", None) is not None:
+            raise CliError("--last does not apply to --format pi, which is the whole context as pi builds it")
         print_json(pi_context_payload(context))
         return
     if args.json:

@@ -220,6 +220,8 @@ def _step(session: Any, args: argparse.Namespace) -> None:
     for event in (args.start, end):
         if event is not None and not 1 <= event <= session.version:
             raise SessionError("not_found", f"session {session.id} has no event {event} (events are 1..{session.version})")
+    if end is not None and end < args.start:
+        raise CliError(f"--from {args.start} comes after --to {end}: nothing to step through")
     rows: list[dict[str, Any]] = []
     lines: list[Row] = []
     console = stdout()

@@ -14,9 +14,19 @@ from typing import Any
 
 from rich.text import Text
 
+from sessiontree.cli.clip import clip_field, clip_repr
 from sessiontree.cli.destination import OneFile, file_source, new_sessions_url, open_target, same_repository
 from sessiontree.cli.output import CliError, print_json, stdout
-from sessiontree.cli.target import feature, looks_like_path, open_repository, repo_url, resolve_entry, resolve_id, session_for
+from sessiontree.cli.target import (
+    feature,
+    looks_like_path,
+    open_file,
+    open_repository,
+    repo_url,
+    resolve_entry,
+    resolve_id,
+    session_for,
+)
 from sessiontree.domain.errors import SessionError
 
 
@@ -37,7 +47,7 @@ def cmd_label(args: argparse.Namespace) -> int:
     with session_for(args.repo, args.session, args) as session:
         entry_id = session.append_label_change(args.entry, text)
         payload = {"session_id": session.id, "entry_id": entry_id, "target_id": args.entry, "label": text}
-        said = f"labelled {args.entry} {text!r}" if text else f"cleared the label of {args.entry}"
+        said = f"labelled {args.entry} {clip_repr(text)}" if text else f"cleared the label of {args.entry}"
         return _done(args, payload, Text(f"{said} (label entry {entry_id})"))
 
 
@@ -47,11 +57,11 @@ def cmd_name(args: argparse.Namespace) -> int:
     with session_for(args.repo, args.session) as session:
         if args.text is None and not args.clear:
             name = session.get_session_name()
-            return _done(args, {"session_id": session.id, "name": name}, Text(name or "(no name)"))
+            return _done(args, {"session_id": session.id, "name": name}, Text(clip_field(name) if name else "(no name)"))
         entry_id = session.append_session_info(None if args.clear else args.text)
         name = session.get_session_name()
         payload = {"session_id": session.id, "entry_id": entry_id, "name": name}
-        return _done(args, payload, Text(f"named the session {name!r}" if name else "cleared the session's name"))
+        return _done(args, payload, Text(f"named the session {clip_repr(name)}" if name else "cleared the session's name"))
 
 
 def cmd_move(args: argparse.Namespace) -> int:
@@ -88,13 +98,17 @@ def _fork_source(args: argparse.Namespace) -> tuple[Any, str, str | None]:
 def _resolve_entry(source: Any, sid: str, args: argparse.Namespace) -> None:
     """``--entry`` by id prefix or label, as every command takes an entry (a source that does not open is left for the
     fork to report, or to salvage)."""
-    if args.entry is None or args.salvage:
+    if args.entry is None:
         return
-    session = source.open(sid)
+    one_file = isinstance(source.store, OneFile)
+    if args.salvage:  # resolved among what the salvage reads, on a read-only storage of its own
+        session = open_file(args.session, salvage=True) if one_file else source.open(sid, salvage=True)
+    else:
+        session = source.open(sid)
     try:
         args.entry = resolve_entry(session, args.entry)
     finally:
-        if not isinstance(source.store, OneFile):  # a session file has one storage, closed with its source
+        if args.salvage or not one_file:  # a session file's own storage is closed with its source
             session.close()
 
 

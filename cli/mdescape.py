@@ -54,11 +54,17 @@ def fence_for(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
+def line_feeds(text: str) -> str:
+    """``text`` with CommonMark's other line endings (CR LF, a lone CR) as LF: a fence or tag after a lone CR is at the
+    start of a line for a Markdown reader, so it must be for the escaping too."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def message(text: str) -> str:
     """A message's Markdown, safe to put between the export's own blocks (always ends outside any code block)."""
     out: list[str] = []
     prose: list[str] = []
-    lines = iter(text.split("\n"))
+    lines = iter(line_feeds(text).split("\n"))
     for line in lines:
         opened = _FENCE_OPEN.fullmatch(line)
         if opened is None:

@@ -139,8 +139,8 @@ def build_parser() -> Parser:
     p = ps["label"]
     p.usage = f"{PROG} label [SESSION] ENTRY [LABEL] [--clear] [-s SESSION]"
     p.add_argument("words", nargs="+", metavar="[SESSION] ENTRY [LABEL]",
-                   help="the entry to label (an id, a 4+ character id prefix or a label) and the label (omit, or pass "
-                        "--clear, to clear it); the session may come first")
+                   help="the entry to label (an id, a 4+ character id prefix or a label) and the label (or --clear "
+                        "instead, to clear it); the session may come first")
     p.add_argument("--clear", action="store_true", help="clear the entry's label")
     _session_args(p, positional=False)
 

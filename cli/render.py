@@ -14,7 +14,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from sessiontree.cli import treeview
-from sessiontree.cli.clip import PIECE_CHARS, clip_field, clip_repr
+from sessiontree.cli.clip import PIECE_CHARS, clip_field, clip_repr, visible
 from sessiontree.cli.describe import entry_text
 from sessiontree.cli.treeview import Node
 
@@ -25,7 +25,7 @@ LEGEND = Text.assemble(
 
 
 def _field(text: str, full: bool) -> str:
-    return text if full else clip_field(text)
+    return visible(text) if full else clip_field(text)
 
 
 def _whole(text: Text) -> RenderableType:

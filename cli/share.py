@@ -173,8 +173,9 @@ def to_markdown(doc: Document) -> str:
             elif part.kind == "thinking":
                 out += ["<details><summary>thinking</summary>", "", mdescape.message(part.text), "", "</details>", ""]
             elif part.kind == "code":
-                fence = mdescape.fence_for(part.text)
-                out += [f"{fence}{part.lang}", part.text, fence, ""]
+                code = mdescape.line_feeds(part.text)
+                fence = mdescape.fence_for(code)
+                out += [f"{fence}{part.lang}", code, fence, ""]
             else:
                 out += [f"*{_line(part.text)}*", ""]
     return "\n".join(out).rstrip() + "\n"

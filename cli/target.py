@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from importlib import import_module
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from sessiontree.adapters.files import make_private_dirs
 from sessiontree.adapters.folders import claim
@@ -63,8 +63,8 @@ def open_repository(option: str | None, *, create: bool = False) -> Any:
     error unless ``create``: reading never makes a new, empty repository)."""
     url = repo_url(option)
     database = sqlite_file(url)
-    if database is not None and not create and not os.path.isfile(database):
-        raise SessionError("not_found", f"no SQLite session database at {database} (run `sessiontree demo --repo {url}`)")
+    if database is not None and not create:
+        _check_sqlite(database, url)
     directory = local_directory(url)
     if directory is not None and not os.path.isdir(directory):
         if os.path.exists(directory):
@@ -78,6 +78,22 @@ def open_repository(option: str | None, *, create: bool = False) -> Any:
         claim(directory)  # made by us: ours to write into (docs/repositories.md)
     open_repo = feature("sessiontree.repository", "open_repo", "opening a repository by URL")
     return open_repo(url)
+
+
+def _check_sqlite(database: str, url: str) -> None:
+    """A read opens only a database sessiontree made: eventsourcing would add its tables to any other (read-only here)."""
+    import sqlite3
+
+    if not os.path.isfile(database):
+        raise SessionError("not_found", f"no SQLite session database at {database} (run `sessiontree demo --repo {url}`)")
+    try:
+        with closing(sqlite3.connect(f"file:{quote(os.path.abspath(database))}?mode=ro", uri=True)) as db:
+            ours = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stored_events'").fetchone()
+    except sqlite3.Error as exc:
+        raise SessionError("storage", f"{database} cannot be read as a SQLite database: {exc}") from None
+    if ours is None:
+        raise SessionError("not_found", f"{database} holds no sessiontree sessions (it is not a sessiontree database); "
+                                        "sessiontree does not add its tables to it by reading")
 
 
 def looks_like_path(ref: str) -> bool:
@@ -113,6 +129,8 @@ def _report_skipped(path: str, skipped: Any, shown: int = 20) -> None:
 def resolve_info(repo: Any, ref: str | None, url: str) -> Any:
     """The listing row of the session ``ref`` names in ``repo`` (newest when ``ref`` is None): an id, a unique id
     prefix or a name. A ref that names several is ``ambiguous``, with every candidate listed."""
+    if ref is not None and not ref.strip():
+        raise CliError("an empty session name names no session")
     infos = repo.list()
     if ref is None:
         if not infos:
@@ -167,10 +185,10 @@ def resolve_entry(session: Any, ref: str) -> str:
 
 
 def resolve_entries(session: Any, args: Any, names: tuple[str, ...] = ("entry", "leaf")) -> None:
-    """Replace each entry reference among ``args``' ``names`` by the id it names (``root`` stays: move's keyword)."""
+    """Replace each entry reference among ``args``' ``names`` by the id it names (``move root`` stays: its keyword)."""
     for name in names:
         ref = getattr(args, name, None)
-        if isinstance(ref, str) and ref != "root":
+        if isinstance(ref, str) and not (ref == "root" and getattr(args, "command", None) == "move"):
             setattr(args, name, resolve_entry(session, ref))
 
 
@@ -193,8 +211,11 @@ def session_for(option_repo: str | None, ref: str | None, args: Any = None) -> I
 
 
 def _open_in(repo: Any, ref: str | None, url: str, salvage: bool) -> Any:
-    if salvage:  # by its file, which the repository's own open would refuse
-        info = resolve_info(repo, ref, url)
-        if os.path.isfile(info.path):
-            return open_file(info.path, salvage=True)
-    return repo.open(resolve_id(repo, ref, url))
+    if not salvage:
+        return repo.open(resolve_id(repo, ref, url))
+    info = resolve_info(repo, ref, url)
+    if os.path.isfile(info.path):  # a file: salvaged in place, read-only
+        return open_file(info.path, salvage=True)
+    session = repo.open(info.id, salvage=True)
+    _report_skipped(info.path, session.storage.skipped)
+    return session

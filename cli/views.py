@@ -65,7 +65,7 @@ def _block(block: Any, full: bool) -> list[Text]:
     if isinstance(block, ThinkingContent):
         return _shown(block.thinking, full, "dim italic", Text("thinking: ", "dim bold"))
     if isinstance(block, ToolCall):
-        name = block.name if full else clip.clip_field(block.name, 60)
+        name = clip.visible(block.name) if full else clip.clip_field(block.name, 60)
         arguments = json.dumps(dict(block.arguments), ensure_ascii=False, indent=None, default=str)
         return _shown(arguments, full, "magenta", Text.assemble(("→ ", "bold"), (name, "bold magenta"), " "))
     if isinstance(block, ImageContent):
@@ -89,7 +89,7 @@ def _body(message: Any, full: bool) -> Group:
 
 
 def _field(text: Any, full: bool = False, chars: int = 60) -> str:
-    return str(text) if full else clip.clip_field(str(text), chars)
+    return clip.visible(str(text)) if full else clip.clip_field(str(text), chars)
 
 
 def message_panel(index: int, message: Any, full: bool = False) -> Panel:

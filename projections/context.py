@@ -24,6 +24,8 @@ EntryProjector = Callable[[Any, int, list[Any]], list[Any]]
 
 
 def _transforms(value: Iterable[EntryTransform] | None) -> tuple[EntryTransform, ...]:
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"entry_transforms must be a list of callables, not {value!r:.80}")
     transforms = () if value is None else tuple(value)
     for transform in transforms:
         if not callable(transform):

@@ -152,3 +152,13 @@ def test_list_resolves_cwd_as_pi_does(tmp_path: Path, monkeypatch: pytest.Monkey
     assert [i.id for i in repo.list(cwd="~/app/")] == [ids["/home/me/app"]]
     assert [i.id for i in repo.list(cwd="rel")] == [ids["rel"]]
     assert len(repo.list(cwd=None)) == 3
+
+
+def test_a_session_header_too_long_to_read_whole_makes_the_folder_foreign(tmp_path: Path) -> None:
+    """pi's header with a huge cwd cannot be read within the limit: when in doubt, the folder is not ours."""
+    header = {"type": "session", "version": 3, "id": "hh-1", "timestamp": "2026-11-29T11:38:13.186Z",
+              "cwd": "/" + "d" * (folders.HEADER_LIMIT + 10)}
+    (tmp_path / "2025_hh-1.jsonl").write_text(json.dumps(header) + "\n")
+    assert folders.foreign_reason(tmp_path) is not None
+    (tmp_path / "2025_hh-1.jsonl").write_text("x" * (folders.HEADER_LIMIT + 10) + "\n")  # not a session: not pi's
+    assert folders.foreign_reason(tmp_path) is None

@@ -14,7 +14,17 @@ import pytest
 import sessiontree_pi as pi
 from sessiontree_cli_runner import SCRIPT, run
 
-from sessiontree import InMemorySessionStorage, JsonlSessionRepo, JsonlSessionStorage, Session, UserMessage
+from sessiontree import (
+    AssistantMessage,
+    InMemorySessionStorage,
+    JsonlSessionRepo,
+    JsonlSessionStorage,
+    Session,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 
 COMMANDS = ("demo", "ls", "show", "context", "stats", "replay", "fork", "label", "name", "move", "compact", "import",
             "export", "verify", "sign")
@@ -207,3 +217,68 @@ def test_context_and_compact_give_one_token_figure(tmp_path, demo, cli, cli_json
     plan = cli_json("compact", "--dry-run")
     assert context["estimated_tokens"] == plan["tokens_before"] == context["reported_tokens"]
     assert f"≈{context['estimated_tokens']:,} tokens" in cli("context").stdout
+
+
+def test_terminal_control_sequences_in_a_session_are_shown_not_sent(tmp_path, cli):
+    """An ESC in session text would clear the screen, set the title or write the clipboard: every human view shows it
+    as an escape (piped output has no colours, so any ESC on stdout came from the session)."""
+    with Session(JsonlSessionStorage.create(tmp_path / "e.jsonl", cwd="/x\x1b]0;title\x07")) as session:
+        first = session.append_message(UserMessage("\x1b[2Jhello \x1b[31mred"))
+        session.append_message(AssistantMessage([ToolCall(id="c1", name="ba\x1bsh", arguments={"cmd": "ls\x1b[1m"}),
+                                                 TextContent("ok\x1b]52;c;Zm9v\x07")]))
+        session.append_message(ToolResultMessage([TextContent("out\x1b[2J")], tool_call_id="c1", tool_name="ba\x1bsh"))
+        session.append_label_change(first, "lab\x1b[5mel")
+        session.append_session_info("na\x1b]0;T\x07me")
+    for args in (["show"], ["show", "--full"], ["context"], ["context", "--full"], ["replay", "--step"],
+                 ["replay", "--to", "3", "--full"], ["stats"], ["name", "-s"], ["ls", "--repo", "."]):
+        out = cli(*args, *([] if args[0] == "ls" else ["e.jsonl"])).stdout
+        assert "\x1b" not in out and "\x07" not in out, args
+    assert "\\x1b[2Jhello" in cli("context", "e.jsonl").stdout
+
+
+def test_reading_never_adds_tables_to_a_database_that_is_not_ours(tmp_path):
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "otherapp.db") as db:
+        db.execute("CREATE TABLE notes (x)")
+    (tmp_path / "empty.db").touch()
+    (tmp_path / "text.db").write_text("hello\n")
+    for name, said in (("otherapp", "not a sessiontree database"), ("empty", "not a sessiontree database"),
+                       ("text", "cannot be read as a SQLite database")):
+        before = (tmp_path / f"{name}.db").read_bytes()
+        for command in ("ls", "show", "stats"):
+            proc = run((command, "--repo", f"sqlite:///{name}.db"), tmp_path, fails=True)
+            assert said in proc.stderr
+        assert (tmp_path / f"{name}.db").read_bytes() == before
+    run(("demo", "--repo", "sqlite:///mine.db", "--quiet"), tmp_path)
+    assert "Fix the flaky cache test" in run(("ls", "--repo", "sqlite:///mine.db"), tmp_path).stdout
+
+
+def test_small_refusals_say_why(tmp_path, demo, cli_json):
+    """Arguments that would silently print nothing, or the wrong thing, are refused with a reason."""
+    for args, said in ((("ls", "-n", "0"), "--limit must be 1 or more"), (("show", ""), "empty session name"),
+                       (("replay", "--step", "--from", "30", "--to", "20"), "comes after --to"),
+                       (("context", "--format", "pi", "--last", "1"), "--last does not apply")):
+        assert said in run(args, tmp_path, fails=True).stderr, args
+    leaf = cli_json("context")["leaf_id"]
+    run(("label", leaf, "root"), tmp_path)
+    assert cli_json("context", "--leaf", "root")["leaf_id"] == leaf  # a label named root, outside move
+    run(("move", "root"), tmp_path)
+    assert cli_json("context")["leaf_id"] is None  # move's keyword
+
+
+def test_salvage_on_a_database_repository_and_fork_salvage_entries_by_prefix(tmp_path, cli_json):
+    import sqlite3
+
+    run(("demo", "--repo", "sqlite:///s.db", "--quiet"), tmp_path)
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        db.execute("UPDATE stored_events SET state = X'7b2267617262616765' WHERE originator_version = 12")
+    run(("stats", "--repo", "sqlite:///s.db"), tmp_path, fails=True)
+    proc = _raw(["stats", "--repo", "sqlite:///s.db", "--salvage", "--json"], tmp_path)
+    assert proc.returncode == 0 and ":12: skipped: invalid JSON" in proc.stderr
+    assert 0 < json.loads(proc.stdout)["whole"]["entry_count"] < 39  # the demo has 39; event 12 and its descendants go
+    file = _damaged_pi_file(tmp_path)
+    first = json.loads(_raw(["show", str(file), "--salvage", "--json", "--filter", "all"], tmp_path).stdout)["rows"][1]
+    fork = _raw(["fork", str(file), "--salvage", "--entry", first["id"][:5], "--json"], tmp_path)
+    assert fork.returncode == 0, fork.stderr
+    assert json.loads(fork.stdout)["entries"] >= 1

@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 import sessiontree_pi as pi
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -116,8 +115,7 @@ def test_context_full_shows_a_whole_block(cli, tmp_path: Path) -> None:
 def test_show_replay_and_export_take_full(cli, tmp_path: Path) -> None:
     """``--full`` on show, replay and export shows names, paths and blocks whole."""
     for command in ("show", "replay", "export"):
-        if not _has_full(cli, command):
-            pytest.skip(f"`sessiontree {command}` has no --full option yet")
+        assert _has_full(cli, command), f"`sessiontree {command}` has no --full option"
     cwd = "/" + "d" * 50_000
     path = _native(tmp_path / "s.jsonl", cwd=cwd, name="n", label="l", output=_lines(4_000), argument="y")
     assert cwd in cli("show", str(path), "--full").stdout.replace("\n", "")  # folded over lines, all of it
@@ -162,10 +160,24 @@ def test_exports_cannot_inject_markup(cli, tmp_path: Path) -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
 
 
+def test_a_lone_carriage_return_cannot_open_a_fence_that_lets_a_later_message_through(cli, tmp_path: Path) -> None:
+    """CommonMark ends a line at a lone CR: a fence after one opens a code block for the reader, so the export must
+    see it too, or the block swallows the export's own heading and a later tool output's HTML becomes live."""
+    with Session(JsonlSessionStorage.create(tmp_path / "cr.jsonl", cwd="/x")) as session:
+        session.append_message(UserMessage("list the files"))
+        session.append_message(AssistantMessage([ToolCall(id="c1", name="bash", arguments={"cmd": "ls"}),
+                                                 ThinkingContent("hm\r```"), TextContent("Running it now.\r```")]))
+        session.append_message(ToolResultMessage([TextContent("<script>alert(document.domain)</script>")],
+                                                  tool_call_id="c1", tool_name="bash"))
+    rendered = MarkdownIt("commonmark").render(cli("export", "--format", "markdown", "cr.jsonl").stdout)
+    assert "<script" not in rendered and "&lt;script&gt;alert(document.domain)&lt;/script&gt;" in rendered
+    assert rendered.count("<details>") == rendered.count("</details>") == 1
+
+
 # Pieces that open HTML, code and block structure in CommonMark, to build messages from.
 MARKUP = ["<x>", "</x>", "<!--", "<?", "<![CDATA[", "<http://x>", "<script>", "<pre>", "<details>", "</details>", "`",
           "``", "```", "````", "```x`", "~~~", "   ```", "\n", "\n\n", " ", "    ", "\t", "\\", "- ", "1. ", "> ", "#",
-          "*", "_", "[a]", "(b)", "&lt;", "&", "<", "/", "a", "x"]
+          "*", "_", "[a]", "(b)", "&lt;", "&", "<", "/", "a", "x", "\r", "\r\n"]
 
 
 @settings(max_examples=300, deadline=None)
