@@ -15,6 +15,7 @@ from typing import Any, Union
 import msgspec
 from msgspec import UNSET
 
+from sessiontree.adapters.codegen import compiled
 from sessiontree.adapters.schema import BLOCK_CLASSES, MESSAGE_CLASSES, Field, Schema, default_of
 from sessiontree.domain import messages as m
 from sessiontree.domain.events import Entry
@@ -133,7 +134,7 @@ class WireDecoder:
             ns["_sid"], ns["_sver"] = _slot(cls, "originator_id"), _slot(cls, "originator_version")
             lines.append("    _sid(o, sid)\n    _sver(o, version)")
         lines.append("    return o")
-        exec(compile("\n".join(lines), f"<sessiontree converter {cls.__name__}>", "exec"), ns)
+        exec(compiled("\n".join(lines), f"<sessiontree converter {cls.__name__}>"), ns)
         # the ignore below: exec fills the namespace with the generated function
         return ns["convert"]  # type: ignore[no-any-return]
 
