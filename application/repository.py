@@ -112,13 +112,15 @@ class SessionRepo:
 
     def fork(
         self, session_id: str, entry_id: str | None = None, position: str = "before", *, salvage: bool = False,
-        into: SessionRepo | None = None,
+        into: SessionRepo | None = None, fork_id: str | None = None, metadata: Mapping[str, Any] | None = None,
     ) -> Session:
         """A new session holding the path from the root to a target, with the same ids (in ``into``, default this one).
 
         ``position="at"`` keeps the target; ``"before"`` (the default) needs a user message and stops at its parent, so the
         message can be asked again. Without ``entry_id`` the whole current branch is copied. Labels on the path and the
-        session name come along; ``parent_session`` records the source.
+        session name come along; ``parent_session`` records the source. ``fork_id`` chooses the new session's id (as
+        ``create(session_id=...)`` does; ``already_exists`` if taken) and ``metadata`` its header metadata (default: the
+        source's).
 
         The source is verified first: a log that fails verify is refused (``corrupt``), since the fork would be sealed into
         a new, valid chain; ``salvage=True`` forks what salvage mode reads and records the skipped lines. The fork's header
@@ -126,6 +128,7 @@ class SessionRepo:
         """
         if position not in POSITIONS:
             raise SessionError("invalid_fork_target", f"fork position must be 'before' or 'at', not {position!r}")
+        new_id = check_session_id(fork_id) if fork_id is not None else new_session_id()
         storage, record, salvaged = _verified(self.store, check_session_id(session_id), salvage)
         parent = self.store.parent_reference(storage)
         source = self._session(storage) if salvaged is None else self._session(_in_memory(storage, *salvaged))
@@ -133,8 +136,8 @@ class SessionRepo:
             leaf = fork_leaf(source, entry_id, position)
             path = source.get_branch(leaf) if leaf is not None else []
             header = aggregate.start(
-                session_id=new_session_id(), timestamp=now_iso(self._clock), cwd=source.header.cwd,
-                parent_session=parent, metadata=source.header.metadata,
+                session_id=new_id, timestamp=now_iso(self._clock), cwd=source.header.cwd,
+                parent_session=parent, metadata=source.header.metadata if metadata is None else metadata,
             )
             header = attrs.evolve(header, extra={SOURCE_KEY: record})
             entries = fork_entries(source, path, header.originator_id, self._new_entry_id, now_iso(self._clock))

@@ -262,6 +262,22 @@ def test_fork_at_keeps_the_target(repo: SessionRepo) -> None:
     assert fork.build_context().messages == source.build_context().messages
 
 
+def test_fork_takes_the_new_id_and_header_metadata(repo: SessionRepo) -> None:
+    """fork_id names the fork (an id in use is already_exists, nothing written); metadata replaces the source's."""
+    source = repo.create(cwd="/p", metadata={"k": 1})
+    ids = conversation(source)
+    fork = repo.fork(source.id, ids["a1"], position="at", fork_id="chosen-id", metadata={"k": 2})
+    assert fork.id == "chosen-id" and dict(fork.header.metadata) == {"k": 2}
+    assert dict(repo.open("chosen-id").header.metadata) == {"k": 2}
+    with pytest.raises(SessionError) as taken:
+        repo.fork(source.id, ids["a1"], position="at", fork_id=source.id)
+    assert taken.value.code == "already_exists"
+    assert lines(repo.open(source.id)) == lines(source)
+    with pytest.raises(SessionError) as bad:
+        repo.fork(source.id, fork_id="../escape")
+    assert bad.value.code == "invalid_entry"
+
+
 @pytest.mark.parametrize("target", ["a1", "label"])
 def test_fork_before_anything_but_a_user_message_is_refused(repo: SessionRepo, target: str) -> None:
     """'before' on an assistant message or a label is invalid_fork_target; nothing is created."""
