@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # mypy over the sessiontree package as it is installed: the layer folders (application/ is
-# the package itself, domain/, projections/, adapters/, cli/ its subpackages) are linked
+# the package itself, domain/, projections/, adapters/, cli/ and application/integrations/ its subpackages) are linked
 # into a temporary tree named like the package, so imports resolve as they do at run time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,4 +9,5 @@ trap 'rm -rf "$farm"' EXIT
 mkdir "$farm/sessiontree"
 for f in application/*.py; do ln -s "$PWD/$f" "$farm/sessiontree/"; done
 for d in domain projections adapters cli; do ln -s "$PWD/$d" "$farm/sessiontree/$d"; done
+ln -s "$PWD/application/integrations" "$farm/sessiontree/integrations"
 MYPYPATH="$farm" .venv/bin/python -m mypy -p sessiontree "$@"

@@ -1,0 +1,279 @@
+"""pydantic-ai's real agent loop stored through SessionTreeConversationStore, offline (TestModel, FunctionModel).
+
+Two turns with tool calls, a reopen from the repository URL, a continuation; the sessions verify and the command line
+shows them. The message mapping is checked case by case, and its round trip (load == save) as a property.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic_ai import Agent, ModelRetry
+from pydantic_ai.conversation import Conversation
+from pydantic_ai.messages import (
+    BinaryContent,
+    BinaryImage,
+    ImageUrl,
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.messages import TextContent as PaTextContent
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import RequestUsage
+
+from sessiontree import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    open_repo,
+    verify,
+)
+from sessiontree.integrations.pydantic_ai import SessionTreeConversationStore
+from sessiontree.integrations.pydantic_ai_messages import encode
+
+SESSIONTREE = str(Path(sys.executable).parent / "sessiontree")
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+async def turn(agent: Agent[None, str], url: str, conversation_id: str, prompt: str) -> Any:
+    """One request as a server handles it: a fresh store on the repository, load (or start), run, save."""
+    store = SessionTreeConversationStore(url)
+    try:
+        conversation = await store.load(conversation_id) or Conversation(conversation_id=conversation_id)
+        result = await agent.run(prompt, conversation=conversation)
+        await store.save(result)
+        return result
+    finally:
+        store.close()
+
+
+def cli(*args: str) -> str:
+    done = subprocess.run([SESSIONTREE, *args], capture_output=True, text=True, check=True, env={"COLUMNS": "200"})
+    return done.stdout
+
+
+def native_messages(url: str, conversation_id: str) -> list[Any]:
+    """The messages of the session's current branch, as sessiontree's own context shows them."""
+    with open_repo(url) as repo:
+        return list(repo.open(conversation_id).build_context().messages)
+
+
+# -- the agent loop -------------------------------------------------------------------------------
+
+
+def test_two_turns_with_a_tool_reopen_and_continue(tmp_path: Path) -> None:
+    """TestModel calls the tool, then answers; a new store on the same folder loads it equal and continues."""
+    agent: Agent[None, str] = Agent(TestModel(), instructions="Be brief.")
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    url = str(tmp_path / "sessions")
+    first = run(turn(agent, url, "chat-1", "What is 0 + 0?"))
+    second = run(turn(agent, url, "chat-1", "And again?"))
+    assert second.all_messages()[: len(first.all_messages())] == first.all_messages()
+    loaded = run(SessionTreeConversationStore(url).load("chat-1"))
+    assert loaded.messages == second.all_messages()
+    assert loaded.usage == second.usage
+
+    roles = [type(m).__name__ for m in native_messages(url, "chat-1")]
+    assert roles == ["UserMessage", "AssistantMessage", "ToolResultMessage", "AssistantMessage", "UserMessage",
+                     "AssistantMessage"]
+    report = verify(tmp_path / "sessions" / "chat-1.jsonl")
+    assert report.ok, report.problems
+    shown = cli("--repo", url, "show", "chat-1")
+    assert "user: What is 0 + 0?" in shown and "add(a=0, b=0)" in shown and "tool_result add: 0" in shown
+    assert "pydantic_ai.record" in shown
+    context = cli("--repo", url, "context", "chat-1")
+    assert "6 messages" in context and "And again?" in context
+
+
+def _planner(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Thinks, calls two tools at once, then answers with what they returned."""
+    last = messages[-1]
+    returns = [p for p in last.parts if isinstance(p, ToolReturnPart)]
+    if returns and all(p.outcome == "success" for p in returns):
+        return ModelResponse(parts=[TextPart(" and ".join(str(p.content) for p in returns))], model_name="planner")
+    return ModelResponse(
+        parts=[ThinkingPart("two lookups", signature="sig", provider_name="function"),
+               ToolCallPart("weather", {"city": "Paris"}, tool_call_id="w1"),
+               ToolCallPart("clock", {"city": "Paris"}, tool_call_id="c1")],
+        model_name="planner", usage=RequestUsage(input_tokens=10, output_tokens=5), finish_reason="tool_call",
+    )
+
+
+def test_parallel_tool_calls_thinking_and_a_retry_on_sqlite(tmp_path: Path) -> None:
+    """FunctionModel: two tool calls at once (one retried first), thinking; each return is its own tool_result."""
+    agent: Agent[None, str] = Agent(FunctionModel(_planner))
+    tries: list[str] = []
+
+    @agent.tool_plain
+    def weather(city: str) -> str:
+        return f"sunny in {city}"
+
+    @agent.tool_plain
+    def clock(city: str) -> str:
+        tries.append(city)
+        if len(tries) == 1:
+            raise ModelRetry("try again")
+        return "noon"
+
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    first = run(turn(agent, url, "chat-2", "Weather and time in Paris?"))
+    assert first.output == "sunny in Paris and noon"
+    run(turn(agent, url, "chat-2", "Once more"))
+    messages = native_messages(url, "chat-2")
+    thinking = messages[1]
+    assert isinstance(thinking, AssistantMessage) and thinking.stop_reason == "toolUse"
+    assert thinking.content[0] == ThinkingContent("two lookups", signature="sig")
+    assert [b.name for b in thinking.content[1:]] == ["weather", "clock"]
+    results = [m for m in messages if isinstance(m, ToolResultMessage)]
+    assert [(r.tool_name, r.is_error) for r in results[:2]] == [("weather", False), ("clock", True)]
+    assert "try again" in results[1].content[0].text
+    with open_repo(url) as repo:
+        assert verify(repo.open("chat-2").storage).ok
+    assert run(SessionTreeConversationStore(url).load("chat-2")).messages[-1].parts[0].content == "sunny in Paris and noon"
+
+
+# -- the mapping -------------------------------------------------------------------------------------
+
+T = datetime(2026, 12, 1, 12, 0, 0, 123000, tzinfo=UTC)
+MS = 1_796_126_400_123
+
+
+def test_a_request_maps_part_by_part() -> None:
+    """A user prompt is a UserMessage, each tool return a ToolResultMessage (errors flagged), images kept as images;
+    a system prompt has no message of its own."""
+    png = BinaryContent(b"\x89PNG", media_type="image/png")
+    request = ModelRequest(parts=[
+        SystemPromptPart("sys"), ToolReturnPart("a", {"x": 1}, tool_call_id="1", timestamp=T),
+        ToolReturnPart("b", "no", tool_call_id="2", outcome="failed", timestamp=T),
+        UserPromptPart(["look", PaTextContent("here"), png, ImageUrl("https://example.com/x.png")], timestamp=T),
+    ], timestamp=T)
+    ours, payload = encode(request)
+    assert ours == [
+        ToolResultMessage(tool_call_id="1", tool_name="a", content=[TextContent('{"x":1}')], timestamp=MS),
+        ToolResultMessage(tool_call_id="2", tool_name="b", content=[TextContent('{"error":"no"}')], is_error=True,
+                          timestamp=MS),
+        UserMessage([TextContent("look"), TextContent("here"), ImageContent("iVBORw==", "image/png")], timestamp=MS),
+    ]
+    assert ModelMessagesTypeAdapter.validate_python([payload])[0].parts[0] == SystemPromptPart("sys", timestamp=request.parts[0].timestamp)
+    assert encode(ModelRequest(parts=[SystemPromptPart("only")]))[0] == []
+    assert encode(ModelRequest.user_text_prompt("hi"))[0][0].content == "hi"
+
+
+def test_a_response_maps_to_one_assistant_message() -> None:
+    """Text, thinking and tool calls become blocks; model, provider, usage and the stop reason come along."""
+    response = ModelResponse(
+        parts=[ThinkingPart("hm", signature="s", provider_name="anthropic"), TextPart("ok"),
+               ToolCallPart("f", '{"a": [1, 2]}', tool_call_id="t")],
+        usage=RequestUsage(input_tokens=3, output_tokens=4, cache_read_tokens=1), model_name="claude",
+        provider_name="anthropic", finish_reason="tool_call", timestamp=T,
+    )
+    [ours], _ = encode(response)
+    assert ours.content == (ThinkingContent("hm", signature="s"), TextContent("ok"), ToolCall(id="t", name="f", arguments={"a": [1, 2]}))
+    assert (ours.provider, ours.model, ours.stop_reason, ours.timestamp) == ("anthropic", "claude", "toolUse", MS)
+    assert (ours.usage.input, ours.usage.output, ours.usage.cache_read, ours.usage.total_tokens) == (3, 4, 1, 7)
+
+
+def test_split_and_unmapped_requests_are_stored_and_loaded(tmp_path: Path) -> None:
+    """Two tool returns are two entries (the second keeps the pydantic-ai id); a system-only request is a custom entry."""
+    call = ModelResponse(parts=[ToolCallPart("a", {}, tool_call_id="1"), ToolCallPart("b", {}, tool_call_id="2")])
+    messages = [ModelRequest(parts=[SystemPromptPart("rules")]), ModelRequest.user_text_prompt("go"), call,
+                ModelRequest(parts=[ToolReturnPart("a", 1, tool_call_id="1"), ToolReturnPart("b", 2, tool_call_id="2")])]
+    url = str(tmp_path / "s")
+    store = SessionTreeConversationStore(url)
+    entries = run(store.save(Conversation(conversation_id="c", messages=messages)))
+    session = open_repo(url).open("c")
+    kinds = [(e.type, getattr(e, "custom_type", None) or e.message.role) for e in session.get_entries()]
+    assert kinds == [("custom", "pydantic_ai.message"), ("message", "user"), ("message", "assistant"),
+                     ("message", "tool_result"), ("message", "tool_result"), ("custom", "pydantic_ai.record")]
+    ids = [e.id for e in session.get_entries()]
+    assert ids[:3] == [e.id for e in entries[:3]] and ids[3] == f"{entries[3].id}:1" and ids[4] == entries[3].id
+    assert run(SessionTreeConversationStore(url).load("c")).messages == messages
+
+
+# -- the round trip, as a property ------------------------------------------------------------------
+
+_text = st.text(max_size=12)
+_moments = st.datetimes(min_value=datetime(2001, 1, 1), max_value=datetime(2099, 1, 1), timezones=st.just(UTC))
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False) | _text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3),
+    max_leaves=6,
+)
+_user_items = st.lists(
+    _text | st.builds(PaTextContent, _text)
+    | st.builds(BinaryContent, st.binary(max_size=8), media_type=st.just("application/pdf"))
+    | st.builds(BinaryImage, st.binary(max_size=8), media_type=st.just("image/png"))  # how pydantic-ai loads any image
+    | st.builds(ImageUrl, st.just("https://example.com/a.png")),
+    min_size=1, max_size=3,
+)
+_request_parts = st.lists(
+    st.builds(SystemPromptPart, _text, timestamp=_moments)
+    | st.builds(UserPromptPart, _text | _user_items, timestamp=_moments)
+    | st.builds(ToolReturnPart, _text, _json, tool_call_id=_text, timestamp=_moments,
+                outcome=st.sampled_from(["success", "failed", "retried"])),
+    max_size=3,
+)
+_response_parts = st.lists(
+    st.builds(TextPart, _text)
+    | st.builds(ThinkingPart, _text, signature=st.none() | _text, provider_name=st.just("p"))
+    | st.builds(ToolCallPart, _text, st.dictionaries(st.sampled_from(["a", "b"]), _json, max_size=2) | _text,
+                tool_call_id=_text),
+    max_size=3,
+)
+_messages = st.lists(
+    st.builds(ModelRequest, _request_parts, timestamp=st.none() | _moments, instructions=st.none() | _text)
+    | st.builds(ModelResponse, _response_parts, timestamp=_moments, model_name=st.none() | _text,
+                usage=st.builds(RequestUsage, input_tokens=st.integers(0, 10**6), output_tokens=st.integers(0, 10**6)),
+                finish_reason=st.none() | st.sampled_from(["stop", "length", "tool_call", "error"])),
+    max_size=6,
+)
+
+
+@pytest.mark.parametrize("backend", ["memory", "jsonl"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(messages=_messages)
+def test_what_is_loaded_equals_what_was_saved(backend: str, messages: list[ModelMessage]) -> None:
+    """Any list of messages, saved and loaded by a new store, comes back equal (==), in one save or one per message."""
+    with tempfile.TemporaryDirectory() as folder:
+        repo = open_repo("memory:" if backend == "memory" else folder)
+        store = SessionTreeConversationStore(repo)
+        run(store.save(Conversation(conversation_id="whole", messages=list(messages))))
+        conversation = Conversation(conversation_id="stepwise")
+        run(store.save(conversation))
+        for message in messages:
+            conversation.messages.append(message)
+            run(store.save(conversation))
+        fresh = SessionTreeConversationStore(repo)
+        for conversation_id in ("whole", "stepwise"):
+            loaded = run(fresh.load(conversation_id))
+            assert loaded.messages == messages
+        repo.close()
