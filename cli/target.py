@@ -136,8 +136,8 @@ def resolve_info(repo: Any, ref: str | None, url: str) -> Any:
         if not infos:
             raise SessionError("not_found", f"no sessions in {url} (run `sessiontree demo` to make one)")
         return infos[0]
-    matches = [i for i in infos if i.id == ref] or [i for i in infos if i.id.startswith(ref)] or [
-        i for i in infos if i.name == ref]
+    # a prefix and a name count alike: one that fits two sessions two ways is ambiguous, not the first way's
+    matches = [i for i in infos if i.id == ref] or [i for i in infos if i.id.startswith(ref) or i.name == ref]
     if not matches:
         raise SessionError("not_found", f"no session {ref!r} in {url} (no id, id prefix or name matches)")
     if len(matches) > 1:
@@ -171,9 +171,9 @@ def resolve_entry(session: Any, ref: str) -> str:
     if session.has_entry(ref):
         return ref
     labels = session.get_labels()
-    matches = [i for i, label in labels.items() if label == ref]
-    if not matches and len(ref) >= MIN_PREFIX:
-        matches = [head.id for head in session.iter_heads() if head.id.startswith(ref) and head.type != "leaf"]
+    matches = [i for i, label in labels.items() if label == ref]  # a label and a prefix count alike
+    if len(ref) >= MIN_PREFIX:
+        matches += [h.id for h in session.iter_heads() if h.id.startswith(ref) and h.type != "leaf" and h.id not in matches]
     if len(matches) == 1:
         return str(matches[0])
     if not matches:

@@ -282,3 +282,15 @@ def test_salvage_on_a_database_repository_and_fork_salvage_entries_by_prefix(tmp
     fork = _raw(["fork", str(file), "--salvage", "--entry", first["id"][:5], "--json"], tmp_path)
     assert fork.returncode == 0, fork.stderr
     assert json.loads(fork.stdout)["entries"] >= 1
+
+
+def test_a_label_that_is_also_another_entrys_prefix_is_ambiguous(tmp_path, cli_json):
+    path = tmp_path / "s.jsonl"
+    with Session(JsonlSessionStorage.create(path, cwd="/w"), id_generator=_counted_ids("cafe")) as session:
+        first = session.append_message(UserMessage("first"))
+        second = session.append_message(UserMessage("second"))
+        session.append_label_change(first, "cafe0002")  # a label spelled like the other entry's id... prefix
+        session.append_label_change(second, "cafe00")
+    assert cli_json("context", str(path), "--leaf", "cafe0002")["leaf_id"] == second  # an exact id wins
+    proc = run(("context", str(path), "--leaf", "cafe00"), tmp_path, fails=True)
+    assert "ambiguous" in proc.stderr and first in proc.stderr and second in proc.stderr
