@@ -9,6 +9,7 @@ that serialised form, so what is loaded equals what was saved.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -123,6 +124,23 @@ def _user_block(item: Any) -> Content | None:
     return None
 
 
+def _view_arguments(part: pa.ToolCallPart) -> dict[str, Any]:
+    """The call's arguments as the log's readable view holds them (a load reads pydantic-ai's own stored copy): bytes
+    as base64, as that copy has them, and a number JSON cannot carry (NaN, infinity) as its text."""
+    arguments = _finite(pydantic_core.to_jsonable_python(part.args_as_dict(), fallback=repr, bytes_mode="base64"))
+    return arguments if isinstance(arguments, dict) else {"arguments": arguments}
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
+
+
 def _assistant(response: pa.ModelResponse) -> AssistantMessage:
     blocks: list[Content] = []
     for part in response.parts:
@@ -131,8 +149,7 @@ def _assistant(response: pa.ModelResponse) -> AssistantMessage:
         elif isinstance(part, pa.ThinkingPart):
             blocks.append(ThinkingContent(part.content, signature=part.signature))
         elif isinstance(part, pa.ToolCallPart):
-            arguments = pydantic_core.to_jsonable_python(part.args_as_dict(), fallback=repr)
-            blocks.append(ToolCall(id=part.tool_call_id, name=part.tool_name, arguments=arguments))
+            blocks.append(ToolCall(id=part.tool_call_id, name=part.tool_name, arguments=_view_arguments(part)))
     usage = response.usage
     return AssistantMessage(
         blocks, provider=response.provider_name or "", model=response.model_name or "",

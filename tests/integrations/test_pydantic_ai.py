@@ -219,6 +219,21 @@ def test_split_and_unmapped_requests_are_stored_and_loaded(tmp_path: Path) -> No
     assert run(SessionTreeConversationStore(url).load("c")).messages == messages
 
 
+def test_tool_arguments_the_log_cannot_carry_as_json_are_saved_and_loaded(tmp_path: Path) -> None:
+    """Infinity and bytes in arguments built in code: the save does not fail; the load gives what pydantic-ai's own
+    serialiser gives back for them (it is the stored copy); the readable view holds their text (bytes as base64)."""
+    call = ModelResponse(parts=[ToolCallPart("f", {"x": float("inf"), "raw": b"\xff", "n": [float("-inf"), 1]},
+                                             tool_call_id="1")])
+    messages = [ModelRequest.user_text_prompt("go"), call]
+    url = str(tmp_path / "s")
+    run(SessionTreeConversationStore(url).save(Conversation(conversation_id="c", messages=messages)))
+    own = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(messages))
+    assert run(SessionTreeConversationStore(url).load("c")).messages == own
+    (view,) = [b for e in open_repo(url).open("c").find_entries("message") for b in getattr(e.message, "content", ())
+               if getattr(b, "name", None) == "f"]
+    assert view.arguments == {"x": "inf", "raw": "_w==", "n": ["-inf", 1]}
+
+
 # -- the round trip, as a property ------------------------------------------------------------------
 
 _text = st.text(max_size=12)
