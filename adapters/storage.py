@@ -87,10 +87,10 @@ class SessionStorage(ABC):
             )
         return head.digest
 
+    @abstractmethod
     def line_before(self, version: int) -> tuple[bytes, bytes | None]:
         """The stored line of ``version - 1``, and the header line when the chain head needs it
         to tell whether the log is chained; ``conflict`` when there is no such line."""
-        raise NotImplementedError
 
     def conflict(self, version: int, why: str = "") -> SessionError:
         return SessionError(
