@@ -22,9 +22,14 @@ _SUPPORT = str(Path(__file__).resolve().parents[1] / "support")
 if _SUPPORT not in sys.path:
     sys.path.insert(0, _SUPPORT)
 
+import sessiontree_pg as pg  # noqa: E402
+import sessiontree_testkit as kit  # noqa: E402
+
 from sessiontree.adapters.jsonl import JsonlSessionStorage  # noqa: E402
 from sessiontree.adapters.memory import InMemorySessionStorage  # noqa: E402
 from sessiontree.adapters.storage import SessionStorage  # noqa: E402
+from sessiontree.domain.ids import fixed_clock  # noqa: E402
+from sessiontree.repository import SessionRepo, open_repo  # noqa: E402
 
 
 @attrs.frozen
@@ -117,3 +122,50 @@ def storage_factory(request: Any, tmp_path: Path) -> Iterator[StorageFactory]:
         yield factory
     finally:
         factory.close()
+
+
+# -- repositories on every backend (test_repo.py, test_repo_fork.py) ------------------------------------------------
+
+REPO_BACKENDS = ["memory", "jsonl", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=REPO_BACKENDS)
+def backend(request: Any) -> str:
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def make_repo(backend: str, tmp_path: Path) -> Iterator[Any]:
+    """Opens repositories of the test's backend (all on the same store) and closes them."""
+    opened: list[SessionRepo] = []
+    schema_cm = pg.temp_schema("repo") if backend == "postgres" else None
+    schema = schema_cm.__enter__() if schema_cm is not None else None
+    memory: list[SessionRepo] = []
+
+    def make(**kwargs: Any) -> SessionRepo:
+        kwargs.setdefault("clock", fixed_clock(kit.T0))
+        if backend == "memory":
+            if not memory:
+                memory.append(open_repo("memory:", **kwargs))
+            return memory[0]
+        url = {
+            "jsonl": f"jsonl:{tmp_path / 'sessions'}",
+            "sqlite": f"sqlite:{tmp_path / 'sessions.db'}",
+            "postgres": pg.url(schema or ""),
+        }[backend]
+        repo = open_repo(url, **kwargs)
+        opened.append(repo)
+        return repo
+
+    try:
+        yield make
+    finally:
+        for repo in opened + memory:
+            repo.close()
+        if schema_cm is not None:
+            schema_cm.__exit__(None, None, None)
+
+
+@pytest.fixture
+def repo(make_repo: Any) -> SessionRepo:
+    return make_repo()  # type: ignore[no-any-return]

@@ -28,6 +28,7 @@ from sessiontree import (
     Usage,
     UserMessage,
 )
+from sessiontree.adapters.codec import native_codec
 from sessiontree.domain.aggregate import leaf_after
 from sessiontree.domain.events import THINKING_LEVELS
 from sessiontree.domain.ids import counter_ids, fixed_clock
@@ -182,3 +183,21 @@ def _walk(parent_of: dict[str, str | None], leaf: str | None) -> set[str]:
         out.add(leaf)
         leaf = parent_of.get(leaf)
     return out
+
+
+def repo_lines(session: Any) -> list[bytes]:
+    """A session's log as the JSON lines any backend stores."""
+    codec = native_codec()
+    header, entries = session.storage.load()
+    return [codec.encode_event(header)] + [codec.encode_event(e) for e in entries]
+
+
+def conversation(session: Any) -> dict[str, str]:
+    """user -> assistant -> user -> assistant, with a label on the first user message."""
+    ids = {}
+    ids["u1"] = session.append_message(user("first question"))
+    ids["a1"] = session.append_message(assistant("first answer"))
+    ids["label"] = session.append_label_change(ids["u1"], "start")
+    ids["u2"] = session.append_message(user("second question"))
+    ids["a2"] = session.append_message(assistant("second answer"))
+    return ids
