@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from binascii import hexlify
 from collections.abc import Collection, Sequence
+from typing import Any
 
 import orjson
 
@@ -112,10 +113,12 @@ _NO_DIGEST = (f'no valid chain digest in a chained log (the last field must be "
 class ChainCheck:
     """The result of :func:`check_chain`: its digests are of the log as it is, trusting no recorded one."""
 
-    __slots__ = ("anchored_at", "chained", "digests", "head", "problems")
+    __slots__ = ("anchored_at", "chained", "digests", "head", "problems", "redactions", "unapplied")
 
     def __init__(self) -> None:
         self.chained = False
+        self.redactions: list[tuple[int, str, int]] = []  # (stub line, entry id, line of its record): erasures verified
+        self.unapplied: list[tuple[str, int]] = []  # (entry id, record line): recorded erasures whose line still holds content
         self.problems: list[tuple[int, str]] = []  # (line, message), in line order
         self.head: bytes | None = None  # the digest of the whole log as it is
         self.digests: dict[int, bytes] = {}  # the same, at the lines asked for
@@ -139,8 +142,10 @@ def check_chain(lines: Sequence[bytes], wanted: Collection[int] = (), anchor: by
     previous: bytes | None = GENESIS  # what the line before records (None: unknown)
     before_previous: bytes | None = None
     true = GENESIS
+    erasures = Erasures()
     for lineno, line in enumerate(lines, 1):
         canonical, digest_hex = split(line)
+        erasures.see(lineno, canonical)
         true = link(true, canonical)
         if lineno in wanted:
             out.digests[lineno] = true
@@ -154,10 +159,70 @@ def check_chain(lines: Sequence[bytes], wanted: Collection[int] = (), anchor: by
             continue  # the next line must chain to the line before this one
         digest = bytes.fromhex(digest_hex.decode("ascii"))
         if previous is not None and link(previous, canonical) != digest:
-            out.problems.append((lineno, _mismatch(lineno, canonical, digest, before_previous)))
+            if erasures.stub(lineno, canonical, digest_hex):
+                true = digest  # an erased line keeps the digest of what it held (checked against its record below)
+                if lineno in wanted:
+                    out.digests[lineno] = true
+            else:
+                out.problems.append((lineno, _mismatch(lineno, canonical, digest, before_previous)))
         before_previous, previous = previous, digest
+    erasures.settle(out)
     out.head = true
     return out
+
+
+class Erasures:
+    """The erased lines of a chained log and the redaction records that must vouch for them (docs/audit.md): a stub,
+    a line whose top-level ``redacted`` is true, keeps the digest of what it held; it passes only if a later record
+    (a ``custom`` entry of type ``sessiontree.redaction``) names its entry and that digest."""
+
+    def __init__(self) -> None:
+        self.stubs: list[tuple[int, str, str]] = []  # (line, entry id, digest hex)
+        self.records: dict[str, tuple[str, int]] = {}  # entry id -> (digest hex, record line)
+
+    def see(self, lineno: int, canonical: bytes) -> None:
+        if _RECORD_TAG not in canonical:
+            return
+        obj = _object(canonical)
+        data = obj.get("data") if obj.get("type") == "custom" and obj.get("custom_type") == RECORD_TYPE else None
+        if isinstance(data, dict) and isinstance(data.get("entry_id"), str) and isinstance(data.get("digest"), str):
+            self.records[data["entry_id"]] = (data["digest"], lineno)
+
+    def stub(self, lineno: int, canonical: bytes, digest_hex: bytes) -> bool:
+        """Is this mismatching line a stub (to be vouched for by a record later)?"""
+        if _STUB_TAG not in canonical:
+            return False
+        obj = _object(canonical)
+        if obj.get("redacted") is not True or not isinstance(obj.get("id"), str):
+            return False
+        self.stubs.append((lineno, obj["id"], digest_hex.decode("ascii")))
+        return True
+
+    def settle(self, out: ChainCheck) -> None:
+        vouched = set()
+        for lineno, entry_id, digest in self.stubs:
+            record = self.records.get(entry_id)
+            if record is not None and record[0] == digest and record[1] > lineno:
+                out.redactions.append((lineno, entry_id, record[1]))
+                vouched.add(entry_id)
+            else:
+                out.problems.append((lineno, f"is erased (entry {entry_id}) but no later redaction record names it with "
+                                             "its digest: the line was changed"))
+        out.unapplied = [(entry_id, line) for entry_id, (_, line) in self.records.items() if entry_id not in vouched]
+        out.problems.sort(key=lambda problem: problem[0])
+
+
+RECORD_TYPE = "sessiontree.redaction"
+_RECORD_TAG = b'"' + RECORD_TYPE.encode() + b'"'
+_STUB_TAG = b'"redacted":true'
+
+
+def _object(canonical: bytes) -> dict[str, Any]:
+    try:
+        obj = orjson.loads(canonical)
+    except (orjson.JSONDecodeError, RecursionError):
+        return {}
+    return obj if isinstance(obj, dict) else {}
 
 
 def _header_problem(lines: Sequence[bytes]) -> str | None:

@@ -117,3 +117,17 @@ def lock_holder(fd: int) -> int | None:
     except (OSError, ValueError):
         return None
     return None
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (its directory entry synced); a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

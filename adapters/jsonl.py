@@ -19,10 +19,11 @@ from sessiontree.adapters import chain, jsontext
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.files import is_whole_line
 from sessiontree.adapters.jsonl_file import StaleFileError, TornLineWarning, check_durability
-from sessiontree.adapters.jsonl_lease import LeasedFile, WriterBusyError, check_wait
+from sessiontree.adapters.jsonl_lease import LeasedFile, append_error, check_wait
 from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsonl_salvage import salvage_log
 from sessiontree.adapters.jsonl_scan import corrupt, read_header, scan
+from sessiontree.adapters.line_replace import replace_in_file, sealed_stub
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError
@@ -251,15 +252,15 @@ class JsonlSessionStorage(SessionStorage):
         if self._file.torn:
             skipped.append((self._file.count + 1, f"torn last line ({len(self._file.torn)} bytes)"))
 
-    def _append_failed(self, exc: Exception) -> SessionError:
-        sid, where = self.session_id, str(self.path)
-        if isinstance(exc, WriterBusyError):
-            why = f"has another writer: {exc}; close that writer, or open this one with wait=SECONDS to wait for it"
-            return SessionError("conflict", f"session {sid} {why}", path=where)
-        if isinstance(exc, StaleFileError):
-            return SessionError("conflict", f"session {sid} changed since it was read: {exc}; reopen it and retry", path=where)
-        why = f"could not append to {where}: {getattr(exc, 'strerror', None) or exc}"
-        return SessionError("storage", f"could not save to session {sid}: {why}", path=where)
+    can_replace_lines = True
+
+    def replace_line(self, version: int, canonical: bytes, digest: str | None) -> None:
+        self.check_writable()
+        try:
+            replace_in_file(self._file, version, sealed_stub(canonical, digest))
+        except (StaleFileError, OSError) as exc:
+            raise append_error(self.session_id, self.path, exc) from None
+        self._live = None
 
     def line_before(self, version: int) -> tuple[bytes, bytes | None]:
         lines = self.read_lines(version - 1)
@@ -283,7 +284,7 @@ class JsonlSessionStorage(SessionStorage):
         try:
             self._file.append_at(first, lines)
         except (StaleFileError, OSError) as exc:
-            raise self._append_failed(exc) from (exc if isinstance(exc, OSError) else None)
+            raise append_error(self.session_id, self.path, exc) from (exc if isinstance(exc, OSError) else None)
         self.chain_head.set(first + len(lines) - 1, digest)
         live = self._live
         if live is not None and len(live.lines) == first - 1:  # the log keeps no entry for a held line (EntryLoader)

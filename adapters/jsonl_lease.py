@@ -20,6 +20,7 @@ from typing import Any
 
 from sessiontree.adapters.files import lock_holder
 from sessiontree.adapters.jsonl_file import LineFile, StaleFileError, TornLineWarning
+from sessiontree.domain.errors import SessionError
 
 
 class _Forks:
@@ -42,6 +43,27 @@ class WriterBusyError(StaleFileError):
     def __init__(self, message: str, pid: int | None) -> None:
         super().__init__(message)
         self.pid = pid
+
+
+def append_error(session_id: str, path: Path, exc: Exception) -> SessionError:
+    """The ``SessionError`` of a failed append (or rewrite): ``conflict`` for another writer or a stale view."""
+    if isinstance(exc, WriterBusyError):
+        why = f"has another writer: {exc}; close that writer, or open this one with wait=SECONDS to wait for it"
+        return SessionError("conflict", f"session {session_id} {why}", path=str(path))
+    if isinstance(exc, StaleFileError):
+        return SessionError("conflict", f"session {session_id} changed since it was read: {exc}; reopen it and retry",
+                            path=str(path))
+    why = f"could not append to {path}: {getattr(exc, 'strerror', None) or exc}"
+    return SessionError("storage", f"could not save to session {session_id}: {why}", path=str(path))
+
+
+def _names(path: Path, fd: int) -> bool:
+    """Does ``path`` still name the file open as ``fd``?"""
+    try:
+        named, held = os.stat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 def check_wait(wait: Any) -> float:
@@ -93,6 +115,9 @@ class LeasedFile(LineFile):
                     raise WriterBusyError(f"{holder} holds its writer lease", pid) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.02)
+        if not _names(self.path, self.fd):  # replaced while this writer waited (a rewritten line): its file is gone
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            raise StaleFileError(f"{self.path} was replaced since it was opened (a line was rewritten); open it again")
         self._lease_pid, self._lease_generation = os.getpid(), _Forks.generation
 
     def release_lease(self) -> None:

@@ -118,6 +118,10 @@ class PiSessionStorage(JsonlSessionStorage):
                                f"version {self.source_version})", path=str(self.path), line=1)
         super()._salvage()
 
+    can_replace_lines = False
+    why_no_replace = ("pi's files cannot hold a redaction (pi would drop the record and could not verify the stub); nothing "
+                      "was changed: import the file (sessiontree import FILE) and redact the copy, then delete the original")
+
     def check_writable(self) -> None:
         if self.source_version < 2:
             raise SessionError("storage", f"session {self.session_id} is a pi version 1 file: it is read-only here, because "

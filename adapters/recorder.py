@@ -22,6 +22,7 @@ from eventsourcing.persistence import (
 
 from sessiontree.adapters import chain
 from sessiontree.adapters.codec import Codec, native_codec
+from sessiontree.adapters.line_replace import replace_recorded, sealed_stub
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
@@ -144,6 +145,17 @@ class RecorderSessionStorage(SessionStorage):
 
     def read_lines(self) -> list[bytes]:
         return self._select()
+
+    can_replace_lines = True
+
+    def replace_line(self, version: int, canonical: bytes, digest: str | None) -> None:
+        self.check_writable()
+        try:
+            replace_recorded(self.recorder, self._session_id, version, sealed_stub(canonical, digest))
+        except LookupError as exc:
+            raise self.conflict(version, str(exc)) from None
+        except (PersistenceError, ConnectionPoolClosedError) as exc:
+            raise self._failed(exc) from exc
 
     def load(self) -> tuple[SessionStarted, EntryLog]:
         return self._decoded(self._select(), observe=True)

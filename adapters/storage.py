@@ -92,6 +92,19 @@ class SessionStorage(ABC):
         """The stored line of ``version - 1``, and the header line when the chain head needs it
         to tell whether the log is chained; ``conflict`` when there is no such line."""
 
+    # Erasure (docs/audit.md): rewriting one stored line, which nothing else does.
+    can_replace_lines = False
+    why_no_replace = "this storage cannot rewrite a stored line"
+
+    def recorded_digest(self, version: int) -> str | None:
+        """The chain digest (hex) that the stored line of ``version`` records; None in an unchained log."""
+        digest = chain.split(self.line_before(version + 1)[0])[1]
+        return digest.decode("ascii") if digest is not None else None
+
+    def replace_line(self, version: int, canonical: bytes, digest: str | None) -> None:
+        """Store ``canonical`` (sealed with ``digest``, the one the old line recorded) as the line of ``version``."""
+        raise SessionError("storage", f"session {self.session_id} at {self.location}: {self.why_no_replace}")
+
     def conflict(self, version: int, why: str = "") -> SessionError:
         return SessionError(
             "conflict",

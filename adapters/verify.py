@@ -14,7 +14,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sessiontree.adapters.chain import check_chain
+import orjson
+
+from sessiontree.adapters.chain import check_chain, split
 from sessiontree.adapters.checkpoints import Checkpoint, key_algorithm, load_checkpoints, parse_all, signature_valid
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.files import is_whole_line, open_regular
@@ -161,6 +163,18 @@ def _check(lines: list[bytes], report: VerifyReport, where: Any, wanted: set[int
     report.head = found.head.hex() if found.head is not None else None
     for line, message in found.problems:
         report.problem(line, message)
+    _note_erasures(lines, report, found)
+
+
+def _note_erasures(lines: Sequence[bytes], report: VerifyReport, found: Any) -> None:
+    """The verified erasures, with why and by whom (from their records), and erasures recorded but not applied."""
+    for line, entry_id, record_line in found.redactions:
+        data = orjson.loads(split(lines[record_line - 1])[0]).get("data", {})
+        report.redactions.append({"line": line, "entry_id": entry_id, "record_line": record_line,
+                                  "reason": data.get("reason"), "by": data.get("by")})
+    for entry_id, record_line in found.unapplied:
+        report.warn(record_line, f"the erasure of entry {entry_id} was recorded here but its line still holds the content "
+                                 "(interrupted): run redact again to complete it")
 
 
 def _check_entries(lines: Sequence[bytes], report: VerifyReport, codec: Codec) -> None:

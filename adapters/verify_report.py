@@ -46,6 +46,8 @@ class VerifyReport:
     unverified_from: int | None = None
     # With an anchor (``head=``): the line at which the log has that digest.
     anchored_at: int | None = None
+    # Erased lines the chain vouches for: {"line", "entry_id", "record_line", "reason", "by"} (docs/audit.md, Erasure).
+    redactions: list[dict[str, Any]] = attrs.field(factory=list)
     # The chain digest of the log as it is at each line a checkpoint names (raw bytes).
     digests: dict[int, bytes] = attrs.field(factory=dict, repr=False, eq=False)
 

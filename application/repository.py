@@ -27,6 +27,7 @@ from sessiontree.domain.events import Entry, SessionStarted
 from sessiontree.domain.ids import Clock, IdGenerator, new_entry_id, new_session_id, now_iso, utc_now
 from sessiontree.forking import fork_entries, fork_leaf
 from sessiontree.projections.context import SessionContextBuildOptions
+from sessiontree.redaction import DEFAULT, check_redactors, entry_redactor
 from sessiontree.session import Session
 
 POSITIONS = ("before", "at")
@@ -38,9 +39,10 @@ class SessionRepo:
 
     def __init__(
         self, store: SessionStore, *, options: SessionContextBuildOptions | None = None, projections: Sequence[Any] = (),
-        clock: Clock | None = None, id_generator: IdGenerator | None = None,
+        clock: Clock | None = None, id_generator: IdGenerator | None = None, redactors: Any = DEFAULT,
     ) -> None:
         self.store = store
+        self.redactors = check_redactors(redactors)  # every session's, and what forks and conversions write
         self.options = options
         self.projections = tuple(projections)
         self._given_clock, self._given_ids = clock, id_generator  # None: the Session's own (fast) defaults
@@ -58,7 +60,8 @@ class SessionRepo:
         self.store.close()
 
     def _session(self, storage: SessionStorage) -> Session:
-        return Session(storage, self.options, clock=self._given_clock, id_generator=self._given_ids, projections=self.projections)
+        return Session(storage, self.options, clock=self._given_clock, id_generator=self._given_ids, projections=self.projections,
+                       redactors=self.redactors)
 
     def create(
         self, cwd: str = "", name: str | None = None, metadata: Mapping[str, Any] | None = None, *,
@@ -69,7 +72,7 @@ class SessionRepo:
         header = aggregate.start(
             session_id=sid, timestamp=now_iso(self._clock), cwd=cwd, parent_session=parent_session, metadata=metadata
         )
-        session = self._session(self.store.store_header(header))
+        session = self._session(self.store.store_header(entry_redactor(self.redactors)(header)))
         if name is not None:
             session.append_session_info(name)
         return session
@@ -168,6 +171,8 @@ class SessionRepo:
         return self._write_session(header, events)
 
     def _write_session(self, header: SessionStarted, entries: Sequence[Entry]) -> Session:
+        redact = entry_redactor(self.redactors)
+        header, entries = redact(header), [redact(entry) for entry in entries]
         storage = self.store.store_header(header)
         try:
             if entries:

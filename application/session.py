@@ -11,9 +11,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import attrs
-
 from sessiontree import compaction as _compaction
+from sessiontree import erasure as _erasure
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain import aggregate as commands
 from sessiontree.domain.errors import SessionError
@@ -25,6 +24,8 @@ from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS
 from sessiontree.projections.context import Built, ContextProjection, SessionContextBuildOptions
 from sessiontree.projections.tokens import TokenEstimator
 from sessiontree.reader import BUILTINS, SessionReader, check_id
+from sessiontree.redaction import DEFAULT, check_redactors, entry_redactor
+from sessiontree.retries import fresh_id, repeated
 from sessiontree.summary import branch_summary_fields
 
 # An append command bound to its arguments: (aggregate, entry id, timestamp) -> the event.
@@ -35,9 +36,10 @@ class Session(SessionReader):
     """A live session: every query of :class:`SessionReader`, plus the append commands.
 
     ``Session(storage)`` replays the storage's log. ``clock`` and ``id_generator`` are
-    injectable (deterministic tests); ``options`` (or ``context_build_options=``, the seed's
-    name) are session-level context options that every ``build_context`` call merges with its
-    own; ``projections`` are app projections (see :meth:`register_projection`). A Session may
+    injectable (deterministic tests); ``redactors`` run over every string of an entry before it is saved (default:
+    a :class:`~sessiontree.redaction.SecretRedactor`; None turns redaction off; docs/audit.md); ``options`` (or
+    ``context_build_options=``, the seed's name) are session-level context options that every ``build_context``
+    call merges with its own; ``projections`` are app projections (see :meth:`register_projection`). A Session may
     be shared by threads: each append (the command and its save) and each cache a read fills
     runs under one lock.
     """
@@ -45,7 +47,7 @@ class Session(SessionReader):
     def __init__(
         self, storage: SessionStorage, options: SessionContextBuildOptions | None = None, *, clock: Clock | None = None,
         id_generator: IdGenerator | None = None, projections: Sequence[Projection[Any]] = (),
-        context_build_options: SessionContextBuildOptions | None = None,
+        context_build_options: SessionContextBuildOptions | None = None, redactors: Any = DEFAULT,
     ) -> None:
         if context_build_options is not None and options is not None:
             raise TypeError("pass options or context_build_options (the seed's name for it), not both")
@@ -69,6 +71,8 @@ class Session(SessionReader):
         self._kept: Built | None = None
         self._unseen: list[Entry] = []  # saved since the kept context was read
         self._lock = threading.RLock()
+        self.redactors = check_redactors(redactors)
+        self._redact: Callable[[Entry], Entry] = entry_redactor(self.redactors)
         for projection in projections:
             self.register_projection(projection)
 
@@ -161,13 +165,14 @@ class Session(SessionReader):
                 except SessionError as exc:  # an id in use is drawn again (SPEC 2.2)
                     if exc.code != "already_exists" or new_id not in self._agg:
                         raise
-                    event = command(self._agg, self._fresh_id(), self._now())
+                    event = command(self._agg, fresh_id(self), self._now())
+                event = self._redact(event)
             else:
                 if not check_id("entry_id", entry_id):
                     raise SessionError("invalid_entry", "entry_id must not be empty")
                 if entry_id in self._agg:
-                    return self._repeated(entry_id, command)
-                event = command(self._agg, entry_id, self._now())
+                    return repeated(self, entry_id, command)
+                event = self._redact(command(self._agg, entry_id, self._now()))
             try:
                 self._storage.save((event,))
             except SessionError as exc:
@@ -175,30 +180,9 @@ class Session(SessionReader):
                 # stored line holds this id. Take the log in and answer as the first time.
                 if entry_id is None or exc.code != "conflict" or not self.refresh() or entry_id not in self._agg:
                     raise
-                return self._repeated(entry_id, command)
+                return repeated(self, entry_id, command)
             self._fold((event,))
             return event.id
-
-    def _fresh_id(self, taken: str = "") -> str:
-        """A new entry id (not ``taken`` either), generated again on a collision (SPEC 2.2)."""
-        for _ in range(100):
-            candidate = self._new_id()
-            if candidate not in self._agg and candidate != taken:
-                return candidate
-        raise SessionError("invalid_entry", "the id generator kept returning ids already in use")
-
-    def _repeated(self, entry_id: str, command: Command) -> str:
-        """An append with an ``entry_id`` the session holds: the same append again is answered
-        with that id and writes nothing (a safe retry); anything else is ``already_exists``."""
-        probe = command(self._agg, "\x00probe", self._now())
-        held = self.entry(entry_id)
-        same = attrs.evolve(
-            probe, id=held.id, parent_id=held.parent_id, timestamp=held.timestamp, originator_version=held.originator_version
-        )
-        encode = self._storage.codec.encode_event  # the same append writes the same line (a tuple reads back as a list)
-        if same != held and encode(same) != encode(held):
-            raise SessionError("already_exists", f"entry {entry_id!r} already exists in session {self.id} and is not this append")
-        return entry_id
 
     def refresh(self) -> int:
         """Take in the entries other writers appended since this session read its log; returns
@@ -211,6 +195,19 @@ class Session(SessionReader):
             new = log.get_many(range(known, len(log)))
             self._fold(new)
             return len(new)
+
+    def reload(self) -> None:
+        """Read the log again (after a line was rewritten): the aggregate and every cache start afresh."""
+        with self._lock:
+            header, log = self._storage.load()
+            self._agg, self._limit = commands.replay(header, log), len(log)
+            self._kept, self._states = None, {}
+            self._unseen.clear()
+
+    def redact(self, entry_id: str, *, reason: str, by: str | None = None) -> str:
+        """Erase the content of one entry and keep the log verifiable (docs/audit.md, *Erasure*); returns the id of the
+        redaction record appended. ``by``: who asked (default: the OS user)."""
+        return _erasure.redact(self, entry_id, reason, by)
 
     def append_message(self, message: Any, *, entry_id: str | None = None) -> str:
         """Append a user, assistant or tool-result message; returns the entry id. ``entry_id`` chooses the id: a retry with
@@ -270,12 +267,13 @@ class Session(SessionReader):
         self._storage.check_writable()
         checked = branch_summary_fields(summary) if summary is not None else None
         with self._lock:
-            moved_id, moved_at = self._fresh_id(), self._now()
-            summary_id, summary_at = (self._fresh_id(moved_id), self._now()) if checked is not None else ("", "")
+            moved_id, moved_at = fresh_id(self), self._now()
+            summary_id, summary_at = (fresh_id(self, moved_id), self._now()) if checked is not None else ("", "")
             events = commands.move_to(
                 self._agg, entry_id, id=moved_id, timestamp=moved_at, summary=checked, summary_id=summary_id,
                 summary_timestamp=summary_at,
             )
+            events = [self._redact(event) for event in events]
             self._storage.save(events)
             self._fold(events)
             return events[1].id if len(events) > 1 else None

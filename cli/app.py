@@ -19,18 +19,19 @@ from sessiontree.cli import output
 from sessiontree.cli.output import PROG, CliError, error_line, warn
 from sessiontree.cli.parser import COMMANDS, build_parser
 
-# The positional forms of label/name/move, by (command, --clear) and word count: the session, when given, comes first.
+# The positional forms of label/name/move/redact, by (command, --clear) and word count: the session, when given, comes first.
 _WORD_FORMS: dict[tuple[str, bool], dict[int, tuple[str, ...]]] = {
     ("label", False): {1: ("entry",), 2: ("entry", "text"), 3: ("session", "entry", "text")},
     ("label", True): {1: ("entry",), 2: ("session", "entry")},
     ("name", False): {0: (), 1: ("text",), 2: ("session", "text")},
     ("name", True): {0: (), 1: ("session",)},
     ("move", False): {1: ("entry",), 2: ("session", "entry")},
+    ("redact", False): {1: ("entry",), 2: ("session", "entry")},
 }
 
 
 def _words(args: argparse.Namespace) -> None:
-    """Spread label/name/move's words over their fields."""
+    """Spread label/name/move/redact's words over their fields."""
     words = args.__dict__.pop("words")
     form = _WORD_FORMS[args.command, bool(getattr(args, "clear", False))].get(len(words))
     if form is None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from rich.text import Text
 
+from sessiontree.cli.clip import visible
 from sessiontree.cli.output import CliError, error_line, print_json, progress, stdout, warn
 from sessiontree.cli.target import feature, local_directory, open_repository, repo_url
 from sessiontree.domain.errors import SessionError
@@ -148,6 +149,10 @@ def _print(reports: list[Any], args: argparse.Namespace) -> int:
             console.print(Text.assemble(mark, report.source, (about, "dim")))
             if report.head:
                 console.print(Text(f"  head {report.head} at line {report.lines} (keep it elsewhere: verify --head)", "dim"))
+            for erased in report.redactions:
+                what = (f"entry {erased['entry_id']} erased: {erased['reason']!r}, by {erased['by'] or 'unknown'} "
+                        f"(the redaction record is line {erased['record_line']})")
+                console.print(Text.assemble(f"  {report.source}:{erased['line']}: ", ("redacted", "cyan"), ": ", visible(what)))
             if report.unverified_from is not None:
                 lines = f"{report.unverified_from}..{report.lines}"
                 why = f": lines {lines} come after the last signed checkpoint (sign again to cover them)"

@@ -76,6 +76,7 @@ COMMANDS = (
     ("compact", "cmd_write", "compact the current branch with the offline summariser"),
     ("import", "cmd_convert", "import pi or native session files into the repository"),
     ("export", "cmd_convert", "export a session (pi or native JSONL) or a branch (Markdown, HTML)"),
+    ("redact", "cmd_redact", "erase one entry's content, keeping the log verifiable (docs/audit.md)"),
     ("verify", "cmd_verify", "check session files or a repository and report each problem"),
     ("sign", "cmd_verify", "sign a checkpoint of session files or a repository's sessions with a key"),
 )
@@ -180,6 +181,14 @@ def build_parser() -> Parser:
                    help="output format (default: markdown)")
     p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     p.add_argument("--leaf", metavar="ID", help="markdown/html: the branch ending at this entry (default: the current leaf)")
+
+    p = ps["redact"]
+    p.usage = f"{PROG} redact [SESSION] ENTRY --reason TEXT [--by NAME] [-s SESSION]"
+    p.add_argument("words", nargs="+", metavar="[SESSION] ENTRY",
+                   help="the entry to erase (an id, a 4+ character id prefix or a label); the session may come first")
+    p.add_argument("--reason", required=True, help="why (recorded in the log, shown by verify)")
+    p.add_argument("--by", metavar="NAME", help="who asked (recorded; default: your user name)")
+    _session_args(p, positional=False)
 
     p = ps["verify"]
     p.add_argument("paths", nargs="*", metavar="PATH", help="session files or directories (default: the repository)")

@@ -30,6 +30,7 @@ DOCUMENTED = [
     ("application/session.py", "domain/aggregate.py", "append_message"),  # the command
     ("domain/aggregate.py", "domain/values.py", "check_message"),
     ("domain/aggregate.py", "domain/log.py", "EntryLog.has"),
+    ("application/session.py", "application/redaction.py", "_Walk.obj"),  # redaction on write (on by default)
     ("application/session.py", "adapters/jsonl.py", "JsonlSessionStorage.save"),
     ("adapters/jsonl.py", "adapters/codec.py", "Codec.encode_event"),  # encode
     ("adapters/jsonl.py", "adapters/chain.py", "seal_lines"),  # seal
@@ -72,9 +73,10 @@ def test_an_append_makes_only_the_documented_calls_between_modules(tmp_path: Pat
     """An agent's append (a session in use, its context built): the documented calls, in order."""
     session = Session(JsonlSessionStorage.create(tmp_path / "s.jsonl"))
     session.append_message(kit.user("hello"))
+    session.append_message(_reply("first"))  # encoders are made on first use: the recorded append is not the first
     session.build_context()
     assert record_append(session, _reply("hi")) == DOCUMENTED
-    assert len({(caller, callee) for caller, callee, _ in DOCUMENTED}) == 8  # module pairs
+    assert len({(caller, callee) for caller, callee, _ in DOCUMENTED}) == 9  # module pairs
 
 
 def test_the_first_append_takes_the_lease_and_catches_up(tmp_path: Path) -> None:

@@ -1,0 +1,103 @@
+"""Rewriting one stored line in place (erasure, docs/audit.md): a file is replaced whole and atomically, a database
+row is updated. Nothing else in the package rewrites a stored line."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from pathlib import Path
+from typing import Any
+
+from eventsourcing.persistence import StoredEvent
+
+from sessiontree.adapters import chain
+from sessiontree.adapters.files import fsync_dir
+from sessiontree.adapters.jsonl_file import StaleFileError
+
+
+def sealed_stub(canonical: bytes, digest_hex: str | None) -> bytes:
+    """The stored form of a rewritten line: its canonical bytes with the chain digest the original recorded (so every
+    later line still chains), or as they are in an unchained log."""
+    if digest_hex is None:
+        return canonical
+    if len(digest_hex) != chain.DIGEST_HEX or canonical[-1:] != b"}":
+        raise ValueError(f"cannot seal {canonical[:40]!r} with digest {digest_hex!r}")
+    return canonical[:-1] + b',"' + chain.CHAIN_KEY.encode() + b'":"' + digest_hex.encode("ascii") + b'"}'
+
+
+def replace_in_file(file: Any, version: int, line: bytes) -> None:
+    """Replace line ``version`` of a leased log file: the whole file is written anew beside it, synced, locked (so the
+    lease never lapses) and renamed over it. A writer that waited on the old file finds it replaced and reopens."""
+    path: Path = file.path
+    with file._mutex:
+        if not file.leased:
+            file.take_lease()
+        file.sync()
+        if file.torn:
+            file.repair()
+        lines, tail, _ = file.read_split(0)
+        if tail or not 1 <= version <= len(lines):
+            raise StaleFileError(f"{path} has no line {version} to rewrite")
+        lines[version - 1] = line
+        data = b"\n".join(lines) + b"\n"
+        temp = path.with_name(f".{path.name}.{os.getpid()}.rewrite")
+        mode = os.fstat(file.fd).st_mode & 0o777
+        fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                if written <= 0:
+                    raise OSError(errno.EIO, "short write")
+                view = view[written:]
+            os.fsync(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.replace(temp, path)
+        except BaseException:
+            os.close(fd)
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+            raise
+        fsync_dir(path.parent)
+        old, file.fd = file.fd, fd
+        os.close(old)
+        file.size, file.count, file.torn, file.needs_newline = len(data), len(lines), b"", False
+
+
+def replace_recorded(recorder: Any, session_id: str, version: int, line: bytes) -> None:
+    """Replace the state of one stored event (the line of ``version``) in an eventsourcing recorder's table."""
+    kind = type(recorder).__module__
+    if hasattr(recorder, "_stored_events_index"):  # POPO: the list the recorder reads from
+        with recorder._database_lock:
+            index = recorder._stored_events_index[session_id].get(version)
+            if index is None:
+                raise LookupError(f"session {session_id} has no version {version}")
+            old = recorder._stored_events[index]
+            recorder._stored_events[index] = StoredEvent(old.originator_id, old.originator_version, old.topic, line)
+        return
+    if kind.endswith("sqlite"):
+        statement = f"UPDATE {recorder.events_table_name} SET state = ? WHERE originator_id = ? AND originator_version = ?"
+        with recorder.datastore.transaction(commit=True) as cursor:
+            cursor.execute(statement, (line, session_id, version))
+            cursor.execute("SELECT changes()")
+            if cursor.fetchone()[0] != 1:
+                raise LookupError(f"session {session_id} has no version {version}")
+        return
+    if kind.endswith("postgres"):
+        from psycopg.sql import SQL, Identifier
+
+        query = SQL("UPDATE {}.{} SET state = %s WHERE originator_id = %s AND originator_version = %s").format(
+            Identifier(recorder.datastore.schema), Identifier(recorder.events_table_name)
+        )
+        with recorder.datastore.transaction(commit=True) as cursor:
+            cursor.execute(query, (line, session_id, version))
+            if cursor.rowcount != 1:
+                raise LookupError(f"session {session_id} has no version {version}")
+        return
+    raise NotImplementedError(f"rewriting a line of a {type(recorder).__name__} is not supported")
+
+
+__all__ = ["replace_in_file", "replace_recorded", "sealed_stub"]

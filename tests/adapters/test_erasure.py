@@ -1,0 +1,198 @@
+"""Erasure (issue 22): ``session.redact`` on every backend keeps verify passing, names the redaction, and any other
+change still fails; the context shows a placeholder; signed checkpoints stay valid; pi files are refused unchanged."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sessiontree import AssistantMessage, Session, SessionError, TextContent, ToolCall, ToolResultMessage, UserMessage
+from sessiontree.adapters.checkpoints import sign_checkpoint
+from sessiontree.adapters.jsonl import JsonlSessionStorage
+from sessiontree.adapters.verify import verify
+from sessiontree.erasure import PLACEHOLDER, RECORD_TYPE
+
+SECRET = "the customer's address is 12 Long Road"
+
+
+def conversation(session: Any) -> dict[str, str]:
+    ids = {"user": session.append_message(UserMessage(SECRET))}
+    ids["call"] = session.append_message(AssistantMessage(
+        [TextContent(f"looking up {SECRET}"), ToolCall(id="t1", name="lookup", arguments={"q": SECRET})],
+        provider="p", model="m"))
+    ids["result"] = session.append_message(ToolResultMessage(
+        tool_call_id="t1", tool_name="lookup", content=[TextContent(SECRET)], details={"raw": SECRET}))
+    ids["answer"] = session.append_message(AssistantMessage([TextContent("done")], provider="p", model="m"))
+    return ids
+
+
+def lines_of(session: Any) -> list[bytes]:
+    return session.storage.read_lines()
+
+
+def test_redact_on_every_backend(repo: Any) -> None:
+    session = repo.create(cwd="/p")
+    ids = conversation(session)
+    before = [m.role if hasattr(m, "role") else None for m in session.build_context().messages]
+    record = session.redact(ids["call"], reason="customer asked", by="support")
+    session.redact(ids["result"], reason="customer asked", by="support")
+    assert not any(SECRET.encode() in line for line in lines_of(session)[2:4])
+    report = verify(session)
+    assert report.ok, report.problems
+    assert [(r["entry_id"], r["reason"], r["by"]) for r in report.redactions] == [
+        (ids["call"], "customer asked", "support"), (ids["result"], "customer asked", "support")]
+    messages = session.build_context().messages
+    assert [getattr(m, "role", None) for m in messages] == before  # the shape stays: roles and tool-call pairing
+    assert messages[1].content[0].text == PLACEHOLDER and messages[1].content[1].id == "t1"
+    assert messages[1].content[1].arguments == {}
+    assert messages[2].tool_call_id == "t1" and messages[2].content[0].text == PLACEHOLDER and messages[2].details is None
+    reopened = repo.open(session.id)
+    assert reopened.build_context() == session.build_context()
+    assert reopened.entry(record).custom_type == RECORD_TYPE
+    # appending goes on after an erasure, and the chain holds
+    session.close()
+    reopened.append_message(UserMessage("more"))
+    reopened.close()
+    assert verify(repo.open(session.id)).ok
+
+
+def test_any_other_change_still_fails_naming_the_first_bad_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    session = Session(JsonlSessionStorage.create(path))
+    ids = conversation(session)
+    session.redact(ids["user"], reason="r")
+    session.close()
+    good = path.read_bytes().split(b"\n")
+    for n in (3, 4, 5):  # every other entry line
+        bad = list(good)
+        bad[n - 1] = bad[n - 1].replace(b'"lookup"', b'"Lookup"').replace(b'"done"', b'"DONE"')
+        if bad[n - 1] == good[n - 1]:
+            bad[n - 1] = bad[n - 1].replace(b'"p"', b'"q"', 1)
+        path.write_bytes(b"\n".join(bad))
+        report = verify(path)
+        assert not report.ok and report.first_bad_line == n
+    # a stub without its record (the record line removed) fails at the stub
+    path.write_bytes(b"\n".join(good[:-2] + [b""]))
+    report = verify(path)
+    assert report.first_bad_line == 2 and "no later redaction record" in str(report.problems[0])
+    # erasing a line by hand, even keeping its digest and marking it, fails without a record naming it
+    path.write_bytes(b"\n".join(good))
+    forged = good[2].replace(b'"looking up', b'"LOOKING up').replace(b',"chain"', b',"redacted":true,"chain"')
+    path.write_bytes(b"\n".join([*good[:2], forged, *good[3:]]))
+    assert verify(path).first_bad_line == 3
+
+
+def test_signed_checkpoints_stay_valid(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    session = Session(JsonlSessionStorage.create(path))
+    ids = conversation(session)
+    key = b"k" * 32
+    checkpoint = sign_checkpoint(session, key)
+    head = verify(path).head
+    session.redact(ids["result"], reason="r")
+    report = verify(path, key=key, checkpoints=[checkpoint], head=head)
+    assert report.ok, report.problems
+    assert report.anchored_at == 5 and report.checkpoints == 1  # the header and four entries, as signed
+
+
+def test_an_interrupted_erasure_is_reported_and_completed_by_redacting_again(tmp_path: Path, monkeypatch: Any) -> None:
+    path = tmp_path / "s.jsonl"
+    session = Session(JsonlSessionStorage.create(path))
+    ids = conversation(session)
+
+    def crash(*args: Any) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("sessiontree.adapters.jsonl.replace_in_file", crash)
+    with pytest.raises(SessionError) as failed:
+        session.redact(ids["user"], reason="r")
+    assert failed.value.code == "storage"
+    monkeypatch.undo()
+    report = verify(path)
+    assert report.ok and "was recorded here but its line still holds the content" in str(report.warnings)
+    assert SECRET.encode() in path.read_bytes().split(b"\n")[1]
+    session.close()
+    session = Session(JsonlSessionStorage.open(path))
+    record = session.redact(ids["user"], reason="r")
+    assert session.redact(ids["user"], reason="again") == record  # done already: the same record, nothing written
+    report = verify(path)
+    assert report.ok and not report.warnings and len(report.redactions) == 1
+
+
+def test_refusals_change_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    session = Session(JsonlSessionStorage.create(path))
+    ids = conversation(session)
+    label = session.append_label_change(ids["user"], "first")
+    before = path.read_bytes()
+    for entry, reason, code in ((label, "r", "invalid_entry"), ("nope", "r", "not_found"), (ids["user"], " ", "invalid_entry")):
+        with pytest.raises(SessionError) as refused:
+            session.redact(entry, reason=reason)
+        assert refused.value.code == code
+    record = session.redact(ids["user"], reason="r")
+    with pytest.raises(SessionError, match="redaction record"):
+        session.redact(record, reason="r")
+    assert path.read_bytes().startswith(before.split(b"\n")[0])
+
+
+def test_a_pi_file_is_refused_unchanged(tmp_path: Path) -> None:
+    from sessiontree import open_session
+    from sessiontree.adapters.pi_storage import PiSessionStorage
+
+    path = tmp_path / "pi.jsonl"
+    pi = Session(PiSessionStorage.create(path, cwd="/p"))
+    entry = pi.append_message(UserMessage(SECRET))
+    pi.append_message(AssistantMessage([TextContent("ok")], provider="p", model="m"))
+    pi.close()
+    before = path.read_bytes()
+    with pytest.raises(SessionError, match="import the file") as refused:
+        open_session(path).redact(entry, reason="r")
+    assert refused.value.code == "storage"
+    assert path.read_bytes() == before
+
+
+def test_a_writer_waiting_on_the_old_file_reopens_instead_of_losing_its_append(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    first = Session(JsonlSessionStorage.create(path))
+    ids = conversation(first)
+    second = Session(JsonlSessionStorage.open(path, wait=5))
+    result: list[Any] = []
+
+    def append() -> None:
+        try:
+            result.append(second.append_message(UserMessage("from the second writer")))
+        except SessionError as exc:
+            result.append(exc)
+
+    worker = threading.Thread(target=append)
+    worker.start()  # waits for the first writer's lease
+    first.redact(ids["user"], reason="r")
+    first.close()  # the lease ends: the second writer finds the file replaced
+    worker.join(10)
+    assert isinstance(result[0], SessionError) and result[0].code == "conflict"
+    again = Session(JsonlSessionStorage.open(path))
+    again.append_message(UserMessage("after reopening"))
+    assert verify(path).ok
+
+
+@given(st.lists(st.sampled_from(["user", "call", "result", "answer"]), min_size=1, max_size=4, unique=True),
+       st.integers(min_value=0, max_value=2))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_set_of_erasures_verifies_and_replays_as_the_live_session(tmp_path: Path, which: list[str], more: int) -> None:
+    path = tmp_path / f"s{abs(hash((tuple(which), more)))}.jsonl"
+    path.unlink(missing_ok=True)
+    session = Session(JsonlSessionStorage.create(path))
+    ids = conversation(session)
+    for name in which:
+        session.redact(ids[name], reason=f"erase {name}")
+        for n in range(more):
+            session.append_message(UserMessage(f"after {name} {n}"))
+    report = verify(path)
+    assert report.ok and {r["entry_id"] for r in report.redactions} == {ids[n] for n in which}
+    assert Session(JsonlSessionStorage.open(path)).build_context() == session.build_context()
+    assert (SECRET.encode() in path.read_bytes()) == (not {"user", "call", "result"} <= set(which))
