@@ -15,7 +15,20 @@ from typing import Any
 
 import attrs
 
+from sessiontree.domain.events import MessageAppended
 from sessiontree.domain.extra import Extra
+from sessiontree.domain.messages import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UnknownContent,
+    UnknownMessage,
+    Usage,
+    UserMessage,
+)
 
 Redactor = Callable[[str], str]
 
@@ -38,18 +51,19 @@ class Rule:
 
 
 _KEY = r"[A-Za-z0-9_\-]"
-# High-confidence formats only: each has a fixed prefix or structure, so ordinary text does not match. Each gate is a
-# character the format cannot lack and ordinary prose seldom has.
+# High-confidence formats only: each has a fixed prefix or structure, so ordinary text does not match. Each pattern
+# starts with literal text (which the regex engine searches for fast), and each gate is a character the format cannot
+# lack and ordinary prose seldom has.
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule("aws-access-key-id", r"A(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])", gate="A"),
     Rule("google-api-key", r"AIza[0-9A-Za-z_\-]{35}(?![A-Za-z0-9_\-])", gate="A"),
-    Rule("aws-secret-access-key", r"(?:secret_access_key|SECRET_ACCESS_KEY)[\"']?\s*[:=]\s*[\"']?"
-                                  r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])", gate="_"),
+    *(Rule("aws-secret-access-key", rf"{name}[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+]{{40}})(?![A-Za-z0-9/+])", gate="_")
+      for name in ("secret_access_key", "SECRET_ACCESS_KEY")),
     Rule("aws-secret-access-key", r"SecretAccessKey[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
          gate="K"),
     Rule("github-token", r"gh[pousr]_[A-Za-z0-9]{36,255}(?![A-Za-z0-9_])", gate="_"),
     Rule("github-token", r"github_pat_[A-Za-z0-9_]{22,255}", gate="_"),
-    Rule("stripe-key", r"[rs]k_live_[A-Za-z0-9]{20,}", gate="_"),
+    *(Rule("stripe-key", rf"{kind}k_live_[A-Za-z0-9]{{20,}}", gate="_") for kind in "sr"),
     Rule("gitlab-token", rf"gl(?:pat|dt|ptt|rt)-{_KEY}{{20,}}", gate="-"),
     Rule("slack-token", r"xox[abposr]-[A-Za-z0-9\-]{10,}", gate="-"),
     Rule("anthropic-api-key", rf"sk-ant-{_KEY}{{20,}}", gate="-"),
@@ -58,9 +72,9 @@ DEFAULT_RULES: tuple[Rule, ...] = (
                         r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)", gate="-"),
     Rule("slack-webhook", r"hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+", gate="/"),
     Rule("url-password", r"://[^\s/:@\"'<>]+:(?P<secret>[^\s/@\"'<>]+)@", gate="@"),
-    Rule("bearer-token", r"(?:Bearer|BEARER)\s+(?P<secret>[A-Za-z0-9\-._~+/]{16,}=*)", gate="B"),
-    Rule("bearer-token", r"(?:[Aa]uthorization|AUTHORIZATION)[\"']?\s*[:=]\s*[\"']?bearer\s+"
-                         r"(?P<secret>[A-Za-z0-9\-._~+/]{16,}=*)", gate="z"),
+    *(Rule("bearer-token", rf"{name}\s+(?P<secret>[A-Za-z0-9\-._~+/]{{16,}}=*)", gate="B") for name in ("Bearer", "BEARER")),
+    *(Rule("bearer-token", rf"{name}[\"']?\s*[:=]\s*[\"']?bearer\s+(?P<secret>[A-Za-z0-9\-._~+/]{{16,}}=*)", gate=gate)
+      for name, gate in (("uthorization", "z"), ("UTHORIZATION", "Z"))),
 )
 
 
@@ -159,12 +173,14 @@ def _text_fields(cls: type) -> tuple[str, ...]:
 
 class _Walk:
     """One redaction pass over a value: strings run through every redactor; containers and attrs values are rebuilt
-    only where something changed, so an entry without secrets comes back as the very same object."""
+    only where something changed, so an entry without secrets comes back as the very same object. Written for the
+    append path: no call per string or per empty field."""
 
-    __slots__ = ("redactors",)
+    __slots__ = ("one", "redactors")
 
     def __init__(self, redactors: tuple[Redactor, ...]) -> None:
         self.redactors = redactors
+        self.one = redactors[0] if len(redactors) == 1 else None
 
     def text(self, value: str) -> str:
         for redactor in self.redactors:
@@ -174,15 +190,24 @@ class _Walk:
     def value(self, value: Any) -> Any:
         kind = type(value)
         if kind is str:
-            return self.text(value)
+            return self.one(value) if self.one is not None else self.text(value)
         if kind is tuple or kind is list:
-            items = [self.value(item) if item else item for item in value]
-            return value if all(a is b for a, b in zip(items, value, strict=True)) else kind(items)
+            return self.items(value)
         if getattr(kind, "__attrs_attrs__", None) is not None:
             return self.obj(value)
         if isinstance(value, dict) or (kind not in _ATOMS and isinstance(value, Mapping)):
             return self.mapping(value)
         return value
+
+    def items(self, value: Any) -> Any:
+        out = None
+        for n, item in enumerate(value):
+            if item:
+                new = self.value(item)
+                if new is not item:
+                    out = out or list(value)
+                    out[n] = new
+        return value if out is None else type(value)(out)
 
     def mapping(self, value: Mapping[str, Any]) -> Any:
         changed = {key: new for key, item in value.items() if item and (new := self.value(item)) is not item}
@@ -192,13 +217,65 @@ class _Walk:
             return Extra({**value, **changed}, value.absent, value.nulls)
         return {**value, **changed}
 
+    def entry(self, entry: Any) -> Any:
+        """The redacted entry: the most common one, a message of known blocks, is checked without the walk."""
+        if entry.__class__ is MessageAppended and self.one is not None and self.plain_message(entry):
+            return entry
+        return self.obj(entry)
+
+    def plain_message(self, entry: Any) -> bool:
+        """Does no string of this message entry change? (False also when it holds what only the walk handles.)"""
+        one: Redactor = self.one  # type: ignore[assignment]  # entry() calls this only with one redactor
+        message = entry.message
+        kind = message.__class__
+        if kind not in _MESSAGES or entry.extra or message.extra:
+            return False
+        content = message.content
+        if content.__class__ is str:
+            if content and one(content) is not content:
+                return False
+        else:
+            for block in content:
+                kind_of = block.__class__
+                if kind_of not in _BLOCKS or block.extra:
+                    return False
+                text = block.text if kind_of is TextContent else block.thinking if kind_of is ThinkingContent else None
+                if text is not None:
+                    if text and one(text) is not text:
+                        return False
+                elif kind_of is ToolCall:
+                    name, args = block.name, block.arguments
+                    if one(name) is not name or self.mapping(args) is not args:
+                        return False
+        if kind is AssistantMessage:
+            usage, error = message.usage, message.error_message
+            return not (error and one(error) is not error) and (usage is None or not (usage.extra or usage.cost.extra))
+        if kind is ToolResultMessage:
+            details = message.details
+            return details is None or self.value(details) is details
+        return True
+
     def obj(self, value: Any) -> Any:
         changes = None
+        one = self.one
         for name in _text_fields(type(value)):
             item = getattr(value, name)
             if not item:  # empty text, blocks or extra hold nothing to redact
                 continue
-            new = self.text(item) if type(item) is str else self.value(item)
+            kind = type(item)
+            new: Any
+            if kind is str:
+                new = one(item) if one is not None else self.text(item)
+            elif name == "data" and type(value) in _TAGGED:  # an unknown role or block: its tag stays as it is
+                tag = _TAGGED[type(value)]
+                new = self.mapping({k: v for k, v in item.items() if k != tag})
+                new = item if all(new[k] is item[k] for k in new) else {**item, **new}
+            elif kind is Usage:
+                if not item.extra and not item.cost.extra:  # numbers only
+                    continue
+                new = self.obj(item)
+            else:
+                new = self.value(item)
             if new is not item:
                 changes = changes or {}
                 changes[name] = new
@@ -206,6 +283,9 @@ class _Walk:
 
 
 _ATOMS = frozenset({int, float, bool, type(None)})
+_MESSAGES = frozenset({UserMessage, AssistantMessage, ToolResultMessage})
+_BLOCKS = frozenset({TextContent, ThinkingContent, ToolCall, ImageContent})
+_TAGGED: dict[type, str] = {UnknownMessage: "role", UnknownContent: "type"}
 
 
 def _unchanged(entry: Any) -> Any:
@@ -215,7 +295,7 @@ def _unchanged(entry: Any) -> Any:
 def entry_redactor(redactors: tuple[Redactor, ...]) -> Callable[[Any], Any]:
     """A function from an entry (any attrs value) to the same entry with every string its fields carry run through
     ``redactors``: the very same object when none changed."""
-    return _Walk(redactors).obj if redactors else _unchanged
+    return _Walk(redactors).entry if redactors else _unchanged
 
 
 def redact_entry(entry: Any, redactors: tuple[Redactor, ...]) -> Any:

@@ -173,10 +173,11 @@ def _message_lines(file: str, count: int) -> list[bytes]:
     return [found[i % len(found)] for i in range(count)]
 
 
-def append(file: str, durability: str, count: int, ctx_iters: int, warmup: int) -> dict[str, Any]:
+def append(file: str, durability: str, count: int, ctx_iters: int, warmup: int, redact: bool = True) -> dict[str, Any]:
     folder, copy = _private_copy(file)
     try:
-        session = Session(JsonlSessionStorage.open(copy, durability=durability))
+        # redact=False: the same appends with redaction on write off (the default redactor's cost)
+        session = Session(JsonlSessionStorage.open(copy, durability=durability), redactors="default" if redact else None)
         found = [e.message for e in session.find_entries("message")[: count + warmup + ctx_iters]]
         messages = [found[i % len(found)] for i in range(count + warmup + ctx_iters)]
         session.build_context()  # a running agent has its context at hand

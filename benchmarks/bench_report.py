@@ -82,6 +82,10 @@ def size_rows(n: int, r: dict[str, Any]) -> list[Row]:
         _get(r, "floor_write_flush", "append", "p99"), "serialise+write", _get(r, "pi_append", "append", "p99"))
     row("append mean (flush), native file", "ms", _get(r, "append_native", "append", "mean"),
         _get(r, "floor_write_flush", "append", "mean"), "serialise+write", _get(r, "pi_append", "append", "mean"))
+    ours, base = _get(r, "append_native", "append", "p50"), _get(r, "append_unredacted", "append", "p50")
+    ratio = _ratio(ours, base)
+    row("append p50 (flush), default redactor on", "ms", ours, base, "redactor off", None, "<= 1.3x redactor off",
+        _verdict(None if ratio is None else ratio <= 1.3, detail=f"{ratio or 0:.2f}x"))
     ours = _get(r, "append_pi", "append", "p50")
     ratio = _ratio(ours, pi)
     row("append p50 (flush), pi file", "ms", ours, _get(r, "floor_write_flush", "append", "p50"), "serialise+write",

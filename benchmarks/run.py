@@ -118,6 +118,8 @@ def measure_size(n: int, files: dict[str, Path], repeat: int, pi_home: Path | No
                                        ctx_iters=CTX_ITERS, warmup=WARMUP),
         "append_pi": lambda: child("append", file=pi_file, durability="flush", count=APPENDS,
                                    ctx_iters=PI_FILE_CTX_ITERS, warmup=WARMUP),
+        "append_unredacted": lambda: child("append", file=native, durability="flush", count=APPENDS,
+                                           ctx_iters=CTX_ITERS, warmup=WARMUP, redact=False),
         "floor_write_flush": lambda: child("write_floor", file=native, durability="flush", count=APPENDS,
                                            warmup=WARMUP),
         "append_fsync": lambda: child("append", file=native, durability="fsync", count=FSYNC_APPENDS,

@@ -30,7 +30,7 @@ DOCUMENTED = [
     ("application/session.py", "domain/aggregate.py", "append_message"),  # the command
     ("domain/aggregate.py", "domain/values.py", "check_message"),
     ("domain/aggregate.py", "domain/log.py", "EntryLog.has"),
-    ("application/session.py", "application/redaction.py", "_Walk.obj"),  # redaction on write (on by default)
+    ("application/session.py", "application/redaction.py", "_Walk.entry"),  # redaction on write (on by default)
     ("application/session.py", "adapters/jsonl.py", "JsonlSessionStorage.save"),
     ("adapters/jsonl.py", "adapters/codec.py", "Codec.encode_event"),  # encode
     ("adapters/jsonl.py", "adapters/chain.py", "seal_lines"),  # seal

@@ -133,3 +133,22 @@ def test_a_retry_with_the_same_id_matches_the_redacted_first_append(tmp_path: Pa
 
 def test_every_default_rule_has_a_sample() -> None:
     assert {rule.name for rule in DEFAULT_RULES} == set(SECRETS)
+
+
+def _x_to_y(text: str) -> str:  # a redactor that changes many random strings
+    return text.replace("x", "y") if "x" in text else text
+
+
+@given(st.data())
+@settings(max_examples=150, deadline=None)
+def test_the_quick_path_for_messages_agrees_with_the_walk(data: st.DataObject) -> None:
+    import sessiontree_strategies as strat
+
+    from sessiontree.redaction import _Walk
+
+    entry = data.draw(strat.entry_events())
+    for redactors in ((_x_to_y,), (SecretRedactor(),), (_x_to_y, SecretRedactor())):
+        walk = _Walk(redactors)
+        quick, full = walk.entry(entry), walk.obj(entry)
+        assert quick == full
+        assert (quick is entry) == (full is entry)
