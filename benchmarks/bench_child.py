@@ -276,7 +276,7 @@ def list_sessions(directory: str, cold: bool) -> dict[str, Any]:
 FILLER = "the quick brown fox jumps over the lazy dog while the agent reads the file and plans. "
 
 
-def api_append(count: int) -> dict[str, Any]:
+def api_append(count: int, redact: bool = True) -> dict[str, Any]:
     """``count`` appends as an app makes them: build the message objects (alternating user and
     assistant, the assistant with its usage and cost), then ``append_message``; a new session
     of a JSONL repository. pi_driver.mjs ``api_append`` builds the same content for pi."""
@@ -284,7 +284,8 @@ def api_append(count: int) -> dict[str, Any]:
 
     folder = Path(tempfile.mkdtemp(prefix="sessiontree-bench-api-"))
     try:
-        session = JsonlSessionRepo(folder).create(cwd="/home/me/project")
+        # redact=False: as pi appends, with no redaction on write (the default redactor is on)
+        session = JsonlSessionRepo(folder, redactors="default" if redact else None).create(cwd="/home/me/project")
         t0 = now()
         for i in range(count):
             stamp = int(time.time() * 1000)

@@ -76,10 +76,11 @@ API_APPENDS = 100_000  # the public-API append row: 100k alternating user and as
 
 def measure_api_append(repeat: int, pi_home: Path | None) -> dict[str, Any]:
     """Appending through the public API as an app does, ours and pi's, interleaved."""
-    runs: dict[str, list[float]] = {"ours_us": [], "pi_us": []}
+    runs: dict[str, list[float]] = {"ours_us": [], "ours_unredacted_us": [], "pi_us": []}
     for r in range(repeat):
         started = time.perf_counter()
         runs["ours_us"].append(child("api_append", count=API_APPENDS)["mean_us"])
+        runs["ours_unredacted_us"].append(child("api_append", count=API_APPENDS, redact=False)["mean_us"])
         if pi_home is not None:
             folder = Path(tempfile.mkdtemp(prefix="sessiontree-bench-pi-api-"))
             try:
