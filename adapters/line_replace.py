@@ -69,7 +69,7 @@ def replace_in_file(file: Any, version: int, line: bytes) -> None:
 
 def replace_recorded(recorder: Any, session_id: str, version: int, line: bytes) -> None:
     """Replace the state of one stored event (the line of ``version``) in an eventsourcing recorder's table."""
-    kind = type(recorder).__module__
+    kinds = {cls.__module__ for cls in type(recorder).__mro__}  # ours may subclass eventsourcing's recorders
     if hasattr(recorder, "_stored_events_index"):  # POPO: the list the recorder reads from
         with recorder._database_lock:
             index = recorder._stored_events_index[session_id].get(version)
@@ -78,7 +78,7 @@ def replace_recorded(recorder: Any, session_id: str, version: int, line: bytes) 
             old = recorder._stored_events[index]
             recorder._stored_events[index] = StoredEvent(old.originator_id, old.originator_version, old.topic, line)
         return
-    if kind.endswith("sqlite"):
+    if "eventsourcing.sqlite" in kinds:
         statement = f"UPDATE {recorder.events_table_name} SET state = ? WHERE originator_id = ? AND originator_version = ?"
         with recorder.datastore.transaction(commit=True) as cursor:
             cursor.execute(statement, (line, session_id, version))
@@ -86,7 +86,7 @@ def replace_recorded(recorder: Any, session_id: str, version: int, line: bytes) 
             if cursor.fetchone()[0] != 1:
                 raise LookupError(f"session {session_id} has no version {version}")
         return
-    if kind.endswith("postgres"):
+    if "eventsourcing.postgres" in kinds:
         from psycopg.sql import SQL, Identifier
 
         query = SQL("UPDATE {}.{} SET state = %s WHERE originator_id = %s AND originator_version = %s").format(
