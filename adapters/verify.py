@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sessiontree.adapters.archive import expand
 from sessiontree.adapters.chain import check_chain
 from sessiontree.adapters.checkpoints import Checkpoint, key_algorithm, load_checkpoints, parse_all, signature_valid
 from sessiontree.adapters.codec import Codec, native_codec
@@ -95,6 +96,11 @@ def _verify_file(path: Path, wanted: set[int], anchor: bytes | None) -> VerifyRe
         raise SessionError("not_found", "no session file there", path=str(path)) from None
     except OSError as exc:
         raise SessionError("storage", f"cannot read the file: {exc.strerror or exc}", path=str(path)) from exc
+    try:
+        data = expand(data, path)  # a pruned session's archive holds the log's bytes, compressed
+    except SessionError as exc:
+        report.problem(1, exc.message)
+        return report
     lines = data.split(b"\n")
     tail = lines.pop()
     if tail and is_whole_line(tail):
