@@ -112,9 +112,18 @@ def foreign_reason(store: SessionStore) -> str | None:
             "so they are never pruned; prune them with pi's own tools, or import them into a repository of ours")
 
 
+def _attach(store: SessionStore, session_id: str) -> Any:
+    try:
+        return store.attach(session_id)
+    except SessionError as exc:
+        if exc.code == "not_found":
+            raise ChangedError(session_id, "was deleted") from None
+        raise
+
+
 def lines_for_archive(store: SessionStore, session_id: str, expected: Survey) -> list[bytes]:
     """The log's lines, checked to be the ones surveyed."""
-    storage = store.attach(session_id)
+    storage = _attach(store, session_id)
     try:
         lines = storage.read_lines()
     finally:
@@ -143,9 +152,9 @@ def delete_surveyed(store: SessionStore, session_id: str, expected: Survey) -> N
     if isinstance(store, JsonlStore):
         _delete_file(store, session_id, expected)
     elif isinstance(store, DatabaseStore):
-        delete_rows(store, session_id, expected.lines, lambda: ChangedError(session_id, "changed"))
+        delete_rows(store, session_id, expected.lines, lambda: ChangedError(session_id, "changed or was deleted"))
     else:
-        storage = store.attach(session_id)
+        storage = _attach(store, session_id)
         try:
             if fingerprint(storage.read_lines()) != expected.fingerprint:
                 raise ChangedError(session_id, "changed")

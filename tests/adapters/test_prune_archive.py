@@ -171,5 +171,3 @@ def test_the_archive_of_a_database_session_is_native_jsonl(aged: SessionRepo, cl
     plain.write_bytes(gzip.decompress(path.read_bytes()))
     with open_session(plain) as session:
         assert session.storage.read_lines() == lines and verify(session).ok
-
-
