@@ -164,8 +164,8 @@ def delete_surveyed(store: SessionStore, session_id: str, expected: Survey) -> N
 
 
 def _delete_file(store: JsonlStore, session_id: str, expected: Survey) -> None:
-    """Unlink the file while holding its writer's lease (no append can land meanwhile), then its checkpoints, then
-    its index entry."""
+    """Unlink the file while holding its writer's lease (no append can land meanwhile), then its checkpoints; the
+    listing index drops it at :func:`finish`."""
     if expected.path is None:
         raise ChangedError(session_id, "moved")
     path = Path(expected.path)
@@ -191,10 +191,10 @@ def _delete_file(store: JsonlStore, session_id: str, expected: Survey) -> None:
             raise SessionError("storage", f"cannot delete the file: {exc.strerror or exc}", path=str(path)) from exc
     finally:
         os.close(fd)  # the lease goes with the descriptor
-    store.index.forget(path.relative_to(store.root).as_posix())
 
 
 def finish(store: SessionStore) -> None:
-    """Write down what pruning changed (a JSONL directory's listing index forgets the deleted files now)."""
+    """Write down what pruning changed: a JSONL directory's listing index (which quotes first messages) is rewritten
+    without the deleted files now, not at the next listing."""
     if isinstance(store, JsonlStore):
         store.index.refresh()
