@@ -26,6 +26,7 @@ from sessiontree.adapters.files import open_regular
 from sessiontree.adapters.jsonl_repo import JsonlStore
 from sessiontree.adapters.pi import is_pi_header
 from sessiontree.adapters.retention_db import delete_rows
+from sessiontree.adapters.storage import SessionStorage
 from sessiontree.adapters.store import SessionStore
 from sessiontree.domain.errors import SessionError
 
@@ -112,7 +113,7 @@ def foreign_reason(store: SessionStore) -> str | None:
             "so they are never pruned; prune them with pi's own tools, or import them into a repository of ours")
 
 
-def _attach(store: SessionStore, session_id: str) -> Any:
+def _attach(store: SessionStore, session_id: str) -> SessionStorage:
     try:
         return store.attach(session_id)
     except SessionError as exc:
