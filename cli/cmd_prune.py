@@ -84,7 +84,7 @@ def _show(result: Any, args: argparse.Namespace, *, acted: bool) -> None:
     console = stdout()
 
     def say(text: str) -> None:
-        console.print(text, markup=False, emoji=False)  # session text is never markup
+        console.print(text, markup=False, emoji=False, soft_wrap=True)  # session text is never markup; rows stay whole
 
     if not acted:
         where = f" in {repo_url(args.repo)}" + (f" started in {args.cwd}" if args.cwd else "")

@@ -125,3 +125,14 @@ def test_on_a_terminal_prune_asks_first(tmp_path: Path, repo: dict[str, str], an
     assert proc.returncode == 0 and repo["old"] in out and b"Delete 1 session?" in asked
     assert (f"{repo['old']}.jsonl" not in _files(tmp_path)) is deleted
     assert ("nothing was deleted" in out) is not deleted
+
+
+def test_import_restores_an_archive_byte_for_byte(tmp_path: Path, repo: dict[str, str]) -> None:
+    """`import ARCHIVE_DIR` brings pruned sessions back with the same lines, so verify reports the same head."""
+    path = tmp_path / ".sessions" / f"{repo['old']}.jsonl"
+    original = path.read_bytes()
+    run(("prune", "--older-than", "90d", "--archive", "old-sessions", "--yes"), tmp_path)
+    assert not path.exists()
+    assert "imported 1" in run(("import", "old-sessions"), tmp_path).stdout
+    assert path.read_bytes() == original
+    assert "already there 1" in run(("import", f"old-sessions/{repo['old']}.jsonl.gz"), tmp_path).stdout
