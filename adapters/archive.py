@@ -101,7 +101,7 @@ class ArchiveSessionStorage(RecorderSessionStorage):
     def check_writable(self) -> None:
         raise SessionError(
             "storage", f"session {self.session_id} at {self.location} is an archive, read-only: nothing can be appended "
-            "to it (copy it into a repository to continue it)",
+            "to it (import it into a repository to continue it: sessiontree import ARCHIVE)",
         )
 
 

@@ -20,6 +20,7 @@ import attrs
 import orjson
 
 from sessiontree.adapters import folders
+from sessiontree.adapters.archive_store import ArchiveStore
 from sessiontree.adapters.checkpoints import sidecar
 from sessiontree.adapters.database import DatabaseStore
 from sessiontree.adapters.files import open_regular
@@ -103,7 +104,9 @@ def _labelled(lines: Sequence[bytes]) -> bool:
 
 
 def foreign_reason(store: SessionStore) -> str | None:
-    """Why pruning refuses this store (a folder of someone else's sessions, such as pi's), or None."""
+    """Why pruning refuses this store (a folder of someone else's sessions, such as pi's, or of archives), or None."""
+    if isinstance(store, ArchiveStore):
+        return f"{store.root} is a folder of archives, read-only: archives are not pruned again"
     if not isinstance(store, JsonlStore) or folders.is_ours(store.root) or not store.root.exists():
         return None
     why = folders.foreign_reason(store.root)

@@ -293,4 +293,6 @@ def open_repo(url: str | os.PathLike[str], *, durability: str = "flush", **kwarg
         return JsonlSessionRepo(store.root, durability=durability, **kwargs)
     if isinstance(store, MemoryStore):
         return InMemorySessionRepo(**kwargs)
+    if not isinstance(store, DatabaseStore):  # archive: a folder of archives, read-only
+        return SessionRepo(store, **kwargs)
     return DatabaseSessionRepo(store, **kwargs)

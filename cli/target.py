@@ -42,7 +42,7 @@ def local_directory(url: str) -> str | None:
     """The directory of a JSONL repository URL, or None for other kinds."""
     if url.startswith("jsonl://"):
         return url[len("jsonl://") :] or "."
-    if "://" in url or url.startswith("memory:"):
+    if "://" in url or url.startswith(("memory:", "archive:")):
         return None
     return url
 

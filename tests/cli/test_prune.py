@@ -136,3 +136,13 @@ def test_import_restores_an_archive_byte_for_byte(tmp_path: Path, repo: dict[str
     assert "imported 1" in run(("import", "old-sessions"), tmp_path).stdout
     assert path.read_bytes() == original
     assert "already there 1" in run(("import", f"old-sessions/{repo['old']}.jsonl.gz"), tmp_path).stdout
+
+
+def test_a_folder_of_archives_is_a_read_only_repository(tmp_path: Path, repo: dict[str, str]) -> None:
+    """--repo archive:DIR lists, shows and verifies the archived sessions; a write is one clear error."""
+    run(("prune", "--older-than", "90d", "--archive", "old-sessions", "--yes"), tmp_path)
+    listing = json.loads(run(("ls", "--repo", "archive:old-sessions", "--json"), tmp_path).stdout)
+    assert [(row["id"], row["name"]) for row in listing] == [(repo["old"], "old")]
+    assert "0 error(s)" in run(("verify", "--repo", "archive:old-sessions"), tmp_path).stdout
+    assert "old: first question" in run(("show", "--repo", "archive:old-sessions"), tmp_path).stdout
+    assert "read-only" in run(("name", "--repo", "archive:old-sessions", "renamed"), tmp_path, fails=True).stderr
