@@ -12,7 +12,7 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +108,8 @@ class ArchiveSessionStorage(RecorderSessionStorage):
 def write_archive(directory: str | os.PathLike[str], session_id: str, lines: Sequence[bytes],
                   checkpoints: bytes | None = None) -> Path:
     """Write ``lines`` as the archive of ``session_id`` in ``directory`` (made 0700 if missing), durably, and the
-    session's signed checkpoints beside it; ``already_exists`` if that archive is there already."""
+    session's signed checkpoints beside it. An archive already there with these very lines (a pruning that stopped
+    after archiving) is kept as it is; any other file there is ``already_exists``: nothing is overwritten."""
     folder = Path(directory)
     target = folder / archive_name(session_id)
     try:
@@ -117,15 +118,26 @@ def write_archive(directory: str | os.PathLike[str], session_id: str, lines: Seq
         data = gzip.compress(log, mtime=0)
         if expand(data, target) != log:  # what is deleted next must be readable
             raise SessionError("storage", "the compressed archive does not read back as the log", path=str(target))
-        _place(folder, target, data)
+        _place_once(folder, target, data, lambda: read_archive(target) == list(lines))
         if checkpoints is not None:
-            _place(folder, Path(f"{target}{SIDECAR_SUFFIX}"), checkpoints)
-    except FileExistsError:
-        raise SessionError("already_exists", f"an archive of session {session_id} is there already; nothing was "
-                           "overwritten", path=str(target)) from None
+            sidecar = Path(f"{target}{SIDECAR_SUFFIX}")
+            _place_once(folder, sidecar, checkpoints, lambda: sidecar.read_bytes() == checkpoints)
     except OSError as exc:
         raise SessionError("storage", f"cannot write the archive: {exc.strerror or exc}", path=str(target)) from exc
     return target
+
+
+def _place_once(folder: Path, target: Path, data: bytes, same: Callable[[], bool]) -> None:
+    try:
+        _place(folder, target, data)
+    except FileExistsError:
+        try:
+            if same():
+                return
+        except (OSError, SessionError):
+            pass
+        raise SessionError("already_exists", f"another file is at {target.name} already; nothing was overwritten",
+                           path=str(target)) from None
 
 
 def _place(folder: Path, target: Path, data: bytes) -> None:

@@ -161,7 +161,10 @@ def _select(
         except SessionError as exc:
             if exc.code == "not_found":
                 continue  # deleted since the listing
-            raise
+            if exc.code not in ("corrupt", "unsupported_version"):
+                raise
+            protected.append((info.id, f"cannot be read ({exc}): kept, run verify"))
+            continue
         if survey.pi_dialect:
             protected.append((info.id, "a pi session file (read-only for sessiontree)"))
         elif keep_labelled and survey.labelled:

@@ -14,6 +14,7 @@ from sessiontree_prunekit import SetClock, ids, make_session, stored
 
 from sessiontree import PruneError, SessionError, open_session, verify
 from sessiontree.adapters import archive as archive_module
+from sessiontree.adapters import retention as store_retention
 from sessiontree.repository import SessionRepo
 
 
@@ -171,3 +172,24 @@ def test_the_archive_of_a_database_session_is_native_jsonl(aged: SessionRepo, cl
     plain.write_bytes(gzip.decompress(path.read_bytes()))
     with open_session(plain) as session:
         assert session.storage.read_lines() == lines and verify(session).ok
+
+
+def test_a_pruning_stopped_after_archiving_can_be_run_again(
+    aged: SessionRepo, clock: SetClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When the deletion fails after the archive was written, the next run finds that same archive, keeps it and
+    deletes the session; an archive of other lines is never taken for it."""
+    sid = make_session(aged, clock, 120)
+    lines = stored(aged, sid)
+    real = store_retention.delete_surveyed
+
+    def fail(*args: object) -> None:
+        raise SessionError("storage", "the connection was lost")
+
+    monkeypatch.setattr(store_retention, "delete_surveyed", fail)
+    with pytest.raises(PruneError):
+        aged.prune(older_than="90d", archive=tmp_path / "a", now=kit.T0)
+    assert ids(aged) == {sid} and (tmp_path / "a" / f"{sid}.jsonl.gz").exists()
+    monkeypatch.setattr(store_retention, "delete_surveyed", real)
+    assert aged.prune(older_than="90d", archive=tmp_path / "a", now=kit.T0).pruned == (sid,)
+    assert gzip.decompress((tmp_path / "a" / f"{sid}.jsonl.gz").read_bytes()) == b"".join(x + b"\n" for x in lines)

@@ -147,3 +147,16 @@ def test_a_failed_deletion_leaves_the_session_whole(
     monkeypatch.undo()
     assert stored(aged, sid) == before and ids(aged) == {sid} and _listing_rows(aged) == {sid}
     assert aged.store.recorder.select_events(db_index.DELETIONS_STREAM) == []  # type: ignore[attr-defined]
+
+
+@jsonl_only
+def test_a_session_that_cannot_be_read_is_kept(aged: SessionRepo, clock: SetClock) -> None:
+    """A file whose header cannot be decoded is never deleted by pruning: it is listed as kept, with why."""
+    sid = make_session(aged, clock, 120)
+    other = make_session(aged, clock, 120)
+    path = aged.path_for(sid)  # type: ignore[attr-defined]
+    header, rest = path.read_bytes().split(b"\n", 1)
+    path.write_bytes(header.replace(b'"version":3', b'"version":99') + b"\n" + rest)
+    result = aged.prune(older_than="90d", now=NOW)
+    assert result.pruned == (other,) and [i for i, _ in result.protected] == [sid] and path.exists()
+    assert "cannot be read" in result.protected[0][1]
