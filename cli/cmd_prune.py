@@ -49,6 +49,8 @@ def _confirmed(plan: Any, args: argparse.Namespace) -> bool:
     """Ask on a terminal; refuse (an error: nothing deleted) without one."""
     what = f"{'archive and delete' if plan.archive else 'delete'} {_count(len(plan.sessions))}"
     if args.json or not (sys.stdin.isatty() and sys.stderr.isatty()):
+        if args.json:
+            _show(plan, args, acted=False)  # the plan, for the script that will pass --yes
         raise CliError(f"prune would {what}: pass --yes to do it without asking (or --dry-run to only list them); "
                        "nothing was deleted")
     sys.stderr.write(f"{what.capitalize()}? [y/N] ")

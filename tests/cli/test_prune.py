@@ -146,3 +146,11 @@ def test_a_folder_of_archives_is_a_read_only_repository(tmp_path: Path, repo: di
     assert "0 error(s)" in run(("verify", "--repo", "archive:old-sessions"), tmp_path).stdout
     assert "old: first question" in run(("show", "--repo", "archive:old-sessions"), tmp_path).stdout
     assert "read-only" in run(("name", "--repo", "archive:old-sessions", "renamed"), tmp_path, fails=True).stderr
+
+
+def test_json_without_yes_prints_the_plan_and_deletes_nothing(tmp_path: Path, repo: dict[str, str]) -> None:
+    """--json never prompts: without --yes it prints the plan, fails with a JSON error, and deletes nothing."""
+    before = _files(tmp_path)
+    failed = run(("prune", "--older-than", "90d", "--json"), tmp_path, fails=True)
+    assert [s["id"] for s in json.loads(failed.stdout)["sessions"]] == [repo["old"]]
+    assert "--yes" in json.loads(failed.stderr)["error"]["message"] and _files(tmp_path) == before
