@@ -112,8 +112,9 @@ def foreign_reason(store: SessionStore) -> str | None:
     why = folders.foreign_reason(store.root)
     if why is None:
         return None
-    return (f"{store.root} is not sessiontree's own folder: it {why}. pi's session files are read-only for sessiontree, "
-            "so they are never pruned; prune them with pi's own tools, or import them into a repository of ours")
+    return (f"{store.root} is not sessiontree's own folder: it {why}. sessiontree deletes only in folders of its own, "
+            "and pi's session files are read-only for it; prune pi's sessions with pi, or import them into a repository "
+            "of ours")
 
 
 def _attach(store: SessionStore, session_id: str) -> SessionStorage:

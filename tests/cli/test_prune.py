@@ -106,7 +106,7 @@ def test_a_folder_of_pi_sessions_is_refused(tmp_path: Path) -> None:
     header = {"type": "session", "version": 3, "id": "p1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}
     (folder / "s.jsonl").write_text(json.dumps(header) + "\n")
     failed = run(("prune", "--repo", "pi", "--older-than", "1d", "--yes"), tmp_path, fails=True)
-    assert "read-only for sessiontree" in failed.stderr and (folder / "s.jsonl").exists()
+    assert "pi's session files are read-only" in failed.stderr and (folder / "s.jsonl").exists()
 
 
 @pytest.mark.parametrize(("answer", "deleted"), [("y\n", True), ("n\n", False), ("\n", False)])
