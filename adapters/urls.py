@@ -1,7 +1,8 @@
 """One way in: ``open_store(url)`` picks the store a URL names (``open_repo`` wraps it).
 
 ``memory:``, ``jsonl:`` URLs and plain directories, ``sqlite:`` (paths as in SQLAlchemy),
-``postgresql://`` (``?schema=`` and eventsourcing's settings by name) and ``popo:``;
+``postgresql://`` (``?schema=`` and eventsourcing's settings by name), ``popo:`` and ``archive:`` (a folder
+of pruned sessions' archives, read-only);
 docs/repositories.md has the table. A password never appears in locations or messages.
 """
 
@@ -13,7 +14,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from sessiontree.adapters.store import MemoryStore, SessionStore
 from sessiontree.domain.errors import SessionError
 
-_SCHEMES = ("memory", "popo", "jsonl", "sqlite", "postgresql", "postgres")
+_SCHEMES = ("memory", "popo", "jsonl", "sqlite", "postgresql", "postgres", "archive")
 
 
 def open_store(url: str | os.PathLike[str], *, durability: str = "flush") -> SessionStore:
@@ -32,6 +33,8 @@ def open_store(url: str | os.PathLike[str], *, durability: str = "flush") -> Ses
         return MemoryStore()
     if scheme == "jsonl":
         return _jsonl(_path_after(rest, url), durability)
+    if scheme == "archive":  # a folder of pruned sessions' archives, read-only (adapters/archive_store.py)
+        return _archives(_path_after(rest, url))
     from sessiontree.adapters.database import DatabaseStore
 
     if scheme == "popo":
@@ -60,6 +63,14 @@ def _jsonl(path: str, durability: str) -> SessionStore:
     from sessiontree.adapters.jsonl_repo import JsonlStore
 
     return JsonlStore(path, durability=durability)
+
+
+def _archives(path: str) -> SessionStore:
+    from sessiontree.adapters.archive_store import ArchiveStore
+
+    if not os.path.isdir(path):
+        raise SessionError("not_found", f"no folder of archives at {path}")
+    return ArchiveStore(path)
 
 
 def _postgres(url: str) -> SessionStore:

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from sessiontree.adapters.archive import expand
 from sessiontree.adapters.chain import check_chain, split
 from sessiontree.adapters.checkpoints import Checkpoint, key_algorithm, load_checkpoints, parse_all, signature_valid
 from sessiontree.adapters.codec import Codec, native_codec
@@ -97,6 +98,11 @@ def _verify_file(path: Path, wanted: set[int], anchor: bytes | None) -> VerifyRe
         raise SessionError("not_found", "no session file there", path=str(path)) from None
     except OSError as exc:
         raise SessionError("storage", f"cannot read the file: {exc.strerror or exc}", path=str(path)) from exc
+    try:
+        data = expand(data, path)  # a pruned session's archive holds the log's bytes, compressed
+    except SessionError as exc:
+        report.problem(1, exc.message)
+        return report
     lines = data.split(b"\n")
     tail = lines.pop()
     if tail and is_whole_line(tail):

@@ -48,10 +48,13 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "sessiontree.reader": ("ReplayStep", "SessionView", "TreeNode"),
     "sessiontree.repository": ("DatabaseSessionRepo", "InMemorySessionRepo", "JsonlSessionRepo", "SessionRepo", "open_repo"),
     "sessiontree.session": ("Session",),
+    "sessiontree.retention": ("PruneError", "PruneResult", "PrunedSession", "parse_age"),
+    "sessiontree.adapters.archive": ("ArchiveSessionStorage",),
 }
 _LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in names}
 
 if TYPE_CHECKING:
+    from sessiontree.adapters.archive import ArchiveSessionStorage
     from sessiontree.adapters.checkpoints import Checkpoint, sign_checkpoint
     from sessiontree.adapters.jsonl import JsonlSessionStorage
     from sessiontree.adapters.memory import InMemorySessionStorage
@@ -60,6 +63,7 @@ if TYPE_CHECKING:
     from sessiontree.adapters.verify import VerifyReport, verify
     from sessiontree.reader import ReplayStep, SessionView, TreeNode
     from sessiontree.repository import DatabaseSessionRepo, InMemorySessionRepo, JsonlSessionRepo, SessionRepo, open_repo
+    from sessiontree.retention import PrunedSession, PruneError, PruneResult, parse_age
     from sessiontree.session import Session
 
 
@@ -84,5 +88,6 @@ __all__ = [
     "SessionError", "SessionInfo", "SessionRepo", "SessionStats", "SessionStorage", "SessionView", "Summary",
     "TextContent", "TextCounterEstimator", "ThinkingContent", "ToolCall", "ToolResultMessage", "TreeNode",
     "UnknownContent", "UnknownMessage", "Usage", "UserMessage", "VerifyReport", "extractive_summary", "open_repo",
-    "sign_checkpoint", "verify", "build_session_context", *_seed_names,
+    "sign_checkpoint", "verify", "build_session_context", "PruneError", "PruneResult", "PrunedSession", "parse_age",
+    "ArchiveSessionStorage", *_seed_names,
 ]

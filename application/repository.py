@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from sessiontree import retention
 from sessiontree.adapters.database import DatabaseStore
 from sessiontree.adapters.jsonl_repo import JsonlStore
 from sessiontree.adapters.jsonl_salvage import salvage_log
@@ -112,6 +113,9 @@ class SessionRepo:
     def delete(self, session_id: str) -> None:
         """Delete a session; deleting one that does not exist is not an error."""
         self.store.remove(check_session_id(session_id))
+
+    prune = retention.prune  # repo.prune(older_than=..., keep_labelled=True, dry_run=..., archive=...): whole sessions
+    apply_prune = retention.apply_prune  # carry out a plan that prune(..., dry_run=True) returned
 
     def fork(
         self, session_id: str, entry_id: str | None = None, position: str = "before", *, salvage: bool = False,
@@ -294,4 +298,6 @@ def open_repo(url: str | os.PathLike[str], *, durability: str = "flush", **kwarg
         return JsonlSessionRepo(store.root, durability=durability, **kwargs)
     if isinstance(store, MemoryStore):
         return InMemorySessionRepo(**kwargs)
+    if not isinstance(store, DatabaseStore):  # archive: a folder of archives, read-only
+        return SessionRepo(store, **kwargs)
     return DatabaseSessionRepo(store, **kwargs)

@@ -60,10 +60,14 @@ LeafEntry = LeafMoved
 
 def open_session(path: str | Path, options: SessionContextBuildOptions | None = None, **storage_options: Any) -> Session:
     """The session in the JSONL file at ``path``, ours or pi's (the dialect is detected): ``Session(JsonlSessionStorage.
-    open(path, **storage_options), options)`` in one call."""
+    open(path, **storage_options), options)`` in one call. An archive a pruning wrote (``<id>.jsonl.gz``) opens
+    read-only."""
+    from sessiontree.adapters.archive import ArchiveSessionStorage, is_archive
     from sessiontree.adapters.jsonl import JsonlSessionStorage
     from sessiontree.session import Session
 
+    if is_archive(path):
+        return Session(ArchiveSessionStorage.open(path), options)
     return Session(JsonlSessionStorage.open(path, **storage_options), options)
 
 

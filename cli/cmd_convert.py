@@ -48,7 +48,7 @@ def _sources(names: list[str]) -> Iterator[tuple[str, SessionError | None]]:
     a name that gives none."""
     for name in names:
         if os.path.isdir(name):
-            found = sorted(str(p) for p in Path(name).rglob("*.jsonl") if p.is_file())
+            found = sorted(str(p) for p in [*Path(name).rglob("*.jsonl"), *Path(name).rglob("*.jsonl.gz")] if p.is_file())
             if not found:
                 yield name, SessionError("not_found", f"no session files (*.jsonl) under {name}")
             for path in found:
@@ -83,7 +83,7 @@ def _import_one(repo: SessionRepo, name: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         # Convert to the native dialect first (keeps fields pi left out as left out), then copy into the
         # repository through its own API, whatever its backend.
-        conversion = _converter()(name, os.path.join(tmp, "native.jsonl"), _codec("native"))
+        conversion = _converter()(_unpacked(name, tmp), os.path.join(tmp, "native.jsonl"), _codec("native"))
         storage = storage_class.open(conversion.dest)
         try:
             sid = storage.session_id
@@ -99,6 +99,18 @@ def _import_one(repo: SessionRepo, name: str) -> dict[str, Any]:
     finally:
         session.close()
     return {**item, "location": location, "entries": entries, "notes": list(conversion.notes)}
+
+
+def _unpacked(name: str, tmp: str) -> str:
+    """The file to import: ``name``, or for a pruned session's archive its log written out in ``tmp`` (a restore)."""
+    from sessiontree.adapters.archive import is_archive, read_archive
+
+    if not is_archive(name):
+        return name
+    restored = os.path.join(tmp, "archived.jsonl")
+    with open(restored, "wb") as handle:
+        handle.writelines(line + b"\n" for line in read_archive(name))
+    return restored
 
 
 def _failure(name: str, exc: Exception) -> dict[str, Any]:

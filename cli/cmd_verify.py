@@ -53,7 +53,8 @@ def _files(paths: list[str]) -> list[Path]:
     for name in paths:
         path = Path(name)
         if path.is_dir():
-            out.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
+            found = [*path.rglob("*.jsonl"), *path.rglob("*.jsonl.gz")]  # session files and pruned sessions' archives
+            out.extend(sorted(p for p in found if p.is_file()))
         elif path.exists():
             out.append(path)
         else:
@@ -76,10 +77,11 @@ def _check(verify: Any, target: Any, args: argparse.Namespace, key: Any, where: 
 
 def _session_id_of(path: Any) -> str | None:
     """The session id a file's header names (None if it has no readable header)."""
+    from sessiontree.adapters.archive import ArchiveSessionStorage, is_archive
     from sessiontree.adapters.jsonl import JsonlSessionStorage
 
     try:
-        storage = JsonlSessionStorage.open(path, salvage=False)
+        storage = ArchiveSessionStorage.open(path) if is_archive(path) else JsonlSessionStorage.open(path, salvage=False)
     except SessionError:
         return None
     storage.close()

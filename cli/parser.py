@@ -79,6 +79,7 @@ COMMANDS = (
     ("redact", "cmd_redact", "erase one entry's content, keeping the log verifiable (docs/audit.md)"),
     ("verify", "cmd_verify", "check session files or a repository and report each problem"),
     ("sign", "cmd_verify", "sign a checkpoint of session files or a repository's sessions with a key"),
+    ("prune", "cmd_prune", "delete or archive whole sessions older than an age, listing them first"),
 )
 
 
@@ -208,4 +209,18 @@ def build_parser() -> Parser:
     p.add_argument("--key-id", metavar="ID", help="a name for the key, recorded in the checkpoint")
     p.add_argument("--out", metavar="FILE",
                    help="append the checkpoints to FILE (keep it away from the logs) instead of beside each file")
+    _prune_args(ps["prune"])
     return parser
+
+
+def _prune_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--older-than", required=True, metavar="AGE",
+                   help="prune sessions whose last change is older than AGE: 90d, 12h, 2w, 30m, 45s (or 1w3d)")
+    p.add_argument("--archive", metavar="DIR", help="first write each session to DIR/<id>.jsonl.gz (opens read-only, verifies)")
+    p.add_argument("--dry-run", action="store_true", help="only list what would be pruned")
+    p.add_argument("--keep-labelled", action=argparse.BooleanOptionalAction, default=True,
+                   help="keep sessions with any labelled entry (default: kept)")
+    p.add_argument("--keep-named", action="store_true", help="keep sessions that have a name too")
+    p.add_argument("--cwd", help="only sessions started in this directory")
+    p.add_argument("-y", "--yes", action="store_true",
+                   help="do not ask before deleting (needed without a terminal, e.g. in cron or a script)")

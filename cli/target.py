@@ -42,7 +42,7 @@ def local_directory(url: str) -> str | None:
     """The directory of a JSONL repository URL, or None for other kinds."""
     if url.startswith("jsonl://"):
         return url[len("jsonl://") :] or "."
-    if "://" in url or url.startswith("memory:"):
+    if "://" in url or url.startswith(("memory:", "archive:")):
         return None
     return url
 
@@ -108,8 +108,11 @@ def open_file(path: str, **kwargs: Any) -> Any:
     if os.path.isdir(path):
         raise SessionError("not_found", f"{path} is a directory: pass it as --repo, not as a session")
     storage_class = feature("sessiontree.adapters.jsonl", "JsonlSessionStorage", "reading JSONL session files")
+    from sessiontree.adapters.archive import ArchiveSessionStorage, is_archive
     from sessiontree.session import Session
 
+    if is_archive(path):  # a pruned session's archive: read-only, whole or refused (salvage reads no archive)
+        return Session(ArchiveSessionStorage.open(path))
     storage = storage_class.open(path, **kwargs)
     _report_skipped(path, getattr(storage, "skipped", ()))
     return Session(storage)

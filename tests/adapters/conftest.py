@@ -169,3 +169,19 @@ def make_repo(backend: str, tmp_path: Path) -> Iterator[Any]:
 @pytest.fixture
 def repo(make_repo: Any) -> SessionRepo:
     return make_repo()  # type: ignore[no-any-return]
+
+
+# -- repositories whose sessions get the time a test sets (test_prune*.py) -------------------------------------------
+
+
+@pytest.fixture
+def clock() -> Any:
+    import sessiontree_prunekit as prunekit
+
+    return prunekit.SetClock()
+
+
+@pytest.fixture
+def aged(make_repo: Any, clock: Any) -> SessionRepo:
+    """A repository of the test's backend whose sessions get the time ``clock`` is set to."""
+    return make_repo(clock=clock)  # type: ignore[no-any-return]
