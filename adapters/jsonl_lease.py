@@ -20,6 +20,7 @@ from typing import Any
 
 from sessiontree.adapters.files import lock_holder
 from sessiontree.adapters.jsonl_file import LineFile, StaleFileError, TornLineWarning
+from sessiontree.domain.errors import SessionError
 
 
 class _Forks:
@@ -42,6 +43,17 @@ class WriterBusyError(StaleFileError):
     def __init__(self, message: str, pid: int | None) -> None:
         super().__init__(message)
         self.pid = pid
+
+
+def append_error(exc: Exception, session_id: str, where: str) -> SessionError:
+    """The ``SessionError`` an append that failed with ``exc`` raises."""
+    if isinstance(exc, WriterBusyError):
+        why = f"has another writer: {exc}; close that writer, or open this one with wait=SECONDS to wait for it"
+        return SessionError("conflict", f"session {session_id} {why}", path=where)
+    if isinstance(exc, StaleFileError):
+        return SessionError("conflict", f"session {session_id} changed since it was read: {exc}; reopen it and retry", path=where)
+    why = f"could not append to {where}: {getattr(exc, 'strerror', None) or exc}"
+    return SessionError("storage", f"could not save to session {session_id}: {why}", path=where)
 
 
 def check_wait(wait: Any) -> float:

@@ -102,11 +102,12 @@ class Envelopes:
         self.types, self.ids, self.parents, self.index = types, ids, parents, index
 
 
-def scan(lines: Sequence[bytes], loader: LineLoader) -> EntryLog:
+def scan(lines: Sequence[bytes], loader: LineLoader, found: Envelopes | None = None) -> EntryLog:
     """The lazy log of ``lines[1:]`` (line ``k``, 1-based, is version ``k``); strict: any bad
-    line is ``SessionError("corrupt")`` naming the file and the line."""
+    line is ``SessionError("corrupt")`` naming the file and the line. ``found``: their envelopes,
+    already checked in bulk (:func:`envelopes_of`)."""
     with pausing_collector():
-        found = bulk_envelopes(lines, loader.parent_key)
+        found = found or bulk_envelopes(lines, loader.parent_key)
         if found is None or ("leaf" in found.types and not _leaf_targets_ok(lines, found)):
             found = line_by_line(lines, loader)
         return EntryLog.lazy(found.types, found.ids, found.parents, found.index, loader)
@@ -120,13 +121,23 @@ def bulk_envelopes(lines: Sequence[bytes], parent_key: str) -> Envelopes | None:
         heads = [envelope(lines[i]) for i in range(1, len(lines))]
     except (msgspec.DecodeError, RecursionError):
         return None
-    if not all(map(bytes.isascii, lines)):  # msgspec does not check UTF-8 inside strings it skips
-        try:
-            for line in lines:
-                if not line.isascii():
-                    line.decode()
-        except UnicodeDecodeError:
-            return None
+    if not all(map(bytes.isascii, lines)) and not utf8(lines):  # msgspec does not check UTF-8 inside strings it skips
+        return None
+    return envelopes_of(heads)
+
+
+def utf8(lines: Sequence[bytes]) -> bool:
+    try:
+        for line in lines:
+            if not line.isascii():
+                line.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def envelopes_of(heads: list[Any]) -> Envelopes | None:
+    """:func:`bulk_envelopes` from the lines' decoded envelopes (one per entry line, in order)."""
     count = len(heads)
     kinds: dict[str, str] = {}
     types = [kinds.setdefault(h.type, h.type) for h in heads]  # one string per entry type
