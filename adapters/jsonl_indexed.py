@@ -24,62 +24,11 @@ from sessiontree.adapters.jsonl_index import SidecarIndex, line_digest, offsets_
 from sessiontree.adapters.jsonl_loader import LineLoader, pausing_collector
 from sessiontree.adapters.jsonl_scan import Envelopes, envelope_decoder, envelopes_of, utf8
 from sessiontree.adapters.jsontext import MAX_LINE_BYTES, parse
+from sessiontree.adapters.mapped import MappedLines, map_file, windows
 from sessiontree.domain.log import EntryLog
-
-_WINDOW = 1 << 20  # bytes of lines split at once
-_RELEASE = 32 << 20  # bytes scanned between two hand-backs of the mapping's pages
 
 if TYPE_CHECKING:
     from sessiontree.adapters.jsonl import JsonlSessionStorage
-
-
-class MappedLines:
-    """A file's lines as a sequence: those the index covers sliced from the mapped file when asked (nothing held),
-    then the lines read or appended since, held. The loader's "drop this line" is a no-op for a mapped one."""
-
-    __slots__ = ("_count", "_held", "_map", "offsets")
-
-    def __init__(self, mapped: mmap.mmap, offsets: Sequence[int], held: list[Any]) -> None:
-        self._map, self.offsets, self._count, self._held = mapped, offsets, len(offsets) - 1, held
-
-    def __len__(self) -> int:
-        return self._count + len(self._held)
-
-    def __getitem__(self, number: int) -> Any:
-        if number < 0:
-            number += len(self)
-        if number < self._count:
-            offsets = self.offsets
-            return self._map[offsets[number] : offsets[number + 1] - 1]
-        return self._held[number - self._count]
-
-    def __setitem__(self, number: int, value: Any) -> None:
-        if number >= self._count:
-            self._held[number - self._count] = value
-
-    def extend(self, lines: Sequence[bytes]) -> None:
-        self._held.extend(lines)
-
-
-def map_file(fd: int, path: Any, length: int) -> mmap.mmap | None:
-    """The first ``length`` bytes of the file open at ``fd``, mapped read-only through a descriptor of its own: the
-    mapping keeps its descriptor open, and one that shared ``fd``'s open file would keep the writer's lease (an
-    ``flock``) after the storage closed. None if the file cannot be opened again."""
-    try:
-        own = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        try:
-            own = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-        except OSError:
-            return None
-    try:
-        if os.path.samestat(os.fstat(own), os.fstat(fd)):
-            return mmap.mmap(own, length, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        pass
-    finally:
-        os.close(own)
-    return None
 
 
 def load(storage: JsonlSessionStorage) -> tuple[Any, LineLoader, EntryLog]:
@@ -143,14 +92,8 @@ def scan_mapped(storage: JsonlSessionStorage) -> tuple[MappedLines, LineLoader, 
 def _scan_windows(mapped: mmap.mmap, size: int, envelope: Any) -> tuple[array[int], list[Any], int] | None:
     """Every newline-terminated line's length and envelope (the header's not decoded), and where the last ends."""
     lengths, heads = array("q"), list[Any]()
-    pos = released = 0
-    while pos < size:
-        end = mapped.rfind(b"\n", pos, min(pos + _WINDOW, size))
-        if end < 0:  # a line longer than the window: taken whole
-            end = mapped.find(b"\n", pos)
-            if end < 0:
-                break
-        batch = mapped[pos:end].split(b"\n") if end - pos < _WINDOW else [mapped[pos:end]]
+    end = 0
+    for offset, batch in windows(mapped, size):
         if max(map(len, batch)) > MAX_LINE_BYTES or (not all(map(bytes.isascii, batch)) and not utf8(batch)):
             return None
         try:
@@ -158,20 +101,8 @@ def _scan_windows(mapped: mmap.mmap, size: int, envelope: Any) -> tuple[array[in
         except (msgspec.DecodeError, RecursionError):
             return None
         lengths.extend(map(len, batch))
-        pos = end + 1
-        if pos - released >= _RELEASE:  # hand the pages read back: the mapping's resident pages count as ours
-            released = _release(mapped, released, pos)
-    _release(mapped, released, pos)
-    return lengths, heads, pos
-
-
-def _release(mapped: mmap.mmap, start: int, end: int) -> int:
-    """Drop the pages of ``mapped`` from ``start`` to ``end`` (whole pages) from this process; where it got to."""
-    page = mmap.PAGESIZE
-    first, last = start - start % page, end - end % page
-    if last > first and hasattr(mapped, "madvise"):
-        mapped.madvise(mmap.MADV_DONTNEED, first, last - first)
-    return last
+        end = offset + sum(map(len, batch)) + len(batch)
+    return lengths, heads, end
 
 
 def _write(storage: JsonlSessionStorage, where: str, offsets: Sequence[int], lines: Any, log: EntryLog,
