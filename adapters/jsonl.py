@@ -287,7 +287,7 @@ class JsonlSessionStorage(SessionStorage):
             raise append_error(exc, self.session_id, str(self.path)) from (exc if isinstance(exc, OSError) else None)
         self.chain_head.set(first + len(lines) - 1, digest)
         live = self._live
-        if live is not None and len(live.lines) == first - 1:  # the log keeps no entry for a held line (EntryLoader)
+        if live is not None and live.held == first - 2:  # the log keeps no entry for a held line (EntryLoader)
             live.lines.extend(lines)
             live.held += len(lines)
             stand_ins = self.codec.stand_ins  # a stand-in's line does not give its event back: the loader keeps the event

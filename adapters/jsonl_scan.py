@@ -8,7 +8,7 @@ decodes bodies when first needed. Anything unusual goes line by line, naming the
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Container, Mapping, Sequence
 from operator import ge
 from typing import Any
 
@@ -27,6 +27,12 @@ def corrupt(path: Any, line: int | None, message: str, code: str = "corrupt") ->
     return SessionError(code, message, path=str(path), line=line)
 
 
+def is_pi_header(header: Mapping[str, Any]) -> bool:
+    """Is this parsed first line a pi header rather than a native one? The native writer
+    always writes ``parent_session``; pi never does (``parentSession``, or ``branchedFrom``)."""
+    return header.get("type") == "session" and "parent_session" not in header
+
+
 def read_header(first: bytes, path: Any, codec: Codec | None = None) -> tuple[SessionStarted, Codec]:
     """Decode a file's first line (without its newline) into the header and the file's codec:
     ``codec`` if given, else pi's for a pi header (the one place dialects are told apart)."""
@@ -37,9 +43,12 @@ def read_header(first: bytes, path: Any, codec: Codec | None = None) -> tuple[Se
     if not isinstance(obj, dict) or obj.get("type") != "session":
         raise corrupt(path, 1, "the first line is not a session header (type 'session')")
     if codec is None:
-        from sessiontree.adapters.pi import is_pi_header, pi_codec
+        if is_pi_header(obj):
+            from sessiontree.adapters.pi import pi_codec  # loaded only for pi's files
 
-        codec = pi_codec() if is_pi_header(obj) else native_codec()
+            codec = pi_codec()
+        else:
+            codec = native_codec()
     try:
         return codec.decode_header(obj), codec
     except SessionError as exc:
