@@ -171,8 +171,13 @@ def _consistent(index: SidecarIndex, meta: dict[str, Any]) -> bool:
         return False
     if any(not 0 <= p < count for p in (*index.markers, *index.orphans)):
         return False
-    summaries = (("leaf_moves", "leaf"), ("labels", "label"), ("names", "session_info"))
-    return all(meta[key] == index.positions(kind) for key, kind in summaries)
+    types = index.types
+    for key, kind in (("leaf_moves", "leaf"), ("labels", "label"), ("names", "session_info")):
+        listed = meta[key]  # in order, each of its type, and as many as the types say: the same list, checked in C
+        if (len(listed) != types.count(kind) or not all(map(lt, listed, islice(listed, 1, None)))
+                or any(not (type(p) is int and 0 <= p < count) or types[p] != kind for p in listed)):
+            return False
+    return True
 
 
 def read(path: str) -> SidecarIndex | None:

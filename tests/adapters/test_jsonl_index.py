@@ -247,3 +247,26 @@ def test_closing_a_mapped_session_ends_its_writer_lease(tmp_path: Path, indexed:
     second = Session(JsonlSessionStorage.open(path))
     second.append_message(kit.user("three"))
     assert kit.said(second.build_context().messages) == ["user:one", "user:two", "user:three"]
+
+
+@pytest.mark.parametrize("key", ["labels", "leaf_moves", "names", "kinds", "lines", "size"])
+def test_an_index_that_contradicts_itself_is_ignored_even_when_its_digest_matches(tmp_path: Path, key: str) -> None:
+    """An index whose metadata disagrees with its arrays (resealed, so its own digest holds) is never used."""
+    import hashlib
+    import struct
+
+    import orjson
+
+    path = tmp_path / "s.jsonl"
+    _write_session(path, [("user", "one"), ("label", 0, "start"), ("name", "first"), ("move", 0, None)])
+    JsonlSessionStorage.open(path).load()
+    where = str(jsonl_index.sidecar_path(path))
+    blob = Path(where).read_bytes()
+    assert jsonl_index.decode(blob) is not None
+    start = len(jsonl_index.MAGIC)
+    (length,) = struct.unpack_from("<Q", blob, start)
+    meta = orjson.loads(blob[start + 8 : start + 8 + length])
+    meta[key] = [0, 1] if isinstance(meta[key], list) and key != "kinds" else (meta[key][::-1] if key == "kinds" else meta[key] + 1)
+    head = orjson.dumps(meta)
+    body = blob[:start] + struct.pack("<Q", len(head)) + head + blob[start + 8 + length : -32]
+    assert jsonl_index.decode(body + hashlib.sha256(body).digest()) is None
