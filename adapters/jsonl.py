@@ -23,7 +23,7 @@ from sessiontree.adapters.jsonl_lease import LeasedFile, append_error, check_wai
 from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsonl_salvage import salvage_log
 from sessiontree.adapters.jsonl_scan import corrupt, read_header, scan
-from sessiontree.adapters.line_replace import replace_in_file, sealed_stub
+from sessiontree.adapters.line_replace import FileLines
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError
@@ -38,7 +38,7 @@ def _storage_error(what: str, exc: OSError, path: Path) -> SessionError:
     return SessionError("storage", f"cannot {what}: {exc.strerror or exc}", path=str(path))
 
 
-class JsonlSessionStorage(SessionStorage):
+class JsonlSessionStorage(FileLines, SessionStorage):
     """One session in one JSONL file (the embedded default).
 
     ``durability``: ``"flush"`` (default) hands each append to the OS with one write before returning, so it
@@ -218,10 +218,21 @@ class JsonlSessionStorage(SessionStorage):
         """The header and every entry (held lazily), after checking every line of the file."""
         if self._salvaged is not None:
             return self.header, EntryLog.of(self._salvaged)
-        lines = self.read_lines(strict=True)
+        from sessiontree.adapters import jsonl_indexed
+
+        lines, self._live, log = jsonl_indexed.load(self)
         self.chain_head.observe(len(lines), lines[-1], header=lines[0])
-        self._live = self._loader(lines)
-        return self.header, self._scan(lines, self._live)
+        return self.header, log
+
+    @property
+    def indexable(self) -> bool:  # is a sidecar index kept for this file (docs/file-format.md)?
+        return self._salvaged is None
+
+    def _restore(self, lines: Any, markers: list[int], loader: LineLoader) -> bool:  # decode an index's markers
+        return not markers  # only pi's dialect reads some lines as another entry (PiSessionStorage)
+
+    def _extension_ok(self, lines: Any, found: Any, start: int) -> bool:  # may entries from ``start`` extend an index?
+        return True
 
     def load_prefix(self, version: int) -> tuple[SessionStarted, EntryLog]:
         """The header and the entries up to ``version``, reading only that prefix of the file."""
@@ -230,37 +241,27 @@ class JsonlSessionStorage(SessionStorage):
         lines = self.read_lines(max(1, version), strict=True)[: max(1, version)]
         return self.header, self._scan(lines, self._loader(lines))
 
-    def _loader(self, lines: list[Any]) -> LineLoader:
+    def _loader(self, lines: Any) -> LineLoader:  # a list of lines, or the mapped ones (jsonl_indexed.py)
         return LineLoader(lines, self.path, self.session_id, self.codec, self._file.warnings)
 
-    def _scan(self, lines: list[bytes], loader: LineLoader) -> EntryLog:
-        """The checked, lazy log of a file's lines, the header checked again (a dialect with its own rules overrides
-        ``_entries``)."""
+    def _scan(self, lines: Any, loader: LineLoader, found: Any = None) -> EntryLog:
+        """The checked, lazy log of a file's lines (``found``: their envelopes, checked in bulk), the header checked
+        again (a dialect with its own rules overrides ``_entries``)."""
         if not lines:
             raise corrupt(self.path, 1, "no session header")
         header, _ = read_header(lines[0], self.path, self.codec)
         if header.originator_id != self.session_id:
             raise corrupt(self.path, 1, f"the header now names session {header.originator_id}, not {self.session_id}")
-        return self._entries(lines, loader)
+        return self._entries(lines, loader, found)
 
-    def _entries(self, lines: list[bytes], loader: LineLoader) -> EntryLog:
-        return scan(lines, loader)
+    def _entries(self, lines: Any, loader: LineLoader, found: Any = None) -> EntryLog:
+        return scan(lines, loader, found)
 
     def _salvage(self) -> None:
         _, entries, skipped = salvage_log(self.read_lines(), str(self.path), self.codec)
         self._salvaged, self.skipped = entries, skipped
         if self._file.torn:
             skipped.append((self._file.count + 1, f"torn last line ({len(self._file.torn)} bytes)"))
-
-    can_replace_lines = True
-
-    def replace_line(self, version: int, canonical: bytes, digest: str | None) -> None:
-        self.check_writable()
-        try:
-            replace_in_file(self._file, version, sealed_stub(canonical, digest))
-        except (StaleFileError, OSError) as exc:
-            raise append_error(self.session_id, self.path, exc) from None
-        self._live = None
 
     def line_before(self, version: int) -> tuple[bytes, bytes | None]:
         lines = self.read_lines(version - 1)
@@ -284,10 +285,10 @@ class JsonlSessionStorage(SessionStorage):
         try:
             self._file.append_at(first, lines)
         except (StaleFileError, OSError) as exc:
-            raise append_error(self.session_id, self.path, exc) from (exc if isinstance(exc, OSError) else None)
+            raise append_error(exc, self.session_id, str(self.path)) from (exc if isinstance(exc, OSError) else None)
         self.chain_head.set(first + len(lines) - 1, digest)
         live = self._live
-        if live is not None and len(live.lines) == first - 1:  # the log keeps no entry for a held line (EntryLoader)
+        if live is not None and live.held == first - 2:  # the log keeps no entry for a held line (EntryLoader)
             live.lines.extend(lines)
             live.held += len(lines)
             stand_ins = self.codec.stand_ins  # a stand-in's line does not give its event back: the loader keeps the event

@@ -45,16 +45,15 @@ class WriterBusyError(StaleFileError):
         self.pid = pid
 
 
-def append_error(session_id: str, path: Path, exc: Exception) -> SessionError:
-    """The ``SessionError`` of a failed append (or rewrite): ``conflict`` for another writer or a stale view."""
+def append_error(exc: Exception, session_id: str, where: str) -> SessionError:
+    """The ``SessionError`` an append that failed with ``exc`` raises."""
     if isinstance(exc, WriterBusyError):
         why = f"has another writer: {exc}; close that writer, or open this one with wait=SECONDS to wait for it"
-        return SessionError("conflict", f"session {session_id} {why}", path=str(path))
+        return SessionError("conflict", f"session {session_id} {why}", path=where)
     if isinstance(exc, StaleFileError):
-        return SessionError("conflict", f"session {session_id} changed since it was read: {exc}; reopen it and retry",
-                            path=str(path))
-    why = f"could not append to {path}: {getattr(exc, 'strerror', None) or exc}"
-    return SessionError("storage", f"could not save to session {session_id}: {why}", path=str(path))
+        return SessionError("conflict", f"session {session_id} changed since it was read: {exc}; reopen it and retry", path=where)
+    why = f"could not append to {where}: {getattr(exc, 'strerror', None) or exc}"
+    return SessionError("storage", f"could not save to session {session_id}: {why}", path=where)
 
 
 def _names(path: Path, fd: int) -> bool:

@@ -61,7 +61,7 @@ class LineLoader:
     """The lines of one file, decoded into entries when the log asks (line ``k`` of the file,
     1-based, is version ``k``; position ``p`` of the log is line ``p + 2``)."""
 
-    def __init__(self, lines: list[Any], path: Any, session_id: str, codec: Codec, warned: list[str]) -> None:
+    def __init__(self, lines: Any, path: Any, session_id: str, codec: Codec, warned: list[str]) -> None:
         self.lines = lines
         self.path = path
         self.session_id = session_id
@@ -70,6 +70,7 @@ class LineLoader:
         self.warned = warned
         self.decoded: dict[int, Entry] = {}  # entries decoded before the log asked (leaf markers, migrations)
         self.held = len(lines) - 1  # the entries it can give back (the storage adds the lines it appends)
+        self.expected: Sequence[str] | None = None  # the ids an index says the lines hold: checked as each is decoded
 
     def warn_at(self, version: int, message: str) -> None:
         self.warn(f"{self.path}:{version}: {message}")
@@ -93,6 +94,8 @@ class LineLoader:
                     except SessionError as exc:
                         raise SessionError(exc.code, f"session {sid}: {exc.message}", path=str(self.path), line=version) from None
                     lines[pos + 1] = None
+                    if self.expected is not None and pos < len(self.expected) and entry.id != self.expected[pos]:
+                        raise self.moved(version, entry.id)
                     dropped += 1
                     if dropped % RELEASE_EVERY == 0:
                         release_free_memory()
@@ -100,3 +103,13 @@ class LineLoader:
         if dropped >= RELEASE_EVERY // 2:
             release_free_memory()
         return out
+
+    def moved(self, version: int, found: str) -> SessionError:
+        """The file no longer says what its index did (rewritten in place since): the index is dropped."""
+        from sessiontree.adapters.jsonl_index import remove
+
+        remove(self.path)
+        wanted = self.expected[version - 2] if self.expected is not None else None
+        return SessionError("corrupt", f"session {self.session_id}: line {version} now holds entry {found!r}, not "
+                            f"{wanted!r}: the file was changed in place since it was opened; open it again",
+                            path=str(self.path), line=version)

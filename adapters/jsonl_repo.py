@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from sessiontree.adapters import folders
+from sessiontree.adapters import folders, jsonl_index
 from sessiontree.adapters.files import make_private_dirs
 from sessiontree.adapters.index import DirectoryIndex
 from sessiontree.adapters.jsonl import LINK_REFUSED, JsonlSessionStorage
@@ -95,6 +95,7 @@ class JsonlStore(SessionStore):
         except OSError as exc:
             raise SessionError("storage", f"cannot delete the file: {exc.strerror or exc}", path=str(path)) from exc
         self.index.forget(path.relative_to(self.root).as_posix())
+        jsonl_index.remove(path)  # the session's sidecar index (docs/file-format.md)
 
     def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
         root = os.fspath(self.root)

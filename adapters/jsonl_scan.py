@@ -8,7 +8,7 @@ decodes bodies when first needed. Anything unusual goes line by line, naming the
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Container, Mapping, Sequence
 from operator import ge
 from typing import Any
 
@@ -27,6 +27,12 @@ def corrupt(path: Any, line: int | None, message: str, code: str = "corrupt") ->
     return SessionError(code, message, path=str(path), line=line)
 
 
+def is_pi_header(header: Mapping[str, Any]) -> bool:
+    """Is this parsed first line a pi header rather than a native one? The native writer
+    always writes ``parent_session``; pi never does (``parentSession``, or ``branchedFrom``)."""
+    return header.get("type") == "session" and "parent_session" not in header
+
+
 def read_header(first: bytes, path: Any, codec: Codec | None = None) -> tuple[SessionStarted, Codec]:
     """Decode a file's first line (without its newline) into the header and the file's codec:
     ``codec`` if given, else pi's for a pi header (the one place dialects are told apart)."""
@@ -37,9 +43,12 @@ def read_header(first: bytes, path: Any, codec: Codec | None = None) -> tuple[Se
     if not isinstance(obj, dict) or obj.get("type") != "session":
         raise corrupt(path, 1, "the first line is not a session header (type 'session')")
     if codec is None:
-        from sessiontree.adapters.pi import is_pi_header, pi_codec
+        if is_pi_header(obj):
+            from sessiontree.adapters.pi import pi_codec  # loaded only for pi's files
 
-        codec = pi_codec() if is_pi_header(obj) else native_codec()
+            codec = pi_codec()
+        else:
+            codec = native_codec()
     try:
         return codec.decode_header(obj), codec
     except SessionError as exc:
@@ -102,11 +111,12 @@ class Envelopes:
         self.types, self.ids, self.parents, self.index = types, ids, parents, index
 
 
-def scan(lines: Sequence[bytes], loader: LineLoader) -> EntryLog:
+def scan(lines: Sequence[bytes], loader: LineLoader, found: Envelopes | None = None) -> EntryLog:
     """The lazy log of ``lines[1:]`` (line ``k``, 1-based, is version ``k``); strict: any bad
-    line is ``SessionError("corrupt")`` naming the file and the line."""
+    line is ``SessionError("corrupt")`` naming the file and the line. ``found``: their envelopes,
+    already checked in bulk (:func:`envelopes_of`)."""
     with pausing_collector():
-        found = bulk_envelopes(lines, loader.parent_key)
+        found = found or bulk_envelopes(lines, loader.parent_key)
         if found is None or ("leaf" in found.types and not _leaf_targets_ok(lines, found)):
             found = line_by_line(lines, loader)
         return EntryLog.lazy(found.types, found.ids, found.parents, found.index, loader)
@@ -120,13 +130,23 @@ def bulk_envelopes(lines: Sequence[bytes], parent_key: str) -> Envelopes | None:
         heads = [envelope(lines[i]) for i in range(1, len(lines))]
     except (msgspec.DecodeError, RecursionError):
         return None
-    if not all(map(bytes.isascii, lines)):  # msgspec does not check UTF-8 inside strings it skips
-        try:
-            for line in lines:
-                if not line.isascii():
-                    line.decode()
-        except UnicodeDecodeError:
-            return None
+    if not all(map(bytes.isascii, lines)) and not utf8(lines):  # msgspec does not check UTF-8 inside strings it skips
+        return None
+    return envelopes_of(heads)
+
+
+def utf8(lines: Sequence[bytes]) -> bool:
+    try:
+        for line in lines:
+            if not line.isascii():
+                line.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def envelopes_of(heads: list[Any]) -> Envelopes | None:
+    """:func:`bulk_envelopes` from the lines' decoded envelopes (one per entry line, in order)."""
     count = len(heads)
     kinds: dict[str, str] = {}
     types = [kinds.setdefault(h.type, h.type) for h in heads]  # one string per entry type

@@ -14,6 +14,7 @@ from eventsourcing.persistence import StoredEvent
 from sessiontree.adapters import chain
 from sessiontree.adapters.files import fsync_dir
 from sessiontree.adapters.jsonl_file import StaleFileError
+from sessiontree.adapters.jsonl_lease import append_error
 
 
 def sealed_stub(canonical: bytes, digest_hex: str | None) -> bytes:
@@ -67,6 +68,21 @@ def replace_in_file(file: Any, version: int, line: bytes) -> None:
         file.size, file.count, file.torn, file.needs_newline = len(data), len(lines), b"", False
 
 
+class FileLines:
+    """What lets a JSONL storage rewrite one of its lines (a mixin: the storage keeps ``_file``, ``path``, ``_live``)."""
+
+    can_replace_lines = True
+
+    def replace_line(self, version: int, canonical: bytes, digest: str | None) -> None:
+        storage: Any = self
+        storage.check_writable()
+        try:
+            replace_in_file(storage._file, version, sealed_stub(canonical, digest))
+        except (StaleFileError, OSError) as exc:
+            raise append_error(exc, storage.session_id, str(storage.path)) from None
+        storage._live = None  # its lines are the old file's
+
+
 def replace_recorded(recorder: Any, session_id: str, version: int, line: bytes) -> None:
     """Replace the state of one stored event (the line of ``version``) in an eventsourcing recorder's table."""
     kinds = {cls.__module__ for cls in type(recorder).__mro__}  # ours may subclass eventsourcing's recorders
@@ -100,4 +116,4 @@ def replace_recorded(recorder: Any, session_id: str, version: int, line: bytes) 
     raise NotImplementedError(f"rewriting a line of a {type(recorder).__name__} is not supported")
 
 
-__all__ = ["replace_in_file", "replace_recorded", "sealed_stub"]
+__all__ = ["FileLines", "replace_in_file", "replace_recorded", "sealed_stub"]

@@ -14,6 +14,7 @@ from typing import Any
 
 from sessiontree.adapters.codec import Codec, corrupt
 from sessiontree.adapters.encoders import Writers
+from sessiontree.adapters.jsonl_scan import is_pi_header as is_pi_header  # its public name here too
 from sessiontree.adapters.pi_layout import PLAIN_FLOATS, js_float_value, js_items, js_values
 from sessiontree.adapters.schema import Dialect
 from sessiontree.domain import messages as m
@@ -176,12 +177,6 @@ class PiCodec(Codec):
             originator_id=session_id, originator_version=version, timestamp=timestamp, id=entry_id,
             parent_id=data["data"]["fromId"], target_id=target, extra={k: v for k, v in data.items() if k not in known},
         )
-
-
-def is_pi_header(header: Mapping[str, Any]) -> bool:
-    """Is this parsed first line a pi header rather than a native one? The native writer
-    always writes ``parent_session``; pi never does (``parentSession``, or ``branchedFrom``)."""
-    return header.get("type") == "session" and "parent_session" not in header
 
 
 @cache

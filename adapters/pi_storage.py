@@ -50,11 +50,11 @@ class PiSessionStorage(JsonlSessionStorage):
         """``create`` writes pi's dialect (its ``parent_session`` is a file path, as in pi)."""
         return pi_codec()
 
-    def _entries(self, lines: list[bytes], loader: LineLoader) -> EntryLog:
+    def _entries(self, lines: Any, loader: LineLoader, found: Envelopes | None = None) -> EntryLog:
         with pausing_collector():
             if self.source_version < CURRENT:
                 return self._migrated(lines)
-            found = bulk_envelopes(lines, PI_PARENT_KEY)
+            found = found or bulk_envelopes(lines, PI_PARENT_KEY)
             if found is None or "leaf" in found.types:  # not pi's own type: the line-by-line checks apply
                 found = line_by_line(lines, loader)
             orphans = self._markers(lines, found, loader) if "custom" in found.types else {}
@@ -80,6 +80,27 @@ class PiSessionStorage(JsonlSessionStorage):
                 orphans[pos] = entry.parent_id  # type: ignore[assignment]  # not None: a None parent is -1
             found.parents[pos] = parent
         return orphans
+
+    @property
+    def indexable(self) -> bool:  # a migrated file is decoded whole: no index
+        return super().indexable and self.source_version >= CURRENT
+
+    def _restore(self, lines: Any, markers: list[int], loader: LineLoader) -> bool:
+        """Decode the leaf markers an index names (the log's envelopes already read them as ``leaf`` entries)."""
+        for pos in markers:
+            loader.decoded[pos] = self._decode(self._parse(lines, pos + 2), pos + 2, marker=True)
+        return True
+
+    def _extension_ok(self, lines: Any, found: Envelopes, start: int) -> bool:
+        """New entries extend an index unless one hangs under a leaf marker or may be one (a full scan decides)."""
+        new_parents = set(found.parents[start:])
+        if any(found.types[p] == "leaf" for p in new_parents if p >= 0):
+            return False
+        for pos in range(start, len(found.types)):
+            if found.types[pos] == "leaf" or (found.types[pos] == "custom" and pos not in new_parents
+                                              and PiCodec.is_leaf_marker(self._parse(lines, pos + 2))):
+                return False
+        return True
 
     def _migrated(self, lines: list[bytes]) -> EntryLog:
         """A version 1 or 2 file, migrated in memory and decoded now."""

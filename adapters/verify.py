@@ -16,14 +16,16 @@ from typing import Any
 
 import orjson
 
-from sessiontree.adapters.archive import expand
+from sessiontree.adapters.archive import GZIP_MAGIC, expand
 from sessiontree.adapters.chain import check_chain, split
 from sessiontree.adapters.checkpoints import Checkpoint, key_algorithm, load_checkpoints, parse_all, signature_valid
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.files import is_whole_line, open_regular
+from sessiontree.adapters.jsonl_index import offsets_from_lengths
 from sessiontree.adapters.jsonl_salvage import read_entry
 from sessiontree.adapters.jsonl_scan import read_header
 from sessiontree.adapters.jsontext import MAX_LINE_BYTES, duplicate_key
+from sessiontree.adapters.mapped import ForwardLines, line_lengths, map_file
 from sessiontree.adapters.verify_report import Problem, VerifyReport
 from sessiontree.domain.errors import SessionError
 
@@ -91,22 +93,18 @@ def _verify_file(path: Path, wanted: set[int], anchor: bytes | None) -> VerifyRe
     try:
         fd = open_regular(path)
         try:
-            data = _read_all(fd)
+            lines, tail = _lines(fd, path)
         finally:
             os.close(fd)
+    except SessionError as exc:  # an archive that cannot be expanded
+        report.problem(1, exc.message)
+        return report
     except FileNotFoundError:
         raise SessionError("not_found", "no session file there", path=str(path)) from None
     except OSError as exc:
         raise SessionError("storage", f"cannot read the file: {exc.strerror or exc}", path=str(path)) from exc
-    try:
-        data = expand(data, path)  # a pruned session's archive holds the log's bytes, compressed
-    except SessionError as exc:
-        report.problem(1, exc.message)
-        return report
-    lines = data.split(b"\n")
-    tail = lines.pop()
     if tail and is_whole_line(tail):
-        lines.append(tail)  # a last line without a newline (another producer's habit)
+        lines.extend([tail])  # a last line without a newline (another producer's habit)
     elif tail:
         report.warn(len(lines) + 1, f"torn last line ({len(tail)} bytes, an append interrupted by a crash): not part "
                     "of the log; the next append removes it")
@@ -115,6 +113,21 @@ def _verify_file(path: Path, wanted: set[int], anchor: bytes | None) -> VerifyRe
         return report
     _check(lines, report, path, wanted, anchor)
     return report
+
+
+def _lines(fd: int, path: Path) -> tuple[Any, bytes]:
+    """The file's newline-terminated lines and the bytes after the last newline. Read through a mapping, in one
+    forward pass whose pages are handed back as it goes, so memory stays bounded whatever the file's size."""
+    size = os.fstat(fd).st_size
+    if os.pread(fd, len(GZIP_MAGIC), 0) == GZIP_MAGIC:  # a pruned session's archive: the log's bytes, compressed
+        lines = expand(_read_all(fd), path).split(b"\n")
+        return lines, lines.pop()
+    mapped = map_file(fd, path, size) if size else None
+    if mapped is None:
+        lines = _read_all(fd).split(b"\n")
+        return lines, lines.pop()
+    lengths, end = line_lengths(mapped, size)
+    return ForwardLines(mapped, offsets_from_lengths(lengths), []), mapped[end:size]
 
 
 def _read_all(fd: int) -> bytes:
@@ -148,7 +161,7 @@ def _verify_records(storage: Any, wanted: set[int], anchor: bytes | None) -> Ver
     return report
 
 
-def _check(lines: list[bytes], report: VerifyReport, where: Any, wanted: set[int], anchor: bytes | None) -> None:
+def _check(lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set[int], anchor: bytes | None) -> None:
     """The structure of every line, then the chain (a pi file has none, unless a native header was damaged)."""
     report.lines = len(lines)
     codec = native_codec()

@@ -8,7 +8,8 @@ milliseconds; ``rss_before`` is the resident set size just before the measured w
 Measures:
 
 * ``open_context`` -- ``Session(JsonlSessionStorage.open(file))`` then ``build_context()``
-  (wall and CPU time);
+  (wall and CPU time); ``index``: ``"none"`` removes the file's sidecar index first (a cold open, which
+  writes it), ``"kept"`` requires it (an open through a valid index);
 * ``parse_floor`` -- read the file, ``orjson.loads`` every line, an id -> parent map
   (the least a reader can do; garbage collector paused, as our scan does);
 * ``append`` -- on a private copy of the file: open and build the context, ``count``
@@ -115,7 +116,13 @@ def summary(samples: list[float]) -> dict[str, float]:
     }
 
 
-def open_context(file: str) -> dict[str, Any]:
+def open_context(file: str, index: str = "as is") -> dict[str, Any]:
+    from sessiontree.adapters import jsonl_index
+
+    if index == "none":  # no sidecar index yet: the open scans the file (and writes one)
+        jsonl_index.remove(file)
+    elif index == "kept" and not os.path.exists(str(jsonl_index.sidecar_path(file))):
+        raise SystemExit(f"no sidecar index for {file}: run an open first")
     rss0 = rss_now()
     c0 = time.process_time()
     t0 = now()

@@ -111,8 +111,10 @@ def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def measure_size(n: int, files: dict[str, Path], repeat: int, pi_home: Path | None) -> dict[str, Any]:
     native, pi_file = str(files["native"]), str(files["pi"])
     plan: dict[str, Any] = {
-        "open_native": lambda: child("open_context", file=native),
-        "open_pi": lambda: child("open_context", file=pi_file),
+        "open_native": lambda: child("open_context", file=native, index="none"),
+        "open_pi": lambda: child("open_context", file=pi_file, index="none"),
+        "open_native_indexed": lambda: child("open_context", file=native, index="kept"),  # the index the cold open wrote
+        "open_pi_indexed": lambda: child("open_context", file=pi_file, index="kept"),
         "floor_parse_native": lambda: child("parse_floor", file=native),
         "floor_parse_pi": lambda: child("parse_floor", file=pi_file),
         "append_native": lambda: child("append", file=native, durability="flush", count=APPENDS,

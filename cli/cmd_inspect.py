@@ -8,7 +8,6 @@ from typing import Any
 import attrs
 
 from sessiontree.adapters.codec import native_codec
-from sessiontree.cli import treeview
 from sessiontree.cli.output import CliError, print_json, stdout
 from sessiontree.cli.target import open_repository, repo_url, session_for
 from sessiontree.compaction import estimate_context_tokens
@@ -43,7 +42,7 @@ DEFAULT_WINDOW = 1000
 def tree_renderable(reader: Any, args: argparse.Namespace, *, title: Any = None) -> Any:
     """The rich tree of a session or time-travel view, with the ``show`` options applied."""
     window = DEFAULT_WINDOW if args.window is None else args.window
-    from sessiontree.cli import render  # rich: only for people
+    from sessiontree.cli import render, treeview  # rich: only for people
 
     roots = treeview.build(reader, args.filter)
     return render.tree(reader, roots, depth=args.depth, window=window, title=title, full=getattr(args, "full", False))
@@ -58,7 +57,7 @@ def check_limits(args: argparse.Namespace) -> None:
 
 def show_reader(reader: Any, args: argparse.Namespace) -> None:
     """Print (or ``--json``) the tree of a session."""
-    from sessiontree.cli import render
+    from sessiontree.cli import render, treeview
 
     check_limits(args)
     if args.json:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -15,6 +16,7 @@ if TYPE_CHECKING:  # rich is imported when a command prints for people: --json o
     from rich.console import Console
 
 PROG = "sessiontree"
+SHOW_AFTER = 1.0  # seconds of work before a progress bar appears
 
 
 class CliError(Exception):
@@ -97,23 +99,46 @@ def _no_progress(n: int = 1) -> None:
 
 
 @contextmanager
-def progress(description: str, total: int | None) -> Iterator[Callable[[int], None]]:
-    """A progress bar on stderr for long work (shown only when stderr is a terminal).
+def progress(description: str, total: int | None, *, delay: float = SHOW_AFTER) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr for long work: shown only when stderr is a terminal, never with ``--json``, and only
+    once the work has taken ``delay`` seconds (quick work shows nothing, and imports nothing of rich's).
 
     Yields ``advance(n)``. The bar is transient: it disappears when the work is done, so
     piped or redirected output stays clean.
     """
-    console = stderr()
-    if not console.is_terminal:
+    if JSON_ERRORS or not sys.stderr.isatty():
         yield _no_progress
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    bar = _LateBar(description, total, time.monotonic() + delay)
+    try:
+        yield bar.advance
+    finally:
+        bar.stop()
 
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task(description, total=total)
 
-        def advance(n: int = 1) -> None:
-            bar.advance(task, n)
+class _LateBar:
+    """rich's progress bar, started at the first ``advance`` after its start time."""
 
-        yield advance
+    def __init__(self, description: str, total: int | None, start: float) -> None:
+        self.description, self.total, self.start = description, total, start
+        self.done = 0
+        self.bar: Any = None
+        self.task: Any = None
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self.bar is None:
+            if time.monotonic() < self.start:
+                return
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+            self.bar = Progress(*columns, console=stderr(), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(self.description, total=self.total, completed=self.done)
+            return
+        self.bar.advance(self.task, n)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()

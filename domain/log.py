@@ -161,6 +161,10 @@ class EntryLog:
         """Every position's type and parent position, for fast walks (read them, never change them)."""
         return self._types, self._ppos
 
+    def envelopes(self) -> tuple[Sequence[str], Sequence[str], Sequence[int], dict[int, str]]:
+        """Every position's type, id and parent position, and the parent ids not earlier in the log (read them only)."""
+        return self._types, self._ids, self._ppos, self._orphans
+
     def positions_of(self, entry_type: str, limit: int | None = None) -> list[int]:
         """Positions of every entry of ``entry_type`` before ``limit``, in order."""
         positions = self._by_type.get(entry_type, [])

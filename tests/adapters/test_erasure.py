@@ -108,7 +108,7 @@ def test_an_interrupted_erasure_is_reported_and_completed_by_redacting_again(tmp
     def crash(*args: Any) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr("sessiontree.adapters.jsonl.replace_in_file", crash)
+    monkeypatch.setattr("sessiontree.adapters.line_replace.replace_in_file", crash)
     with pytest.raises(SessionError) as failed:
         session.redact(ids["user"], reason="r")
     assert failed.value.code == "storage"
