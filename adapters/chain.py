@@ -145,7 +145,6 @@ def check_chain(lines: Sequence[bytes], wanted: Collection[int] = (), anchor: by
     erasures = Erasures()
     for lineno, line in enumerate(lines, 1):
         canonical, digest_hex = split(line)
-        erasures.see(lineno, canonical)
         true = link(true, canonical)
         if lineno in wanted:
             out.digests[lineno] = true
@@ -158,13 +157,14 @@ def check_chain(lines: Sequence[bytes], wanted: Collection[int] = (), anchor: by
                 out.problems.append((lineno, _NO_DIGEST))
             continue  # the next line must chain to the line before this one
         digest = bytes.fromhex(digest_hex.decode("ascii"))
-        if previous is not None and link(previous, canonical) != digest:
-            if erasures.stub(lineno, canonical, digest_hex):
-                true = digest  # an erased line keeps the digest of what it held (checked against its record below)
-                if lineno in wanted:
-                    out.digests[lineno] = true
-            else:
-                out.problems.append((lineno, _mismatch(lineno, canonical, digest, before_previous)))
+        if previous is None or link(previous, canonical) == digest:
+            erasures.see(lineno, canonical)  # only a line that chains can hold a record
+        elif lineno > 1 and erasures.stub(lineno, canonical, digest_hex):
+            true = digest  # an erased line keeps the digest of what it held (checked against its record below)
+            if lineno in wanted:
+                out.digests[lineno] = true
+        else:
+            out.problems.append((lineno, _mismatch(lineno, canonical, digest, before_previous)))
         before_previous, previous = previous, digest
     erasures.settle(out)
     out.head = true
@@ -174,11 +174,12 @@ def check_chain(lines: Sequence[bytes], wanted: Collection[int] = (), anchor: by
 class Erasures:
     """The erased lines of a chained log and the redaction records that must vouch for them (docs/audit.md): a stub,
     a line whose top-level ``redacted`` is true, keeps the digest of what it held; it passes only if a later record
-    (a ``custom`` entry of type ``sessiontree.redaction``) names its entry and that digest."""
+    (a ``custom`` entry of type ``sessiontree.redaction``, on a line that chains) names its entry, its line and that
+    digest. That the stub holds nothing but the placeholder is checked by verify, which can decode it."""
 
     def __init__(self) -> None:
         self.stubs: list[tuple[int, str, str]] = []  # (line, entry id, digest hex)
-        self.records: dict[str, tuple[str, int]] = {}  # entry id -> (digest hex, record line)
+        self.records: dict[str, tuple[str, int, Any]] = {}  # entry id -> (digest hex, record line, version named)
 
     def see(self, lineno: int, canonical: bytes) -> None:
         if _RECORD_TAG not in canonical:
@@ -186,7 +187,7 @@ class Erasures:
         obj = _object(canonical)
         data = obj.get("data") if obj.get("type") == "custom" and obj.get("custom_type") == RECORD_TYPE else None
         if isinstance(data, dict) and isinstance(data.get("entry_id"), str) and isinstance(data.get("digest"), str):
-            self.records[data["entry_id"]] = (data["digest"], lineno)
+            self.records[data["entry_id"]] = (data["digest"], lineno, data.get("version"))
 
     def stub(self, lineno: int, canonical: bytes, digest_hex: bytes) -> bool:
         """Is this mismatching line a stub (to be vouched for by a record later)?"""
@@ -202,13 +203,13 @@ class Erasures:
         vouched = set()
         for lineno, entry_id, digest in self.stubs:
             record = self.records.get(entry_id)
-            if record is not None and record[0] == digest and record[1] > lineno:
+            if record is not None and record[0] == digest and record[1] > lineno and record[2] == lineno:
                 out.redactions.append((lineno, entry_id, record[1]))
                 vouched.add(entry_id)
             else:
                 out.problems.append((lineno, f"is erased (entry {entry_id}) but no later redaction record names it with "
                                              "its digest: the line was changed"))
-        out.unapplied = [(entry_id, line) for entry_id, (_, line) in self.records.items() if entry_id not in vouched]
+        out.unapplied = [(entry_id, line) for entry_id, (_, line, _) in self.records.items() if entry_id not in vouched]
         out.problems.sort(key=lambda problem: problem[0])
 
 

@@ -21,10 +21,12 @@ import msgspec
 from sessiontree.adapters import jsonl_index
 from sessiontree.adapters.files import is_whole_line
 from sessiontree.adapters.jsonl_index import SidecarIndex, line_digest, offsets_from_lengths, offsets_of
+from sessiontree.adapters.jsonl_lease import names
 from sessiontree.adapters.jsonl_loader import LineLoader, pausing_collector
 from sessiontree.adapters.jsonl_scan import Envelopes, envelope_decoder, envelopes_of, utf8
 from sessiontree.adapters.jsontext import MAX_LINE_BYTES, parse
 from sessiontree.adapters.mapped import MappedLines, map_file, windows
+from sessiontree.domain.errors import SessionError
 from sessiontree.domain.log import EntryLog
 
 if TYPE_CHECKING:
@@ -33,6 +35,9 @@ if TYPE_CHECKING:
 
 def load(storage: JsonlSessionStorage) -> tuple[Any, LineLoader, EntryLog]:
     """The file's lines, the loader and the checked, lazy log, through the index when it is sound."""
+    if storage._file.fd >= 0 and not names(storage.path, storage._file.fd):
+        raise SessionError("conflict", f"session {storage.session_id} at {storage.path} was rewritten since it was opened "
+                           "(an erasure replaced the file): open it again")
     where = jsonl_index.sidecar_path(storage.path) if storage.indexable else None
     if where is not None:
         index = jsonl_index.read(where)

@@ -56,7 +56,7 @@ def append_error(exc: Exception, session_id: str, where: str) -> SessionError:
     return SessionError("storage", f"could not save to session {session_id}: {why}", path=where)
 
 
-def _names(path: Path, fd: int) -> bool:
+def names(path: Path, fd: int) -> bool:
     """Does ``path`` still name the file open as ``fd``?"""
     try:
         named, held = os.stat(path), os.fstat(fd)
@@ -114,7 +114,7 @@ class LeasedFile(LineFile):
                     raise WriterBusyError(f"{holder} holds its writer lease", pid) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.02)
-        if not _names(self.path, self.fd):  # replaced while this writer waited (a rewritten line): its file is gone
+        if not names(self.path, self.fd):  # replaced while this writer waited (a rewritten line): its file is gone
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             raise StaleFileError(f"{self.path} was replaced since it was opened (a line was rewritten); open it again")
         self._lease_pid, self._lease_generation = os.getpid(), _Forks.generation

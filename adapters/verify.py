@@ -14,10 +14,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from sessiontree.adapters.archive import GZIP_MAGIC, expand
-from sessiontree.adapters.chain import check_chain, split
+from sessiontree.adapters.chain import check_chain
 from sessiontree.adapters.checkpoints import Checkpoint, key_algorithm, load_checkpoints, parse_all, signature_valid
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.files import is_whole_line, open_regular
@@ -26,6 +24,7 @@ from sessiontree.adapters.jsonl_salvage import read_entry
 from sessiontree.adapters.jsonl_scan import read_header
 from sessiontree.adapters.jsontext import MAX_LINE_BYTES, duplicate_key
 from sessiontree.adapters.mapped import ForwardLines, line_lengths, map_file
+from sessiontree.adapters.verify_erasures import check_signed_erasures, note_erasures
 from sessiontree.adapters.verify_report import Problem, VerifyReport
 from sessiontree.domain.errors import SessionError
 
@@ -57,6 +56,8 @@ def verify(
     if not report.chained:
         (report.problem if require_chain else report.warn)(None, _UNCHAINED_PI if report.dialect == "pi" else _UNCHAINED)
     _check_checkpoints(report, signed, key)
+    if signed and key is not None:
+        check_signed_erasures(report, report.lines if report.unverified_from is None else report.unverified_from - 1)
     _check_anchors(report, head, at_least)
     report.problems.sort(key=lambda p: (p.line is None, p.line or 0))
     return report
@@ -182,18 +183,7 @@ def _check(lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set
     report.head = found.head.hex() if found.head is not None else None
     for line, message in found.problems:
         report.problem(line, message)
-    _note_erasures(lines, report, found)
-
-
-def _note_erasures(lines: Sequence[bytes], report: VerifyReport, found: Any) -> None:
-    """The verified erasures, with why and by whom (from their records), and erasures recorded but not applied."""
-    for line, entry_id, record_line in found.redactions:
-        data = orjson.loads(split(lines[record_line - 1])[0]).get("data", {})
-        report.redactions.append({"line": line, "entry_id": entry_id, "record_line": record_line,
-                                  "reason": data.get("reason"), "by": data.get("by")})
-    for entry_id, record_line in found.unapplied:
-        report.warn(record_line, f"the erasure of entry {entry_id} was recorded here but its line still holds the content "
-                                 "(interrupted): run redact again to complete it")
+    note_erasures(lines, report, found, codec)
 
 
 def _check_entries(lines: Sequence[bytes], report: VerifyReport, codec: Codec) -> None:

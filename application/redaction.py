@@ -51,29 +51,36 @@ class Rule:
 
 
 _KEY = r"[A-Za-z0-9_\-]"
+_TOKEN = r"[A-Za-z0-9\-._~+/]"
 # High-confidence formats only: each has a fixed prefix or structure, so ordinary text does not match. Each pattern
-# starts with literal text (which the regex engine searches for fast), and each gate is a character the format cannot
-# lack and ordinary prose seldom has.
+# starts with literal text (which the regex engine searches for fast), every repetition is bounded (no input makes a
+# search quadratic), and each gate is a character the format cannot lack and ordinary prose seldom has.
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule("aws-access-key-id", r"A(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])", gate="A"),
     Rule("google-api-key", r"AIza[0-9A-Za-z_\-]{35}(?![A-Za-z0-9_\-])", gate="A"),
-    *(Rule("aws-secret-access-key", rf"{name}[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+]{{40}})(?![A-Za-z0-9/+])", gate="_")
-      for name in ("secret_access_key", "SECRET_ACCESS_KEY")),
-    Rule("aws-secret-access-key", r"SecretAccessKey[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+    *(Rule("aws-secret-access-key", rf"{name}[\"']?\s{{0,8}}[:=]\s{{0,8}}[\"']?(?P<secret>[A-Za-z0-9/+]{{40}})(?![A-Za-z0-9/+])",
+           gate="_") for name in ("secret_access_key", "SECRET_ACCESS_KEY")),
+    Rule("aws-secret-access-key", r"SecretAccessKey[\"']?\s{0,8}[:=]\s{0,8}[\"']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
          gate="K"),
     Rule("github-token", r"gh[pousr]_[A-Za-z0-9]{36,255}(?![A-Za-z0-9_])", gate="_"),
     Rule("github-token", r"github_pat_[A-Za-z0-9_]{22,255}", gate="_"),
-    *(Rule("stripe-key", rf"{kind}k_live_[A-Za-z0-9]{{20,}}", gate="_") for kind in "sr"),
-    Rule("gitlab-token", rf"gl(?:pat|dt|ptt|rt)-{_KEY}{{20,}}", gate="-"),
-    Rule("slack-token", r"xox[abposr]-[A-Za-z0-9\-]{10,}", gate="-"),
-    Rule("anthropic-api-key", rf"sk-ant-{_KEY}{{20,}}", gate="-"),
-    Rule("openai-api-key", rf"sk-(?:proj-|svcacct-|admin-)?{_KEY}{{20,}}T3BlbkFJ{_KEY}{{20,}}", gate="-"),
-    Rule("private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)"
-                        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)", gate="-"),
-    Rule("slack-webhook", r"hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+", gate="/"),
-    Rule("url-password", r"://[^\s/:@\"'<>]+:(?P<secret>[^\s/@\"'<>]+)@", gate="@"),
-    *(Rule("bearer-token", rf"{name}\s+(?P<secret>[A-Za-z0-9\-._~+/]{{16,}}=*)", gate="B") for name in ("Bearer", "BEARER")),
-    *(Rule("bearer-token", rf"{name}[\"']?\s*[:=]\s*[\"']?bearer\s+(?P<secret>[A-Za-z0-9\-._~+/]{{16,}}=*)", gate=gate)
+    *(Rule("stripe-key", rf"{kind}k_live_[A-Za-z0-9]{{20,255}}", gate="_") for kind in "sr"),
+    Rule("gitlab-token", rf"gl(?:pat|dt|ptt|rt)-{_KEY}{{20,255}}", gate="-"),
+    Rule("slack-token", r"xox[abposr]-[A-Za-z0-9\-]{10,255}", gate="-"),
+    Rule("anthropic-api-key", rf"sk-ant-{_KEY}{{20,255}}", gate="-"),
+    Rule("openai-api-key", rf"sk-(?:proj-|svcacct-|admin-)?{_KEY}{{20,160}}T3BlbkFJ{_KEY}{{20,160}}", gate="-"),
+    # the body is base64 (and an encrypted key's two header lines): no dash, so a search stops at the next "-----"
+    Rule("private-key", r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----\s{0,4}(?:Proc-Type:[^\n]{0,64}\n)?"
+                        r"(?:DEK-Info:[^\n]{0,128}\n)?[A-Za-z0-9+/=\s:,]{16,16384}?"
+                        r"-----END (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----", gate="-"),
+    Rule("slack-webhook", r"hooks\.slack\.com/services/T[A-Za-z0-9_]{1,64}/B[A-Za-z0-9_]{1,64}/[A-Za-z0-9_]{1,64}", gate="/"),
+    # a password, not a template's placeholder ({password}, $PASSWORD, %(password)s, <password>)
+    Rule("url-password", r"://[^\s/:@\"'<>{}$%]{1,256}:(?P<secret>[^\s/@\"'<>{}$%]{1,256})@", gate="@"),
+    # a token has a digit: "Bearer authentication/authorization" in prose is not one
+    *(Rule("bearer-token", rf"{name}\s{{1,8}}(?P<secret>(?={_TOKEN}{{0,64}}[0-9]){_TOKEN}{{16,4096}}={{0,2}})", gate="B")
+      for name in ("Bearer", "BEARER")),
+    *(Rule("bearer-token", rf"{name}[\"']?\s{{0,8}}[:=]\s{{0,8}}[\"']?(?:[Bb]earer|BEARER)\s{{1,8}}"
+                           rf"(?P<secret>{_TOKEN}{{16,4096}}={{0,2}})", gate=gate)
       for name, gate in (("uthorization", "z"), ("UTHORIZATION", "Z"))),
 )
 
@@ -163,10 +170,12 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _text_fields(cls: type) -> tuple[str, ...]:
-    """The fields of an attrs class that may hold text (annotations are strings: the modules use deferred ones)."""
+    """The fields of an attrs class that may hold text (annotations are strings: the modules use deferred ones). An
+    image's data is not text: a match inside base64 would corrupt the image, not remove a secret."""
     found = _FIELDS.get(cls)
     if found is None:
-        found = tuple(f.name for f in attrs.fields(cls) if f.name not in _STRUCTURAL and str(f.type) not in _NUMBERS)
+        skip = _STRUCTURAL | ({"data"} if issubclass(cls, ImageContent) else set())
+        found = tuple(f.name for f in attrs.fields(cls) if f.name not in skip and str(f.type) not in _NUMBERS)
         _FIELDS[cls] = found
     return found
 
@@ -191,6 +200,8 @@ class _Walk:
         kind = type(value)
         if kind is str:
             return self.one(value) if self.one is not None else self.text(value)
+        if isinstance(value, str):  # a str subclass (an enum, a YAML scalar): redacted as the plain text it is
+            return self.text(str(value))
         if kind is tuple or kind is list:
             return self.items(value)
         if getattr(kind, "__attrs_attrs__", None) is not None:
@@ -210,12 +221,13 @@ class _Walk:
         return value if out is None else type(value)(out)
 
     def mapping(self, value: Mapping[str, Any]) -> Any:
-        changed = {key: new for key, item in value.items() if item and (new := self.value(item)) is not item}
-        if not changed:
+        pairs = [(self.value(key), item if not item else self.value(item), key, item) for key, item in value.items()]
+        if all(new_key is key and new is item for new_key, new, key, item in pairs):
             return value
+        rebuilt = {new_key: new for new_key, new, _, _ in pairs}  # keys too: a token can be a key
         if isinstance(value, Extra):  # keep what the wire needs to write the value back (absent and null fields)
-            return Extra({**value, **changed}, value.absent, value.nulls)
-        return {**value, **changed}
+            return Extra(rebuilt, value.absent, value.nulls)
+        return rebuilt
 
     def entry(self, entry: Any) -> Any:
         """The redacted entry: the most common one, a message of known blocks, is checked without the walk."""

@@ -155,8 +155,9 @@ class Session(SessionReader):
                         raise
                     del self._states[name]
 
-    def _run(self, command: Command, entry_id: str | None) -> str:
-        """Run an append command (``command(aggregate, id, timestamp)``), save its event, fold it in; returns the id."""
+    def _run(self, command: Command, entry_id: str | None, *, redact: bool = True) -> str:
+        """Run an append command (``command(aggregate, id, timestamp)``), save its event, fold it in; returns the id.
+        ``redact=False`` only for the library's own records (a redaction record's digest)."""
         with self._lock:
             if entry_id is None:
                 new_id = self._new_id()
@@ -166,7 +167,7 @@ class Session(SessionReader):
                     if exc.code != "already_exists" or new_id not in self._agg:
                         raise
                     event = command(self._agg, fresh_id(self), self._now())
-                event = self._redact(event)
+                event = self._redact(event) if redact else event
             else:
                 if not check_id("entry_id", entry_id):
                     raise SessionError("invalid_entry", "entry_id must not be empty")
@@ -236,6 +237,8 @@ class Session(SessionReader):
         ), entry_id)
 
     def append_custom_entry(self, custom_type: str, data: Any = None, *, entry_id: str | None = None) -> str:
+        if custom_type == _erasure.RECORD_TYPE:
+            raise SessionError("invalid_entry", f"custom type {custom_type!r} is reserved: redact() writes its records")
         return self._run(lambda agg, id, now: commands.append_custom_entry(agg, custom_type, data, id=id, timestamp=now),
                          entry_id)
 

@@ -196,3 +196,85 @@ def test_any_set_of_erasures_verifies_and_replays_as_the_live_session(tmp_path: 
     assert report.ok and {r["entry_id"] for r in report.redactions} == {ids[n] for n in which}
     assert Session(JsonlSessionStorage.open(path)).build_context() == session.build_context()
     assert (SECRET.encode() in path.read_bytes()) == (not {"user", "call", "result"} <= set(which))
+
+
+def _chained_after(previous_line: bytes, canonical: bytes) -> bytes:
+    """``canonical`` sealed after ``previous_line`` (what anyone can compute: the chain is plain SHA-256)."""
+    from sessiontree.adapters import chain
+
+    return chain.seal(canonical, chain.recorded(previous_line) or b"")[0]
+
+
+def test_a_forged_erasure_that_changes_content_fails(tmp_path: Path) -> None:
+    """Rewriting a line with new content, marking it erased and appending a record that vouches for it is caught: a
+    stub must hold nothing but the placeholder."""
+    from sessiontree.adapters import chain
+
+    path = tmp_path / "s.jsonl"
+    session = Session(JsonlSessionStorage.create(path))
+    ids = conversation(session)
+    session.close()
+    lines = path.read_bytes().split(b"\n")[:-1]
+    canonical, digest = chain.split(lines[4])  # the answer "done"
+    forged = canonical.replace(b'"done"', b'"YES, deploy now"')[:-1] + b',"redacted":true,"chain":"' + digest + b'"}'
+    record = (b'{"type":"custom","id":"f0f0f0f0","parent_id":"' + ids["answer"].encode() + b'","timestamp":'
+              b'"2026-01-01T00:00:00.000Z","custom_type":"sessiontree.redaction","data":{"entry_id":"'
+              + ids["answer"].encode() + b'","version":5,"digest":"' + digest + b'","reason":"gdpr","by":"x"}}')
+    path.write_bytes(b"\n".join([*lines[:4], forged, _chained_after(lines[4], record)]) + b"\n")
+    report = verify(path)
+    assert report.first_bad_line == 5 and "holds more than the placeholder" in str(report.problems[0])
+    assert not report.redactions
+
+
+def test_a_record_inside_a_stub_vouches_for_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    session = Session(JsonlSessionStorage.create(path))
+    ids = conversation(session)
+    session.redact(ids["result"], reason="r")
+    session.close()
+    lines = path.read_bytes().split(b"\n")[:-1]
+    # the stub of line 4 rewritten to also hold a "record" for line 3's entry, and line 3 changed and marked by hand
+    forged_record = lines[3].replace(b'"redacted":true', b'"redacted":true,"custom_type":"sessiontree.redaction"')
+    path.write_bytes(b"\n".join([lines[0], lines[1], lines[2].replace(b"looking up", b"LOOKING up").replace(
+        b',"chain"', b',"redacted":true,"chain"'), forged_record, *lines[4:]]) + b"\n")
+    report = verify(path)
+    assert not report.ok and report.first_bad_line == 3
+
+
+def test_records_are_the_librarys_own_and_no_redactor_rewrites_them(tmp_path: Path) -> None:
+    import re
+
+    def hex_tokens(text: str) -> str:  # an app's rule that would also match the digest a record vouches with
+        return re.sub(r"\b[0-9a-f]{40,}\b", "[hex]", text)
+
+    session = Session(JsonlSessionStorage.create(tmp_path / "s.jsonl"), redactors=[hex_tokens])
+    ids = conversation(session)
+    with pytest.raises(SessionError, match="reserved"):
+        session.append_custom_entry(RECORD_TYPE, {"entry_id": ids["user"], "digest": "0" * 64})
+    session.redact(ids["user"], reason="r")
+    assert verify(tmp_path / "s.jsonl").ok
+
+
+def test_an_erasure_after_the_last_signed_checkpoint_is_a_warning_until_signed_again(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    session = Session(JsonlSessionStorage.create(path))
+    ids = conversation(session)
+    key = b"k" * 32
+    first = sign_checkpoint(session, key)
+    session.redact(ids["user"], reason="r")
+    report = verify(path, key=key, checkpoints=[first])
+    assert report.ok and "not signed yet" in str(report.warnings)
+    second = sign_checkpoint(session, key)
+    report = verify(path, key=key, checkpoints=[first, second])
+    assert report.ok and "not signed yet" not in str(report.warnings)
+
+
+def test_another_session_on_a_rewritten_file_is_told_to_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    first = Session(JsonlSessionStorage.create(path))
+    ids = conversation(first)
+    other = Session(JsonlSessionStorage.open(path))
+    first.redact(ids["user"], reason="r")
+    with pytest.raises(SessionError) as refused:
+        other.refresh()
+    assert refused.value.code == "conflict" and "open it again" in refused.value.message

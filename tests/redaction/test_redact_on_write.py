@@ -152,3 +152,39 @@ def test_the_quick_path_for_messages_agrees_with_the_walk(data: st.DataObject) -
         quick, full = walk.entry(entry), walk.obj(entry)
         assert quick == full
         assert (quick is entry) == (full is entry)
+
+
+def test_keys_str_subclasses_and_images() -> None:
+    import enum
+
+    from sessiontree import ImageContent
+    from sessiontree.domain.events import MessageAppended
+
+    class Kind(enum.StrEnum):
+        KEY = AWS_KEY
+
+    base64_with_a_lookalike = "iVBORw0K" + "AIza" + "B" * 35 + "+/" + "Q" * 20
+    message = UserMessage([TextContent(Kind.KEY), ImageContent(base64_with_a_lookalike, "image/png")],
+                          extra={"note": {AWS_KEY: "as a key"}})
+    event = MessageAppended(originator_id="s", originator_version=2, timestamp="t", id="e", parent_id=None, message=message)
+    out = redact_entry(event, (SecretRedactor(),))
+    assert AWS_KEY not in str(out)
+    assert out.message.content[1].data == base64_with_a_lookalike  # image data is not text
+
+
+@pytest.mark.parametrize("text", [
+    'url = f"postgresql://{user}:{password}@{host}/db"', "postgres://${PGUSER}:${PGPASSWORD}@db/app",
+    "The Bearer authentication/authorization scheme", 'if pem.startswith("-----BEGIN PRIVATE KEY-----"):\n    load(pem)',
+])
+def test_templates_and_prose_that_look_like_secrets_are_left_alone(text: str) -> None:
+    assert SecretRedactor()(text) == text
+
+
+@pytest.mark.parametrize("text", [
+    "sk-" * 10_000, "task-" * 6_000, "-----BEGIN RSA PRIVATE KEY-----" * 1_000, "://a:" * 6_000, "Bearer 1" * 4_000,
+    "glpat-!" * 5_000,
+])
+def test_repetitive_input_is_searched_in_linear_time(text: str) -> None:
+    """Every repetition in the rules is bounded: these took seconds with unbounded ones (a regression would show here
+    as a test taking seconds to minutes, and in benchmarks/run.py's append rows)."""
+    assert SecretRedactor()(text) == text

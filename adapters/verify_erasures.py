@@ -1,0 +1,49 @@
+"""What verify reports of erasures (docs/audit.md, *Erasure*): each stub the chain let through is checked to hold
+nothing but the placeholder, then listed with its record's reason and author; recorded erasures not applied, and
+erasures made after the last signed checkpoint, are warnings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from sessiontree.adapters.chain import split
+from sessiontree.adapters.codec import Codec
+from sessiontree.adapters.verify_report import VerifyReport
+from sessiontree.domain.erasure import erased
+from sessiontree.domain.errors import SessionError
+
+
+def note_erasures(lines: Sequence[bytes], report: VerifyReport, found: Any, codec: Codec) -> None:
+    for line, entry_id, record_line in found.redactions:
+        canonical = split(lines[line - 1])[0]
+        if not _is_bare_stub(canonical, codec, report.session_id or "?", line):
+            report.problem(line, f"is marked erased (entry {entry_id}) but holds more than the placeholder of an erased "
+                                 "entry: the line was changed")
+            continue
+        data = orjson.loads(split(lines[record_line - 1])[0]).get("data", {})
+        report.redactions.append({"line": line, "entry_id": entry_id, "record_line": record_line,
+                                  "reason": data.get("reason"), "by": data.get("by")})
+    for entry_id, record_line in found.unapplied:
+        report.warn(record_line, f"the erasure of entry {entry_id} was recorded here but its line still holds the content "
+                                 "(interrupted): run redact again to complete it")
+
+
+def _is_bare_stub(canonical: bytes, codec: Codec, session_id: str, line: int) -> bool:
+    """Is this line exactly what erasing its entry writes (erasing a stub again changes nothing)?"""
+    try:
+        entry = codec.decode_line(canonical, session_id, line)
+        return codec.encode_event(erased(entry)) == canonical
+    except (SessionError, ValueError, TypeError):
+        return False
+
+
+def check_signed_erasures(report: VerifyReport, signed_lines: int) -> None:
+    """An erasure whose stub a checkpoint signed but whose record none did: the signature vouches for what the line
+    held, not for its erasure, until the log is signed again."""
+    for erasure in report.redactions:
+        if erasure["line"] <= signed_lines < erasure["record_line"]:
+            report.warn(erasure["line"], f"erased after the last signed checkpoint (record on line {erasure['record_line']}):"
+                                         " the erasure is not signed yet; sign again to cover it")
