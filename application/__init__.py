@@ -47,6 +47,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "sessiontree.adapters.verify": ("VerifyReport", "verify"),
     "sessiontree.reader": ("ReplayStep", "SessionView", "TreeNode"),
     "sessiontree.repository": ("DatabaseSessionRepo", "InMemorySessionRepo", "JsonlSessionRepo", "SessionRepo", "open_repo"),
+    "sessiontree.search": ("SearchHit", "search_tool"),
     "sessiontree.session": ("Session",),
 }
 _LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in names}
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from sessiontree.adapters.verify import VerifyReport, verify
     from sessiontree.reader import ReplayStep, SessionView, TreeNode
     from sessiontree.repository import DatabaseSessionRepo, InMemorySessionRepo, JsonlSessionRepo, SessionRepo, open_repo
+    from sessiontree.search import SearchHit, search_tool
     from sessiontree.session import Session
 
 
@@ -80,9 +82,9 @@ __all__ = [
     "AssistantMessage", "BranchSummaryMessage", "CharEstimator", "Checkpoint", "CompactionPlan",
     "CompactionSummaryMessage", "ContextMessages", "ContextTokens", "Cost", "CustomMessage", "DatabaseSessionRepo",
     "FunctionProjection", "ImageContent", "InMemorySessionRepo", "InMemorySessionStorage", "JsonlSessionRepo",
-    "JsonlSessionStorage", "Projection", "ReplayStep", "Session", "SessionContext", "SessionContextBuildOptions",
+    "JsonlSessionStorage", "Projection", "ReplayStep", "SearchHit", "Session", "SessionContext", "SessionContextBuildOptions",
     "SessionError", "SessionInfo", "SessionRepo", "SessionStats", "SessionStorage", "SessionView", "Summary",
     "TextContent", "TextCounterEstimator", "ThinkingContent", "ToolCall", "ToolResultMessage", "TreeNode",
     "UnknownContent", "UnknownMessage", "Usage", "UserMessage", "VerifyReport", "extractive_summary", "open_repo",
-    "sign_checkpoint", "verify", "build_session_context", *_seed_names,
+    "search_tool", "sign_checkpoint", "verify", "build_session_context", *_seed_names,
 ]

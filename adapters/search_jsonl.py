@@ -1,0 +1,152 @@
+"""Searching a folder of JSONL sessions: where its index lives and how it catches up with the files.
+
+The index of sessiontree's own folder is ``.sessiontree-search.sqlite`` in it; a folder of someone else's (pi's) has
+its index in the user's cache directory (``<cache>/sessiontree/search/<hash>.sqlite``, naming the folder it indexes),
+so searching never writes into pi's folders. Catching up costs one ``stat`` per file: a file that only grew is read
+from the offset the index stopped at, a new, shrunk or replaced one from its first line, a vanished one is dropped. A
+torn last line (a writer mid-append) waits for the next search.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+
+import orjson
+
+from sessiontree.adapters import folders, jsontext
+from sessiontree.adapters.files import open_regular, read_lines
+from sessiontree.adapters.index import _logs
+from sessiontree.adapters.jsonl_repo import same_place
+from sessiontree.adapters.search_sqlite import SqliteSearchIndex
+from sessiontree.adapters.search_state import Change, Filters, Hit, SourceState
+from sessiontree.adapters.search_text import Row, entry_row
+
+INDEX_FILE = ".sessiontree-search.sqlite"
+
+
+def index_path(root: str) -> tuple[str | None, str | None]:
+    """Where the search index of ``root`` is kept, and the folder it must name (None: it is in the folder itself)."""
+    if folders.is_ours(root):
+        return os.path.join(root, INDEX_FILE), None
+    base = folders.cache_home()
+    if base is None:
+        return None, None
+    real = os.path.realpath(root)
+    key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
+    return os.path.join(base, "sessiontree", "search", f"{key}.sqlite"), real
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int]:
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def read_change(name: str, path: str, st: os.stat_result, state: SourceState | None) -> Change:
+    """What a new or changed file adds: the lines after ``state``'s offset when the file only grew, else all of it."""
+    stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
+    try:
+        fd = open_regular(path, follow=False)
+    except OSError:
+        return Change(name, None)
+    try:
+        if (state is not None and state.ino == st.st_ino and 0 < state.offset <= st.st_size
+                and os.pread(fd, 1, state.offset - 1) == b"\n"):
+            return _read(fd, name, state, state.offset, stamp, reset=False)
+        return _read(fd, name, None, 0, stamp, reset=state is not None)
+    finally:
+        os.close(fd)
+
+
+def _read(fd: int, name: str, state: SourceState | None, offset: int, stamp: tuple[int, int, int], *, reset: bool) -> Change:
+    rows: list[Row] = []
+    seq = state.version if state is not None else 0
+    reached = offset
+    for line, end in read_lines(fd, offset, jsontext.MAX_LINE_BYTES):
+        reached, seq = end, seq + 1
+        data = _parse(line)
+        if state is None:
+            if not isinstance(data, dict) or data.get("type") != "session" or not isinstance(data.get("id"), str):
+                return _not_session(name, stamp)
+            state = SourceState(data["id"], cwd=_cwd(data.get("cwd")))
+            continue
+        row = entry_row(seq, data)
+        if row is not None:
+            rows.append(row)
+    if state is None:  # not even a whole header yet
+        return _not_session(name, stamp)
+    return Change(name, state.after(rows, (*stamp, reached)), rows, reset)
+
+
+def _not_session(name: str, stamp: tuple[int, int, int]) -> Change:
+    """A file with no session header: remembered (so it is not read again until it changes), never searched."""
+    return Change(name, SourceState("", size=stamp[0], mtime_ns=stamp[1], ino=stamp[2]), reset=True)
+
+
+def _cwd(value: object) -> str:
+    return same_place(value) if isinstance(value, str) else ""
+
+
+def _parse(line: bytes | None) -> object:
+    if line is None:
+        return None
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None  # a line that cannot be read is not searched (verify and open report it)
+
+
+class JsonlSearch:
+    """Search over one folder of JSONL sessions, its index caught up before each query."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = os.fspath(root)
+        self._index: SqliteSearchIndex | None = None
+        self._where: str | None = None
+        self._states: dict[str, SourceState] = {}
+        self._lock = threading.Lock()
+
+    def index(self) -> SqliteSearchIndex:
+        path, real = index_path(self.root)
+        if self._index is None or path != self._where:  # the folder may have become ours since: the index moves in
+            if self._index is not None:
+                self._index.close()
+            if path is not None and real is not None and not folders.private_parent(path):
+                path = None
+            self._index = SqliteSearchIndex(path or ":memory:", root=real)
+            self._where, self._states = path, self._index.known()
+        return self._index
+
+    def refresh(self) -> SqliteSearchIndex:
+        """Bring the index up to date with the folder."""
+        index = self.index()
+        files = {name: (path, st) for name, path, st in _logs(self.root)}
+        changed = [n for n, (_p, st) in files.items() if n not in self._states or _stamp(st) != _file_stamp(self._states[n])]
+        if not changed and self._states.keys() <= files.keys():
+            return index
+        with index.writing():
+            states = index.known()  # another process may have caught up meanwhile
+            changes = [read_change(n, p, st, states.get(n)) for n, (p, st) in files.items()
+                       if n not in states or _stamp(st) != _file_stamp(states[n])]
+            changes += [Change(n, None) for n in states.keys() - files.keys()]
+            index.apply(changes)
+        for change in changes:
+            if change.state is None:
+                states.pop(change.source, None)
+            else:
+                states[change.source] = change.state
+        self._states = states
+        return index
+
+    def search(self, filters: Filters) -> list[Hit]:
+        with self._lock:
+            return self.refresh().query(filters)
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
+
+def _file_stamp(state: SourceState) -> tuple[int, int, int]:
+    return state.size, state.mtime_ns, state.ino

@@ -1,0 +1,146 @@
+"""The search index in PostgreSQL: a ``tsvector`` column with a GIN index, beside the sessions in the same schema.
+
+The ``tsvector`` is built from the words ``search_text.words`` made (``array_to_tsvector``) and the query is a
+``tsquery`` written from the parsed query's words (``'word' & 'pre':* & !'not'``), so no text-search configuration
+re-cuts either side: PostgreSQL matches exactly the entries the SQLite index and the brute-force scan match.
+``websearch_to_tsquery`` would run the query through a configuration's parser and dictionaries (stemming, stop words,
+its own idea of a word) and find other entries than the other backends. ``ts_rank`` ranks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from sessiontree.adapters.search_state import FORMAT, Change, Filters, Hit, SourceState, on_branch, rank
+from sessiontree.adapters.search_text import Query
+
+_STATE_COLUMNS = "session_id, cwd, name, leaf, version, size, mtime_ns, ino, \"offset\", last_id"
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS {s}.{p}_meta (key text PRIMARY KEY, value text NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {s}.{p}_sources (source text PRIMARY KEY, session_id text NOT NULL, cwd text NOT NULL, "
+    "name text, leaf text, version bigint NOT NULL, size bigint NOT NULL, mtime_ns bigint NOT NULL, ino bigint NOT NULL, "
+    "\"offset\" bigint NOT NULL, last_id text)",
+    "CREATE TABLE IF NOT EXISTS {s}.{p}_entries (id bigserial PRIMARY KEY, source text NOT NULL, seq bigint NOT NULL, "
+    "entry_id text NOT NULL, parent_id text, kind text NOT NULL, ts text NOT NULL, text text, words tsvector)",
+    "CREATE INDEX IF NOT EXISTS {p}_entries_source ON {s}.{p}_entries (source, seq)",
+    "CREATE INDEX IF NOT EXISTS {p}_entries_words ON {s}.{p}_entries USING gin (words)",
+)
+_INSERT_ENTRY = (
+    "INSERT INTO {s}.{p}_entries (source, seq, entry_id, parent_id, kind, ts, text, words) VALUES (%s, %s, %s, %s, %s, "
+    "%s, %s, CASE WHEN %s::text[] IS NULL THEN NULL ELSE array_to_tsvector(%s::text[]) END)"
+)
+_UPSERT_SOURCE = (
+    f"INSERT INTO {{s}}.{{p}}_sources (source, {_STATE_COLUMNS}) VALUES ({', '.join(['%s'] * 11)}) ON CONFLICT (source) "
+    "DO UPDATE SET session_id = excluded.session_id, cwd = excluded.cwd, name = excluded.name, leaf = excluded.leaf, "
+    "version = excluded.version, size = excluded.size, mtime_ns = excluded.mtime_ns, ino = excluded.ino, "
+    "\"offset\" = excluded.\"offset\", last_id = excluded.last_id"
+)
+_DROP = ("DROP TABLE IF EXISTS {s}.{p}_entries", "DROP TABLE IF EXISTS {s}.{p}_sources", "DROP TABLE IF EXISTS {s}.{p}_meta")
+
+
+def tsquery(query: Query) -> str:
+    """The ``tsquery`` text of a query (its words are letters and digits only: single quotes are enough)."""
+    def term(word: str, prefix: bool) -> str:
+        return f"'{word}'" + (":*" if prefix else "")
+
+    parts = [term(*t) for t in query.required] + ["!" + term(*t) for t in query.excluded]
+    return " & ".join(parts)
+
+
+class PostgresSearchIndex:
+    """The index as three tables ``<prefix>_meta``, ``_sources`` and ``_entries`` in the sessions' schema."""
+
+    def __init__(self, env: Mapping[str, str], *, prefix: str = "sessiontree_search") -> None:
+        import psycopg
+
+        self._conn = psycopg.connect(
+            dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"], user=env["POSTGRES_USER"],
+            password=env.get("POSTGRES_PASSWORD") or None, connect_timeout=int(env.get("POSTGRES_CONNECT_TIMEOUT", "5")),
+            autocommit=True,
+        )
+        self._names = {"s": _quote(env.get("POSTGRES_SCHEMA") or "public"), "p": prefix}
+        self._lock_key = zlib.crc32(f"{self._names['s']}.{prefix}".encode())
+        self._ensure()
+
+    def _sql(self, template: str) -> str:
+        return template.format(**self._names)
+
+    def _ensure(self) -> None:
+        import psycopg
+
+        with self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+            try:
+                with self._conn.transaction():
+                    meta: dict[str, str] = dict(self._conn.execute(self._sql("SELECT key, value FROM {s}.{p}_meta")).fetchall())
+            except psycopg.errors.UndefinedTable:  # a new schema: made below
+                meta = {}
+            if meta == {"format": FORMAT}:
+                return
+            for statement in (*_DROP, *_TABLES):
+                self._conn.execute(self._sql(statement))
+            self._conn.execute(self._sql("INSERT INTO {s}.{p}_meta VALUES ('format', %s)"), (FORMAT,))
+
+    def known(self) -> dict[str, SourceState]:
+        rows = self._conn.execute(self._sql(f"SELECT source, {_STATE_COLUMNS} FROM {{s}}.{{p}}_sources")).fetchall()
+        return {row[0]: SourceState(*row[1:]) for row in rows}
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """One transaction, one writer at a time (an advisory lock on the index)."""
+        with self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+            yield
+
+    def apply(self, changes: Iterable[Change]) -> None:
+        with self._conn.transaction(), self._conn.cursor() as c:
+            for change in changes:
+                if change.state is None or change.reset:
+                    c.execute(self._sql("DELETE FROM {s}.{p}_entries WHERE source = %s"), (change.source,))
+                if change.state is None:
+                    c.execute(self._sql("DELETE FROM {s}.{p}_sources WHERE source = %s"), (change.source,))
+                    continue
+                if change.rows:
+                    c.executemany(self._sql(_INSERT_ENTRY), [
+                        (change.source, r.seq, r.entry_id, r.parent_id, r.kind, r.timestamp, r.text, *[_distinct(r.words)] * 2)
+                        for r in change.rows])
+                s = change.state
+                c.execute(self._sql(_UPSERT_SOURCE), (change.source, s.session_id, s.cwd, s.name, s.leaf, s.version, s.size,
+                                                      s.mtime_ns, s.ino, s.offset, s.last_id))
+
+    def query(self, filters: Filters) -> list[Hit]:
+        sql = ["SELECT e.source, s.session_id, e.entry_id, e.kind, e.ts, e.text, ts_rank(e.words, q), s.name, s.cwd, s.leaf "
+               "FROM {s}.{p}_entries e JOIN {s}.{p}_sources s ON s.source = e.source, CAST(%s AS tsquery) q "
+               "WHERE e.words @@ q"]
+        params: list[Any] = [tsquery(filters.query)]
+        for clause, value in (("e.kind = %s", filters.kind), ("e.ts >= %s", filters.since), ("e.ts <= %s", filters.until),
+                              ("s.session_id = %s", filters.session), ("s.cwd = ANY(%s)", filters.cwds)):
+            if value is not None:
+                sql.append(f"AND {clause}")
+                params.append(list(value) if isinstance(value, tuple) else value)
+        sql.append("ORDER BY 7 DESC LIMIT %s")
+        params.append(filters.limit)
+        rows = self._conn.execute(self._sql(" ".join(sql)), params).fetchall()
+        branches: dict[str, set[str]] = {}
+        hits = []
+        for source, sid, entry_id, kind, ts, text, score, name, cwd, leaf in rows:
+            if source not in branches:
+                links = self._conn.execute(self._sql("SELECT entry_id, parent_id FROM {s}.{p}_entries WHERE source = %s"),
+                                           (source,)).fetchall()
+                branches[source] = on_branch(dict(links), leaf)
+            hits.append(Hit(sid, entry_id, kind, ts, text, float(score), name, cwd, entry_id in branches[source], source))
+        return rank(hits, filters.limit)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _distinct(words: str) -> list[str] | None:
+    return sorted(set(words.split())) if words else None
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'

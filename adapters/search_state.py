@@ -1,0 +1,115 @@
+"""What every search index shares: the state it keeps per source, the changes it takes in, the hits it gives back.
+
+A *source* is one session's log: a file (keyed by its name in the folder) or a session in a database (keyed by its id).
+An index remembers, per source, how far it has read (``version``, and for a file its size, time, inode and offset),
+so catching up reads only what was appended. The feeders (``search_jsonl.py``, ``search_recorder.py``) say what
+changed; the indexes (``search_sqlite.py``, ``search_postgres.py``) store it and answer queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from sessiontree.adapters.search_text import Query, Row
+
+FORMAT = "1"  # the index's layout; an index of another format is rebuilt
+
+
+@attrs.frozen
+class SourceState:
+    """How far the index has read one source, and what it knows of its session."""
+
+    session_id: str
+    cwd: str = ""
+    name: str | None = None
+    leaf: str | None = None
+    version: int = 1
+    size: int = 0
+    mtime_ns: int = 0
+    ino: int = 0
+    offset: int = 0
+    last_id: str | None = None  # the id of the entry at ``version`` (a database session replaced is noticed by it)
+
+    def after(self, rows: Sequence[Row], file: tuple[int, int, int, int] | None = None) -> SourceState:
+        """The state once ``rows`` (the entries that follow) are read; ``file``: the file's size, time, inode and the
+        offset read to."""
+        name, leaf, version, last = self.name, self.leaf, self.version, self.last_id
+        for row in rows:
+            if row.kind == "session_info":
+                name = row.text.strip() if row.text else None
+            leaf, version, last = row.leaf, row.seq, row.entry_id
+        state = attrs.evolve(self, name=name or None, leaf=leaf, version=version, last_id=last)
+        if file is not None:
+            state = attrs.evolve(state, size=file[0], mtime_ns=file[1], ino=file[2], offset=file[3])
+        return state
+
+
+@attrs.frozen
+class Change:
+    """What a feeder found for one source: ``state`` None drops it; ``reset`` first forgets what was read of it."""
+
+    source: str
+    state: SourceState | None
+    rows: Sequence[Row] = ()
+    reset: bool = False
+
+
+@attrs.frozen
+class Filters:
+    """A search: the parsed query and what narrows it (None: no narrowing)."""
+
+    query: Query
+    limit: int = 20
+    cwds: tuple[str, ...] | None = None
+    kind: str | None = None
+    since: str | None = None  # sortable timestamps (``search_text.sortable_time``), inclusive
+    until: str | None = None
+    session: str | None = None
+
+
+@attrs.frozen
+class Hit:
+    """One entry that matched, as an index finds it."""
+
+    session_id: str
+    entry_id: str
+    kind: str
+    timestamp: str
+    text: str
+    score: float
+    session_name: str | None
+    cwd: str
+    on_active_branch: bool
+    source: str
+
+
+class SearchIndex(Protocol):
+    """What a feeder and the application use of an index."""
+
+    def known(self) -> dict[str, SourceState]: ...
+    def apply(self, changes: Iterable[Change]) -> None: ...
+    def query(self, filters: Filters) -> list[Hit]: ...
+    def close(self) -> None: ...
+
+
+def on_branch(links: Mapping[str, str | None], leaf: str | None) -> set[str]:
+    """The ids on the path from the root to ``leaf`` (``links``: each entry's parent)."""
+    path: set[str] = set()
+    node = leaf
+    while node is not None and node not in path and node in links:
+        path.add(node)
+        node = links[node]
+    return path
+
+
+def rank(hits: list[Any], limit: int) -> list[Any]:
+    """Best score first; ties: newest first, then by session and entry (every backend orders ties the same way)."""
+    hits.sort(key=lambda h: (-h.score, _neg(h.timestamp), h.session_id, h.entry_id))
+    return hits[:limit]
+
+
+def _neg(text: str) -> tuple[int, ...]:
+    return tuple(-ord(c) for c in text)
