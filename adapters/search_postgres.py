@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from sessiontree.adapters.search_state import FORMAT, Change, Filters, Hit, SourceState, on_branch, rank
-from sessiontree.adapters.search_text import Query
+from sessiontree.adapters.search_text import Query, Row
 
 _STATE_COLUMNS = "session_id, cwd, name, leaf, version, size, mtime_ns, ino, \"offset\", last_id"
 _TABLES = (
@@ -104,12 +104,10 @@ class PostgresSearchIndex:
                     c.execute(self._sql("DELETE FROM {s}.{p}_sources WHERE source = %s"), (change.source,))
                     continue
                 if change.rows:
-                    c.executemany(self._sql(_INSERT_ENTRY), [
-                        (change.source, r.seq, r.entry_id, r.parent_id, r.kind, r.timestamp, r.text, *[_distinct(r.words)] * 2)
-                        for r in change.rows])
+                    c.executemany(self._sql(_INSERT_ENTRY), [_entry_params(change.source, r) for r in change.rows])
                 s = change.state
-                c.execute(self._sql(_UPSERT_SOURCE), (change.source, s.session_id, s.cwd, s.name, s.leaf, s.version, s.size,
-                                                      s.mtime_ns, s.ino, s.offset, s.last_id))
+                c.execute(self._sql(_UPSERT_SOURCE), (change.source, s.session_id, _text(s.cwd), _text(s.name), s.leaf,
+                                                      s.version, s.size, s.mtime_ns, s.ino, s.offset, s.last_id))
 
     def query(self, filters: Filters) -> list[Hit]:
         sql = ["SELECT e.source, s.session_id, e.entry_id, e.kind, e.ts, e.text, ts_rank(e.words, q), s.name, s.cwd, s.leaf "
@@ -136,6 +134,16 @@ class PostgresSearchIndex:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _entry_params(source: str, r: Row) -> tuple[Any, ...]:
+    words = _distinct(r.words)
+    return (source, r.seq, r.entry_id, r.parent_id, r.kind, r.timestamp, _text(r.text), words, words)
+
+
+def _text(value: str | None) -> Any:
+    """Text as PostgreSQL can hold it: no NUL character (it is shown, never searched: words have none)."""
+    return value.replace("\x00", "\ufffd") if value else value
 
 
 def _distinct(words: str) -> list[str] | None:

@@ -18,7 +18,6 @@ from typing import Any
 import attrs
 import orjson
 
-from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import format_timestamp, parse_timestamp
 
 _WORD = re.compile(r"[^\W_]+")
@@ -57,7 +56,7 @@ def _has(have: set[str], term: tuple[str, bool]) -> bool:
 
 
 def parse_query(text: str) -> Query:
-    """The query ``text`` means; ``SessionError('invalid_query')`` when it has no word to look for."""
+    """The query ``text`` means; ``ValueError`` when it has no word to look for."""
     if not isinstance(text, str):
         raise TypeError(f"a search query must be a str, not {text!r}")
     required: dict[tuple[str, bool], None] = {}
@@ -71,7 +70,7 @@ def parse_query(text: str) -> Query:
             term = (word, prefix and i == len(found) - 1)
             (excluded if negated else required)[term] = None
     if not required:
-        raise SessionError("invalid_query", f"the query {text!r} has no word to search for (letters or digits)")
+        raise ValueError(f"the query {text!r} has no word to search for (letters or digits)")
     return Query(text, tuple(required), tuple(excluded))
 
 

@@ -19,7 +19,6 @@ from sessiontree.adapters.jsonl_repo import same_place
 from sessiontree.adapters.search_open import StoreSearch
 from sessiontree.adapters.search_state import Filters, Hit
 from sessiontree.adapters.search_text import parse_query, snippet, sortable_time
-from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import format_timestamp
 
 if TYPE_CHECKING:
@@ -67,7 +66,7 @@ def moment(value: str | datetime | None, *, now: datetime | None = None) -> str 
         return format_timestamp((now or datetime.now(UTC)) - delta)
     found = sortable_time(value.strip())
     if not found:
-        raise SessionError("invalid_query", f"cannot read the time {value!r}: give ISO 8601 (2026-11-29, "
+        raise ValueError(f"cannot read the time {value!r}: give ISO 8601 (2026-11-29, "
                            "2026-11-29T10:00:00Z) or an age (30m, 12h, 7d, 2w)")
     return found
 
@@ -86,7 +85,7 @@ def search(
     """The entries of ``repo`` matching ``query``, best first (see ``SessionRepo.search``)."""
     parsed = parse_query(query)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise SessionError("invalid_query", f"limit must be a whole number of 1 or more, not {limit!r}")
+        raise ValueError(f"limit must be a whole number of 1 or more, not {limit!r}")
     filters = Filters(parsed, limit, _cwds(cwd), role or None, moment(since), _until(until), session)
     return [_hit(h, parsed) for h in store_search(repo).search(filters)]
 

@@ -15,8 +15,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise CliError("--limit must be 1 or more")
     repo = open_repository(args.repo)
     with repo:
-        hits = repo.search(args.query, limit=args.limit, cwd=args.cwd, role=args.role, since=args.since,
-                           until=args.until)
+        try:
+            hits = repo.search(args.query, limit=args.limit, cwd=args.cwd, role=args.role, since=args.since,
+                               until=args.until)
+        except ValueError as exc:  # a query with no word, a time that cannot be read
+            raise CliError(str(exc)) from None
     if args.json:
         print_json({"hits": [h.to_dict() for h in hits]})
         return 0
