@@ -11,16 +11,16 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sessiontree.adapters.database import DatabaseStore
-from sessiontree.adapters.jsonl_repo import JsonlStore
 from sessiontree.adapters.search_jsonl import JsonlSearch
 from sessiontree.adapters.search_recorder import RecorderSearch, session_versions
 from sessiontree.adapters.search_sqlite import SqliteSearchIndex
 from sessiontree.adapters.search_state import Filters, Hit
-from sessiontree.adapters.store import MemoryStore, SessionStore
 from sessiontree.domain.errors import SessionError
+
+if TYPE_CHECKING:  # the stores are imported when one is searched: the command line's search of a folder needs none
+    from sessiontree.adapters.store import SessionStore
 
 
 class StoreSearch:
@@ -38,6 +38,10 @@ class StoreSearch:
 
 
 def _open(store: SessionStore) -> Any:
+    from sessiontree.adapters.database import DatabaseStore
+    from sessiontree.adapters.jsonl_repo import JsonlStore
+    from sessiontree.adapters.store import MemoryStore
+
     if isinstance(store, JsonlStore):
         return JsonlSearch(store.root)
     if isinstance(store, MemoryStore):

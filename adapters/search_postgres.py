@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from sessiontree.adapters.search_state import FORMAT, Change, Filters, Hit, SourceState, on_branch, rank
+from sessiontree.adapters.search_state import FORMAT, Change, Filters, Hit, SourceState, branch_flags, rank
 from sessiontree.adapters.search_text import Query, Row
 
 _STATE_COLUMNS = "session_id, cwd, name, leaf, version, size, mtime_ns, ino, \"offset\", last_id"
@@ -122,15 +122,9 @@ class PostgresSearchIndex:
         sql.append("ORDER BY 7 DESC LIMIT %s")
         params.append(filters.limit)
         rows = self._conn.execute(self._sql(" ".join(sql)), params).fetchall()
-        branches: dict[str, set[str]] = {}
-        hits = []
-        for source, sid, entry_id, kind, ts, text, score, name, cwd, leaf in rows:
-            if source not in branches:
-                links = self._conn.execute(self._sql("SELECT entry_id, parent_id FROM {s}.{p}_entries WHERE source = %s"),
-                                           (source,)).fetchall()
-                branches[source] = on_branch(dict(links), leaf)
-            hits.append(Hit(sid, entry_id, kind, ts, text, float(score), name, cwd, entry_id in branches[source], source))
-        return rank(hits, filters.limit)
+        links = self._conn.execute(self._sql("SELECT source, entry_id, parent_id FROM {s}.{p}_entries WHERE source = ANY(%s)"),
+                                   (list({row[0] for row in rows}),)).fetchall()
+        return rank(branch_flags(rows, links), filters.limit)
 
     def close(self) -> None:
         self._conn.close()

@@ -14,9 +14,8 @@ from typing import Any
 
 import orjson
 
-from sessiontree.adapters.jsonl_repo import same_place
 from sessiontree.adapters.search_state import Change, Filters, Hit, SearchIndex, SourceState
-from sessiontree.adapters.search_text import Row, entry_row
+from sessiontree.adapters.search_text import Row, entry_row, same_place
 
 HIDDEN = "~"  # streams that are not sessions (``~deletions``) start with this
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sessiontree.adapters.files import make_private_dirs
-from sessiontree.adapters.search_state import FORMAT, Change, Filters, Hit, SourceState, on_branch, rank
+from sessiontree.adapters.search_state import FORMAT, Change, Filters, Hit, SourceState, branch_flags, rank
 from sessiontree.adapters.search_text import Query
 
 _TABLES = (
@@ -165,17 +165,10 @@ class SqliteSearchIndex:
         sql.append("ORDER BY bm25(search_fts) LIMIT ?")
         params.append(filters.limit)
         rows = self._conn.execute(" ".join(sql), params).fetchall()
-        return rank(self._hits(rows), filters.limit)
-
-    def _hits(self, rows: list[Any]) -> list[Hit]:
-        branches: dict[str, set[str]] = {}
-        hits = []
-        for source, sid, entry_id, kind, ts, text, score, name, cwd, leaf in rows:
-            if source not in branches:
-                links = dict(self._conn.execute("SELECT entry_id, parent_id FROM search_entries WHERE source = ?", (source,)))
-                branches[source] = on_branch(links, leaf)
-            hits.append(Hit(sid, entry_id, kind, ts, text, float(score), name, cwd, entry_id in branches[source], source))
-        return hits
+        sources = list({row[0] for row in rows})
+        links = self._conn.execute("SELECT source, entry_id, parent_id FROM search_entries "
+                                   f"WHERE source IN ({','.join('?' * len(sources))})", sources).fetchall()
+        return rank(branch_flags(rows, links), filters.limit)
 
     def close(self) -> None:
         self._conn.close()

@@ -105,6 +105,18 @@ def on_branch(links: Mapping[str, str | None], leaf: str | None) -> set[str]:
     return path
 
 
+def branch_flags(rows: Sequence[Any], links: Iterable[tuple[str, str, str | None]]) -> list[Hit]:
+    """Hits from query rows (source, session id, entry id, kind, time, text, score, name, cwd, leaf), each flagged
+    on or off its session's active branch; ``links``: (source, entry id, parent id) of every entry of their sources."""
+    parents: dict[str, dict[str, str | None]] = {}
+    for source, entry_id, parent_id in links:
+        parents.setdefault(source, {})[entry_id] = parent_id
+    leaves = {row[0]: row[9] for row in rows}
+    branches = {source: on_branch(parents.get(source, {}), leaf) for source, leaf in leaves.items()}
+    return [Hit(sid, entry_id, kind, ts, text, float(score), name, cwd, entry_id in branches[source], source)
+            for source, sid, entry_id, kind, ts, text, score, name, cwd, _leaf in rows]
+
+
 def rank(hits: list[Any], limit: int) -> list[Any]:
     """Best score first; ties: newest first, then by session and entry (every backend orders ties the same way)."""
     hits.sort(key=lambda h: (-h.score, _neg(h.timestamp), h.session_id, h.entry_id))

@@ -11,6 +11,7 @@ A query is words; an entry matches when it holds every word. ``word*`` matches w
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -146,13 +147,9 @@ def _append_str(out: list[str], value: Any) -> None:
 
 def snippet(text: str, query: Query, width: int = 160) -> str:
     """About ``width`` characters of ``text`` around its first word that matched, each matching word marked ``**``."""
-    spans = [m.span() for m in _WORD.finditer(text) if query.hits(m.group().casefold()[:MAX_WORD])]
-    if spans:
-        start = max(0, spans[0][0] - width // 3)
-    else:
-        start = 0
+    spans = _spans(text, query)
+    start = max(0, spans[0][0] - width // 3) if spans else 0
     end = min(len(text), start + width)
-    cut = text[start:end]
     pieces, pos = [], start
     for s, e in spans:
         if s < start or e > end:
@@ -160,8 +157,16 @@ def snippet(text: str, query: Query, width: int = 160) -> str:
         pieces += [text[pos:s], MARK[0], text[s:e], MARK[1]]
         pos = e
     pieces.append(text[pos:end])
-    out = " ".join("".join(pieces).split()) if spans else " ".join(cut.split())
+    out = " ".join("".join(pieces).split())
     return ("…" if start > 0 else "") + out + ("…" if end < len(text) else "")
+
+
+def _spans(text: str, query: Query) -> list[tuple[int, int]]:
+    """Where the words that matched are: candidates found by one regular expression (any case), each checked as
+    search checks words (a word that matches only once case-folded, such as ``ß`` for ``ss``, goes unmarked)."""
+    terms = "|".join(re.escape(w) + (r"[^\W_]*" if prefix else "") for w, prefix in query.required)
+    pattern = re.compile(rf"(?<![^\W_])(?:{terms})(?![^\W_])", re.IGNORECASE)
+    return [m.span() for m in pattern.finditer(text) if query.hits(m.group().casefold()[:MAX_WORD])]
 
 
 @attrs.frozen
@@ -219,3 +224,9 @@ def sortable_time(value: Any) -> str:
         return format_timestamp(parse_timestamp(value))
     except (ValueError, TypeError, OverflowError):
         return ""
+
+
+def same_place(cwd: str) -> str:
+    """A working directory as listing compares them (``jsonl_repo.same_place``): an absolute path normalised, anything
+    else as it is."""
+    return os.path.normpath(cwd) if os.path.isabs(cwd) else cwd

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from sessiontree.adapters.jsonl_repo import same_place
+from sessiontree.adapters.search_jsonl import JsonlSearch
 from sessiontree.adapters.search_open import StoreSearch
 from sessiontree.adapters.search_state import Filters, Hit
-from sessiontree.adapters.search_text import parse_query, snippet, sortable_time
+from sessiontree.adapters.search_text import parse_query, same_place, snippet, sortable_time
 from sessiontree.domain.events import format_timestamp
 
 if TYPE_CHECKING:
@@ -83,11 +83,29 @@ def search(
     since: str | datetime | None = None, until: str | datetime | None = None, session: str | None = None,
 ) -> list[SearchHit]:
     """The entries of ``repo`` matching ``query``, best first (see ``SessionRepo.search``)."""
+    filters = _filters(query, limit, cwd, role, since, until, session)
+    return [_hit(h, filters.query) for h in store_search(repo).search(filters)]
+
+
+def search_folder(folder: str | os.PathLike[str], query: str, **options: Any) -> list[SearchHit]:
+    """``open_repo(folder).search(query, ...)`` for a folder of JSONL sessions, without opening a repository (the
+    command line's quick path: no storage or database module is loaded)."""
+    filters = _filters(query, **options)
+    searcher = JsonlSearch(folder)
+    try:
+        return [_hit(h, filters.query) for h in searcher.search(filters)]
+    finally:
+        searcher.close()
+
+
+def _filters(
+    query: str, limit: int = 20, cwd: str | None = None, role: str | None = None, since: str | datetime | None = None,
+    until: str | datetime | None = None, session: str | None = None,
+) -> Filters:
     parsed = parse_query(query)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be a whole number of 1 or more, not {limit!r}")
-    filters = Filters(parsed, limit, _cwds(cwd), role or None, moment(since), _until(until), session)
-    return [_hit(h, parsed) for h in store_search(repo).search(filters)]
+    return Filters(parsed, limit, _cwds(cwd), role or None, moment(since), _until(until), session)
 
 
 def _until(value: str | datetime | None) -> str | None:
