@@ -21,6 +21,7 @@ from sessiontree.adapters.files import open_regular, read_lines
 from sessiontree.adapters.search_sqlite import SqliteSearchIndex
 from sessiontree.adapters.search_state import Change, Filters, Hit, SourceState
 from sessiontree.adapters.search_text import Row, entry_row, same_place
+from sessiontree.adapters.search_watch import FolderWatch
 
 INDEX_FILE = ".sessiontree-search.sqlite"
 
@@ -103,6 +104,8 @@ class JsonlSearch:
         self._index: SqliteSearchIndex | None = None
         self._where: str | None = None
         self._stamps: dict[str, tuple[int, int, int]] = {}
+        self._watch: FolderWatch | None = None
+        self._scanned = False
         self._lock = threading.Lock()
 
     def index(self) -> SqliteSearchIndex:
@@ -115,19 +118,32 @@ class JsonlSearch:
             self._index = SqliteSearchIndex(path or ":memory:", root=real)
             self._where = path
             self._remember(self._index.known())
+            self._scanned = False
+            if self._watch is None and os.path.isdir(self.root):  # watching first: nothing is missed after the scan
+                watch = FolderWatch(self.root)
+                self._watch = watch if watch.usable else None
         return self._index
 
     def refresh(self) -> SqliteSearchIndex:
-        """Bring the index up to date with the folder."""
+        """Bring the index up to date with the folder: the files the watch says changed, or (without one, or when it
+        cannot tell) every file."""
         index = self.index()
-        names, changed = scan(self.root, self._stamps)
-        if not changed and len(names) == len(self._stamps):
+        dirty = self._watch.changes() if self._watch is not None and self._scanned else None
+        if dirty is None:
+            names, changed, prefixes = scan(self.root, self._stamps)
+            gone = set() if len(names) == len(self._stamps) and not changed else self._stamps.keys() - set(names)
+            self._scanned = True
+            if self._watch is not None:
+                self._watch.rearm(prefixes)
+        else:
+            changed, gone = self._check(dirty)
+        if not changed and not gone:
             return index
         with index.writing():
             states = index.known()  # another process may have caught up meanwhile
             changes = [read_change(n, p, st, states.get(n)) for n, p, st in changed
                        if n not in states or _stamp(st) != _file_stamp(states[n])]
-            changes += [Change(n, None) for n in states.keys() - set(names)]
+            changes += [Change(n, None) for n in gone if n in states]
             index.apply(changes)
         for change in changes:
             if change.state is None:
@@ -136,6 +152,24 @@ class JsonlSearch:
                 states[change.source] = change.state
         self._remember(states)
         return index
+
+    def _check(self, names: set[str]) -> tuple[list[tuple[str, str, os.stat_result]], set[str]]:
+        """Of the names the watch reported: the session files that differ from what was read, and those gone."""
+        changed, gone = [], set()
+        for name in names:
+            if not name.endswith(".jsonl") or name.rpartition("/")[2].startswith("."):
+                continue
+            path = os.path.join(self.root, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                st = None
+            if st is None or not stat.S_ISREG(st.st_mode):
+                if name in self._stamps:
+                    gone.add(name)
+            elif self._stamps.get(name) != _stamp(st):
+                changed.append((name, path, st))
+        return changed, gone
 
     def _remember(self, states: dict[str, SourceState]) -> None:
         """What the index holds now, and each file's size, time and inode as it was read (what ``scan`` compares)."""
@@ -146,20 +180,27 @@ class JsonlSearch:
             return self.refresh().query(filters)
 
     def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
         if self._index is not None:
             self._index.close()
             self._index = None
 
 
-def scan(root: str, stamps: dict[str, tuple[int, int, int]]) -> tuple[list[str], list[tuple[str, str, os.stat_result]]]:
+def scan(
+    root: str, stamps: dict[str, tuple[int, int, int]],
+) -> tuple[list[str], list[tuple[str, str, os.stat_result]], set[str]]:
     """The session files of ``root`` (as ``adapters/index.py`` lists them: ``*.jsonl`` directly in it and in its
-    sub-folders, nothing hidden, no links), and those whose size, time or inode differ from ``stamps``. One ``stat``
-    per file, in one loop: this runs before every search."""
+    sub-folders, nothing hidden, no links), those whose size, time or inode differ from ``stamps``, and the folders
+    looked in ("" and "sub/"). One ``stat`` per file, in one loop."""
     names: list[str] = []
     changed: list[tuple[str, str, os.stat_result]] = []
     folders_in = [("", root)]
+    seen: set[str] = set()
     while folders_in:
         prefix, folder = folders_in.pop()
+        seen.add(prefix)
         try:
             entries = os.scandir(folder)
         except OSError:
@@ -185,7 +226,7 @@ def scan(root: str, stamps: dict[str, tuple[int, int, int]]) -> tuple[list[str],
                 names.append(key)
                 if stamps.get(key) != (st.st_size, st.st_mtime_ns, st.st_ino):
                     changed.append((key, entry.path, st))
-    return names, changed
+    return names, changed, seen
 
 
 def _file_stamp(state: SourceState) -> tuple[int, int, int]:

@@ -6,13 +6,28 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 import sessiontree_searchkit as sk
 import sessiontree_testkit as kit
 
 from sessiontree import open_repo
+from sessiontree.adapters import search_watch
 from sessiontree.adapters.search_jsonl import INDEX_FILE
+
+
+@pytest.fixture(autouse=True, params=["watched", "scanned"])
+def watching(request: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: with the kernel telling which files changed (Linux), and with a stat of every file."""
+    if request.param == "scanned":
+        monkeypatch.setattr(search_watch, "_LIBC", None)
+    elif search_watch._LIBC is None:
+        pytest.skip("no inotify here: the scanned run covers it")
+    return request.param  # type: ignore[no-any-return]
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -101,3 +116,22 @@ def test_a_database_index_dropped_is_built_again(tmp_path: Path) -> None:
         conn.execute("DROP TABLE search_meta")
     assert _ids(url, "zebra") == expected
     assert stat.S_IMODE((tmp_path / "s.db").stat().st_mode) == 0o600
+
+
+def test_appends_by_another_process_and_new_sub_folders_are_found(tmp_path: Path, watching: str) -> None:
+    folder = _folder(tmp_path)
+    repo = open_repo(folder)
+    assert repo.search("okapi") == []
+    code = ("import sys; sys.path.insert(0, sys.argv[2]); import sessiontree_testkit as kit; from sessiontree import open_repo; "
+            "s = open_repo(sys.argv[1]).open('s-beta'); s.append_message(kit.user('an okapi'), entry_id='e-okapi'); s.close()")
+    support = str(Path(__file__).resolve().parents[1] / "support")
+    subprocess.run([sys.executable, "-c", code, str(folder), support], check=True)
+    assert [h.entry_id for h in repo.search("okapi")] == ["e-okapi"]
+    pi_like = folder / "--srv-app--"
+    pi_like.mkdir()
+    (folder / "s-beta.jsonl").rename(pi_like / "moved.jsonl")  # a session moved into a new sub-folder
+    assert [(h.session_id, h.entry_id) for h in repo.search("okapi")] == [("s-beta", "e-okapi")]
+    (pi_like / "moved.jsonl").unlink()
+    assert repo.search("okapi") == []
+    assert repo.search("zebra") and repo.search("lynx") == []
+    repo.close()
