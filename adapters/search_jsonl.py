@@ -13,6 +13,7 @@ import hashlib
 import os
 import stat
 import threading
+from collections.abc import Mapping
 
 import orjson
 
@@ -106,6 +107,7 @@ class JsonlSearch:
         self._stamps: dict[str, tuple[int, int, int]] = {}
         self._watch: FolderWatch | None = None
         self._scanned = False
+        self._generation = -1
         self._lock = threading.Lock()
 
     def index(self) -> SqliteSearchIndex:
@@ -116,7 +118,7 @@ class JsonlSearch:
             if path is not None and real is not None and not folders.private_parent(path):
                 path = None
             self._index = SqliteSearchIndex(path or ":memory:", root=real)
-            self._where = path
+            self._where, self._stamps, self._generation = path, {}, self._index.generation()
             self._remember(self._index.known())
             self._scanned = False
             if self._watch is None and os.path.isdir(self.root):  # watching first: nothing is missed after the scan
@@ -128,6 +130,9 @@ class JsonlSearch:
         """Bring the index up to date with the folder: the files the watch says changed, or (without one, or when it
         cannot tell) every file."""
         index = self.index()
+        if index.generation() != self._generation:  # another process wrote the index: what it holds, read again
+            self._stamps, self._scanned, self._generation = {}, False, index.generation()
+            self._remember(index.known())
         dirty = self._watch.changes() if self._watch is not None and self._scanned else None
         if dirty is None:
             names, changed, prefixes = scan(self.root, self._stamps)
@@ -140,17 +145,15 @@ class JsonlSearch:
         if not changed and not gone:
             return index
         with index.writing():
-            states = index.known()  # another process may have caught up meanwhile
+            states = index.known([n for n, _p, _st in changed] + list(gone))  # another process may have caught up
             changes = [read_change(n, p, st, states.get(n)) for n, p, st in changed
                        if n not in states or _stamp(st) != _file_stamp(states[n])]
             changes += [Change(n, None) for n in gone if n in states]
             index.apply(changes)
-        for change in changes:
-            if change.state is None:
-                states.pop(change.source, None)
-            else:
-                states[change.source] = change.state
-        self._remember(states)
+            self._generation = index.generation()
+        found: dict[str, SourceState | None] = dict.fromkeys(gone)
+        found.update((c.source, c.state) for c in changes)
+        self._remember(found)
         return index
 
     def _check(self, names: set[str]) -> tuple[list[tuple[str, str, os.stat_result]], set[str]]:
@@ -171,11 +174,18 @@ class JsonlSearch:
                 changed.append((name, path, st))
         return changed, gone
 
-    def _remember(self, states: dict[str, SourceState]) -> None:
-        """What the index holds now, and each file's size, time and inode as it was read (what ``scan`` compares)."""
-        self._stamps = {name: _file_stamp(state) for name, state in states.items()}
+    def _remember(self, states: Mapping[str, SourceState | None]) -> None:
+        """What the index holds of these files now (None: nothing), as their size, time and inode when they were read
+        (what ``scan`` compares)."""
+        for name, state in states.items():
+            if state is None:
+                self._stamps.pop(name, None)
+            else:
+                self._stamps[name] = _file_stamp(state)
 
     def search(self, filters: Filters) -> list[Hit]:
+        if not os.path.isdir(self.root):
+            return []  # no folder, no sessions: and no index made for it
         with self._lock:
             return self.refresh().query(filters)
 

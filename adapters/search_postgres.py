@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from sessiontree.adapters.search_state import FORMAT, Change, Filters, Hit, SourceState, branch_flags, rank
@@ -27,6 +27,8 @@ _TABLES = (
     "entry_id text NOT NULL, parent_id text, kind text NOT NULL, ts text NOT NULL, text text, words tsvector)",
     "CREATE INDEX IF NOT EXISTS {p}_entries_source ON {s}.{p}_entries (source, seq)",
     "CREATE INDEX IF NOT EXISTS {p}_entries_words ON {s}.{p}_entries USING gin (words)",
+    "CREATE TABLE IF NOT EXISTS {s}.{p}_generation (n bigint NOT NULL)",
+    "INSERT INTO {s}.{p}_generation VALUES (0)",
 )
 _INSERT_ENTRY = (
     "INSERT INTO {s}.{p}_entries (source, seq, entry_id, parent_id, kind, ts, text, words) VALUES (%s, %s, %s, %s, %s, "
@@ -38,7 +40,7 @@ _UPSERT_SOURCE = (
     "version = excluded.version, size = excluded.size, mtime_ns = excluded.mtime_ns, ino = excluded.ino, "
     "\"offset\" = excluded.\"offset\", last_id = excluded.last_id"
 )
-_DROP = ("DROP TABLE IF EXISTS {s}.{p}_entries", "DROP TABLE IF EXISTS {s}.{p}_sources", "DROP TABLE IF EXISTS {s}.{p}_meta")
+_DROP = tuple(f"DROP TABLE IF EXISTS {{s}}.{{p}}_{name}" for name in ("generation", "entries", "sources", "meta"))
 
 
 def tsquery(query: Query) -> str:
@@ -84,8 +86,13 @@ class PostgresSearchIndex:
                 self._conn.execute(self._sql(statement))
             self._conn.execute(self._sql("INSERT INTO {s}.{p}_meta VALUES ('format', %s)"), (FORMAT,))
 
-    def known(self) -> dict[str, SourceState]:
-        rows = self._conn.execute(self._sql(f"SELECT source, {_STATE_COLUMNS} FROM {{s}}.{{p}}_sources")).fetchall()
+    def known(self, sources: Collection[str] | None = None) -> dict[str, SourceState]:
+        """How far each source was read (``sources``: only those)."""
+        select = self._sql(f"SELECT source, {_STATE_COLUMNS} FROM {{s}}.{{p}}_sources")
+        if sources is None:
+            rows = self._conn.execute(select).fetchall()
+        else:
+            rows = self._conn.execute(select + " WHERE source = ANY(%s)", (list(sources),)).fetchall()
         return {row[0]: SourceState(*row[1:]) for row in rows}
 
     @contextlib.contextmanager
@@ -95,8 +102,13 @@ class PostgresSearchIndex:
             self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
             yield
 
+    def generation(self) -> int:
+        row = self._conn.execute(self._sql("SELECT n FROM {s}.{p}_generation")).fetchone()
+        return int(row[0]) if row else 0
+
     def apply(self, changes: Iterable[Change]) -> None:
         with self._conn.transaction(), self._conn.cursor() as c:
+            c.execute(self._sql("UPDATE {s}.{p}_generation SET n = n + 1"))
             for change in changes:
                 if change.state is None or change.reset:
                     c.execute(self._sql("DELETE FROM {s}.{p}_entries WHERE source = %s"), (change.source,))

@@ -84,25 +84,30 @@ class RecorderSearch:
         self.recorder = recorder
         self.versions = versions
         self._states = index.known()
+        self._generation = index.generation()
         self._lock = threading.Lock()
 
     def refresh(self) -> None:
+        if self.index.generation() != self._generation:  # another process wrote the index: read its states again
+            self._states, self._generation = self.index.known(), self.index.generation()
         versions = self.versions()
         current = all(self._states.get(sid, _NONE).version == v for sid, v in versions.items())
         if current and self._states.keys() <= versions.keys():
             return
         with self._writing():
-            states = self.index.known()  # another process may have caught up meanwhile
-            changes = [read_session(self.recorder, sid, states.get(sid)) for sid, v in versions.items()
-                       if sid not in states or states[sid].version != v]
+            moved = [sid for sid, v in versions.items() if self._states.get(sid, _NONE).version != v]
+            states = self.index.known(moved + list(self._states.keys() - versions.keys()))  # as stored now
+            changes = [read_session(self.recorder, sid, states.get(sid)) for sid in moved
+                       if sid not in states or states[sid].version != versions[sid]]
             changes += [Change(sid, None) for sid in states.keys() - versions.keys()]
             self.index.apply(changes)
+            self._generation = self.index.generation()
+        for sid in states.keys() - versions.keys():
+            self._states.pop(sid, None)
+        self._states.update((c.source, c.state) for c in changes if c.state is not None)
         for change in changes:
             if change.state is None:
-                states.pop(change.source, None)
-            else:
-                states[change.source] = change.state
-        self._states = states
+                self._states.pop(change.source, None)
 
     def search(self, filters: Filters) -> list[Hit]:
         with self._lock:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +27,11 @@ _TABLES = (
     "CREATE TABLE IF NOT EXISTS search_entries (rowid INTEGER PRIMARY KEY, source TEXT NOT NULL, seq INTEGER NOT NULL, "
     "entry_id TEXT NOT NULL, parent_id TEXT, kind TEXT NOT NULL, ts TEXT NOT NULL, text TEXT)",
     "CREATE INDEX IF NOT EXISTS search_entries_source ON search_entries (source, seq)",
+    "CREATE TABLE IF NOT EXISTS search_generation (n INTEGER NOT NULL)",
+    "INSERT INTO search_generation VALUES (0)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(words, tokenize = 'unicode61 remove_diacritics 0')",
 )
-_DROP = ("DROP TABLE IF EXISTS search_fts", "DROP TABLE IF EXISTS search_entries", "DROP TABLE IF EXISTS search_sources",
-         "DROP TABLE IF EXISTS search_meta")
+_DROP = tuple(f"DROP TABLE IF EXISTS search_{name}" for name in ("generation", "fts", "entries", "sources", "meta"))
 _STATE_COLUMNS = "session_id, cwd, name, leaf, version, size, mtime_ns, ino, offset, last_id"
 
 
@@ -104,8 +105,16 @@ class SqliteSearchIndex:
             conn.execute("ROLLBACK")
             raise
 
-    def known(self) -> dict[str, SourceState]:
-        rows = self._conn.execute(f"SELECT source, {_STATE_COLUMNS} FROM search_sources").fetchall()
+    def known(self, sources: Collection[str] | None = None) -> dict[str, SourceState]:
+        """How far each source was read (``sources``: only those)."""
+        select = f"SELECT source, {_STATE_COLUMNS} FROM search_sources"
+        if sources is None:
+            rows = self._conn.execute(select).fetchall()
+        else:
+            wanted, rows = list(sources), []
+            for start in range(0, len(wanted), 500):  # within SQLite's limit on bound parameters
+                chunk = wanted[start : start + 500]
+                rows += self._conn.execute(f"{select} WHERE source IN ({','.join('?' * len(chunk))})", chunk).fetchall()
         return {row[0]: SourceState(*row[1:]) for row in rows}
 
     @contextlib.contextmanager
@@ -127,8 +136,12 @@ class SqliteSearchIndex:
         with self.writing():
             self._apply(changes)
 
+    def generation(self) -> int:
+        return int(self._conn.execute("SELECT n FROM search_generation").fetchone()[0])
+
     def _apply(self, changes: Iterable[Change]) -> None:
         c = self._conn
+        c.execute("UPDATE search_generation SET n = n + 1")
         for change in changes:
             if change.state is None or change.reset:
                 c.execute("DELETE FROM search_fts WHERE rowid IN "

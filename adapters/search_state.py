@@ -8,14 +8,14 @@ changed; the indexes (``search_sqlite.py``, ``search_postgres.py``) store it and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
 
 from sessiontree.adapters.search_text import Query, Row
 
-FORMAT = "1"  # the index's layout; an index of another format is rebuilt
+FORMAT = "2"  # the index's layout; an index of another format is rebuilt
 
 
 @attrs.frozen
@@ -87,9 +87,11 @@ class Hit:
 
 
 class SearchIndex(Protocol):
-    """What a feeder and the application use of an index."""
+    """What a feeder and the application use of an index. ``generation`` counts the writes to it: a reader that sees
+    a number it did not write itself knows another process changed the index, and reads its states again."""
 
-    def known(self) -> dict[str, SourceState]: ...
+    def known(self, sources: Collection[str] | None = None) -> dict[str, SourceState]: ...
+    def generation(self) -> int: ...
     def apply(self, changes: Iterable[Change]) -> None: ...
     def query(self, filters: Filters) -> list[Hit]: ...
     def close(self) -> None: ...

@@ -101,3 +101,17 @@ def test_a_query_with_no_word_is_refused(repo: Any, query: str) -> None:
 def test_bad_options_are_refused(repo: Any, options: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=r"limit|cannot read the time"):
         repo.search("zebra", **options)
+
+
+def test_a_session_another_repository_object_indexed_then_deleted_is_not_found(make_repo: Any) -> None:
+    """Two readers of one index (two processes): what one indexed and is gone since is dropped by the other too."""
+    first, second = make_repo(), make_repo()
+    sk.build_corpus(first)
+    assert first.search("zebra")
+    session = second.create(session_id="s-brief")
+    session.append_message(kit.user("an ephemeral zebra"))
+    session.close()
+    assert [h.session_id for h in second.search("ephemeral")] == ["s-brief"]
+    second.delete("s-brief")
+    assert first.search("ephemeral") == []
+    assert sk.found(first, "zebra") == sk.brute_force(first, "zebra")
