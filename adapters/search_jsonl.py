@@ -100,8 +100,9 @@ def _parse(line: bytes | None) -> object:
 class JsonlSearch:
     """Search over one folder of JSONL sessions, its index caught up before each query."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, watch: bool = True) -> None:
         self.root = os.fspath(root)
+        self._watching = watch  # False for one search (the command line): a watch pays only from the second
         self._index: SqliteSearchIndex | None = None
         self._where: str | None = None
         self._stamps: dict[str, tuple[int, int, int]] = {}
@@ -118,10 +119,9 @@ class JsonlSearch:
             if path is not None and real is not None and not folders.private_parent(path):
                 path = None
             self._index = SqliteSearchIndex(path or ":memory:", root=real)
-            self._where, self._stamps, self._generation = path, {}, self._index.generation()
-            self._remember(self._index.known())
+            self._where, self._stamps, self._generation = path, self._index.stamps(), self._index.generation()
             self._scanned = False
-            if self._watch is None and os.path.isdir(self.root):  # watching first: nothing is missed after the scan
+            if self._watching and self._watch is None and os.path.isdir(self.root):  # watched before the scan: no gap
                 watch = FolderWatch(self.root)
                 self._watch = watch if watch.usable else None
         return self._index
@@ -131,8 +131,7 @@ class JsonlSearch:
         cannot tell) every file."""
         index = self.index()
         if index.generation() != self._generation:  # another process wrote the index: what it holds, read again
-            self._stamps, self._scanned, self._generation = {}, False, index.generation()
-            self._remember(index.known())
+            self._stamps, self._scanned, self._generation = index.stamps(), False, index.generation()
         dirty = self._watch.changes() if self._watch is not None and self._scanned else None
         if dirty is None:
             names, changed, prefixes = scan(self.root, self._stamps)
@@ -151,7 +150,7 @@ class JsonlSearch:
             changes += [Change(n, None) for n in gone if n in states]
             index.apply(changes)
             self._generation = index.generation()
-        found: dict[str, SourceState | None] = dict.fromkeys(gone)
+        found: dict[str, SourceState | None] = {**dict.fromkeys(gone), **states}  # states: what another caught up with
         found.update((c.source, c.state) for c in changes)
         self._remember(found)
         return index

@@ -136,6 +136,10 @@ class SqliteSearchIndex:
         with self.writing():
             self._apply(changes)
 
+    def stamps(self) -> dict[str, tuple[int, int, int]]:
+        """Each file source's size, time and inode as it was read (what a folder's scan compares), read cheaply."""
+        return {row[0]: row[1:] for row in self._conn.execute("SELECT source, size, mtime_ns, ino FROM search_sources")}
+
     def generation(self) -> int:
         return int(self._conn.execute("SELECT n FROM search_generation").fetchone()[0])
 
