@@ -52,7 +52,10 @@ def _open(store: SessionStore) -> Any:
         if store.module == "eventsourcing.sqlite":
             path = store.env.get("SQLITE_DBNAME", "")
             own = path in ("", ":memory:") or path.startswith("file:")
-            return RecorderSearch(SqliteSearchIndex(":memory:" if own else path, own=own), store.recorder, versions)
+            if own:
+                return RecorderSearch(SqliteSearchIndex(":memory:"), store.recorder, versions)
+            index = SqliteSearchIndex(path, own=False)  # beside the sessions: any commit to them moves its data_version
+            return RecorderSearch(index, store.recorder, versions, index.data_version)
         if store.module == "eventsourcing.postgres":
             from sessiontree.adapters.search_postgres import PostgresSearchIndex
 

@@ -76,10 +76,13 @@ def read_session(recorder: Any, sid: str, state: SourceState | None) -> Change:
 
 class RecorderSearch:
     """Search over the sessions of one recorder, its index caught up before each query. ``versions`` gives every
-    session's current version (``session_versions`` or the store's own)."""
+    session's current version (``session_versions`` or the store's own); ``unchanged``, where the store has one, is a
+    cheap token that stays the same while nothing was written (SQLite's ``data_version``), so asking every session's
+    version is skipped then."""
 
-    def __init__(self, index: Any, recorder: Any, versions: Any) -> None:
+    def __init__(self, index: Any, recorder: Any, versions: Any, unchanged: Any = None) -> None:
         self.index: SearchIndex = index
+        self._unchanged, self._token = unchanged, None
         self._writing = index.writing
         self.recorder = recorder
         self.versions = versions
@@ -90,7 +93,11 @@ class RecorderSearch:
     def refresh(self) -> None:
         if self.index.generation() != self._generation:  # another process wrote the index: read its states again
             self._states, self._generation = self.index.known(), self.index.generation()
+        token = self._unchanged() if self._unchanged is not None else None
+        if token is not None and token == self._token:
+            return
         versions = self.versions()
+        self._token = token
         current = all(self._states.get(sid, _NONE).version == v for sid, v in versions.items())
         if current and self._states.keys() <= versions.keys():
             return

@@ -140,6 +140,10 @@ class SqliteSearchIndex:
         """Each file source's size, time and inode as it was read (what a folder's scan compares), read cheaply."""
         return {row[0]: row[1:] for row in self._conn.execute("SELECT source, size, mtime_ns, ino FROM search_sources")}
 
+    def data_version(self) -> int:
+        """SQLite's count of commits by other connections to this database since this one opened it."""
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
     def generation(self) -> int:
         return int(self._conn.execute("SELECT n FROM search_generation").fetchone()[0])
 
