@@ -121,9 +121,7 @@ def branch_flags(rows: Sequence[Any], links: Iterable[tuple[str, str, str | None
 
 def rank(hits: list[Any], limit: int) -> list[Any]:
     """Best score first; ties: newest first, then by session and entry (every backend orders ties the same way)."""
-    hits.sort(key=lambda h: (-h.score, _neg(h.timestamp), h.session_id, h.entry_id))
+    hits.sort(key=lambda h: (h.session_id, h.entry_id))  # stable sorts, the last one first in importance
+    hits.sort(key=lambda h: h.timestamp, reverse=True)
+    hits.sort(key=lambda h: h.score, reverse=True)
     return hits[:limit]
-
-
-def _neg(text: str) -> tuple[int, ...]:
-    return tuple(-ord(c) for c in text)

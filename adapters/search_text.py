@@ -11,6 +11,7 @@ A query is words; an entry matches when it holds every word. ``word*`` matches w
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -164,9 +165,13 @@ def snippet(text: str, query: Query, width: int = 160) -> str:
 def _spans(text: str, query: Query) -> list[tuple[int, int]]:
     """Where the words that matched are: candidates found by one regular expression (any case), each checked as
     search checks words (a word that matches only once case-folded, such as ``ß`` for ``ss``, goes unmarked)."""
-    terms = "|".join(re.escape(w) + (r"[^\W_]*" if prefix else "") for w, prefix in query.required)
-    pattern = re.compile(rf"(?<![^\W_])(?:{terms})(?![^\W_])", re.IGNORECASE)
-    return [m.span() for m in pattern.finditer(text) if query.hits(m.group().casefold()[:MAX_WORD])]
+    return [m.span() for m in _pattern(query.required).finditer(text) if query.hits(m.group().casefold()[:MAX_WORD])]
+
+
+@functools.lru_cache(maxsize=64)
+def _pattern(required: tuple[tuple[str, bool], ...]) -> re.Pattern[str]:
+    terms = "|".join(re.escape(w) + (r"[^\W_]*" if prefix else "") for w, prefix in required)
+    return re.compile(rf"(?<![^\W_])(?:{terms})(?![^\W_])", re.IGNORECASE)
 
 
 @attrs.frozen
