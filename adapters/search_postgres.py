@@ -1,6 +1,6 @@
 """The search index in PostgreSQL: a ``tsvector`` column with a GIN index, beside the sessions in the same schema.
 
-The ``tsvector`` is built from the words ``search_text.words`` made (``array_to_tsvector``) and the query is a
+The ``tsvector`` is written from the words ``search_text.words`` made (each lexeme quoted) and the query is a
 ``tsquery`` written from the parsed query's words (``'word' & 'pre':* & !'not'``), so no text-search configuration
 re-cuts either side: PostgreSQL matches exactly the entries the SQLite index and the brute-force scan match.
 ``websearch_to_tsquery`` would run the query through a configuration's parser and dictionaries (stemming, stop words,
@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from sessiontree.adapters.search_state import FORMAT, Change, Filters, Hit, SourceState, branch_flags, rank
-from sessiontree.adapters.search_text import Query, Row
+from sessiontree.adapters.search_text import Query
 
 _STATE_COLUMNS = "session_id, cwd, name, leaf, version, size, mtime_ns, ino, \"offset\", last_id"
 _TABLES = (
@@ -30,10 +30,7 @@ _TABLES = (
     "CREATE TABLE IF NOT EXISTS {s}.{p}_generation (n bigint NOT NULL)",
     "INSERT INTO {s}.{p}_generation VALUES (0)",
 )
-_INSERT_ENTRY = (
-    "INSERT INTO {s}.{p}_entries (source, seq, entry_id, parent_id, kind, ts, text, words) VALUES (%s, %s, %s, %s, %s, "
-    "%s, %s, CASE WHEN %s::text[] IS NULL THEN NULL ELSE array_to_tsvector(%s::text[]) END)"
-)
+_COPY_ENTRIES = "COPY {s}.{p}_entries (source, seq, entry_id, parent_id, kind, ts, text, words) FROM STDIN"
 _UPSERT_SOURCE = (
     f"INSERT INTO {{s}}.{{p}}_sources (source, {_STATE_COLUMNS}) VALUES ({', '.join(['%s'] * 11)}) ON CONFLICT (source) "
     "DO UPDATE SET session_id = excluded.session_id, cwd = excluded.cwd, name = excluded.name, leaf = excluded.leaf, "
@@ -107,19 +104,27 @@ class PostgresSearchIndex:
         return int(row[0]) if row else 0
 
     def apply(self, changes: Iterable[Change]) -> None:
+        """Store changes in one transaction: the forgotten sources deleted at once, every new entry in one COPY, the
+        sources' states in one pipeline."""
+        changes = list(changes)
+        forget = [c.source for c in changes if c.state is None or c.reset]
+        dropped = [c.source for c in changes if c.state is None]
+        kept = [c for c in changes if c.state is not None]
         with self._conn.transaction(), self._conn.cursor() as c:
             c.execute(self._sql("UPDATE {s}.{p}_generation SET n = n + 1"))
-            for change in changes:
-                if change.state is None or change.reset:
-                    c.execute(self._sql("DELETE FROM {s}.{p}_entries WHERE source = %s"), (change.source,))
-                if change.state is None:
-                    c.execute(self._sql("DELETE FROM {s}.{p}_sources WHERE source = %s"), (change.source,))
-                    continue
-                if change.rows:
-                    c.executemany(self._sql(_INSERT_ENTRY), [_entry_params(change.source, r) for r in change.rows])
-                s = change.state
-                c.execute(self._sql(_UPSERT_SOURCE), (change.source, s.session_id, _text(s.cwd), _text(s.name), s.leaf,
-                                                      s.version, s.size, s.mtime_ns, s.ino, s.offset, s.last_id))
+            if forget:
+                c.execute(self._sql("DELETE FROM {s}.{p}_entries WHERE source = ANY(%s)"), (forget,))
+            if dropped:
+                c.execute(self._sql("DELETE FROM {s}.{p}_sources WHERE source = ANY(%s)"), (dropped,))
+            if any(change.rows for change in kept):
+                with c.copy(self._sql(_COPY_ENTRIES)) as copy:
+                    for change in kept:
+                        for r in change.rows:
+                            copy.write_row((change.source, r.seq, r.entry_id, r.parent_id, r.kind, r.timestamp,
+                                            _text(r.text), _tsvector(r.words)))
+            if kept:
+                c.executemany(self._sql(_UPSERT_SOURCE), [_source_params(change.source, change.state) for change in kept
+                                                          if change.state is not None])
 
     def query(self, filters: Filters) -> list[Hit]:
         sql = ["SELECT e.source, s.session_id, e.entry_id, e.kind, e.ts, e.text, ts_rank(e.words, q), s.name, s.cwd, s.leaf "
@@ -142,18 +147,20 @@ class PostgresSearchIndex:
         self._conn.close()
 
 
-def _entry_params(source: str, r: Row) -> tuple[Any, ...]:
-    words = _distinct(r.words)
-    return (source, r.seq, r.entry_id, r.parent_id, r.kind, r.timestamp, _text(r.text), words, words)
+def _source_params(source: str, s: SourceState) -> tuple[Any, ...]:
+    return (source, s.session_id, _text(s.cwd), _text(s.name), s.leaf, s.version, s.size, s.mtime_ns, s.ino, s.offset,
+            s.last_id)
+
+
+def _tsvector(words: str) -> str | None:
+    """The ``tsvector`` text of an entry's words, each quoted as it is (they are letters and digits only), so no
+    text-search configuration re-cuts them."""
+    return " ".join(f"'{w}'" for w in sorted(set(words.split()))) if words else None
 
 
 def _text(value: str | None) -> Any:
     """Text as PostgreSQL can hold it: no NUL character (it is shown, never searched: words have none)."""
     return value.replace("\x00", "\ufffd") if value else value
-
-
-def _distinct(words: str) -> list[str] | None:
-    return sorted(set(words.split())) if words else None
 
 
 def _quote(identifier: str) -> str:

@@ -25,7 +25,7 @@ from sessiontree.domain.events import format_timestamp, parse_timestamp
 _WORD = re.compile(r"[^\W_]+")
 MAX_WORD = 100  # a longer run of letters (base64, a hash) is cut here: nobody types it, and PostgreSQL caps lexemes
 ROLES = {"user": "user", "assistant": "assistant", "tool_result": "tool", "toolResult": "tool"}
-MAX_TEXT = 1 << 18  # characters of one entry that are searched (PostgreSQL caps a tsvector at 1 MB)
+MAX_TEXT = 1 << 17  # characters of one entry that are searched (PostgreSQL caps a tsvector at 1 MB)
 MARK = ("**", "**")  # how a snippet marks the words that matched
 
 
