@@ -47,6 +47,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "sessiontree.adapters.verify": ("VerifyReport", "verify"),
     "sessiontree.reader": ("ReplayStep", "SessionView", "TreeNode"),
     "sessiontree.repository": ("DatabaseSessionRepo", "InMemorySessionRepo", "JsonlSessionRepo", "SessionRepo", "open_repo"),
+    "sessiontree.search": ("SearchHit", "search_tool"),
     "sessiontree.session": ("Session",),
     "sessiontree.retention": ("PruneError", "PruneResult", "PrunedSession", "parse_age"),
     "sessiontree.adapters.archive": ("ArchiveSessionStorage",),
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from sessiontree.reader import ReplayStep, SessionView, TreeNode
     from sessiontree.repository import DatabaseSessionRepo, InMemorySessionRepo, JsonlSessionRepo, SessionRepo, open_repo
     from sessiontree.retention import PrunedSession, PruneError, PruneResult, parse_age
+    from sessiontree.search import SearchHit, search_tool
     from sessiontree.session import Session
 
 
@@ -84,10 +86,10 @@ __all__ = [
     "AssistantMessage", "BranchSummaryMessage", "CharEstimator", "Checkpoint", "CompactionPlan",
     "CompactionSummaryMessage", "ContextMessages", "ContextTokens", "Cost", "CustomMessage", "DatabaseSessionRepo",
     "FunctionProjection", "ImageContent", "InMemorySessionRepo", "InMemorySessionStorage", "JsonlSessionRepo",
-    "JsonlSessionStorage", "Projection", "ReplayStep", "Session", "SessionContext", "SessionContextBuildOptions",
+    "JsonlSessionStorage", "Projection", "ReplayStep", "SearchHit", "Session", "SessionContext", "SessionContextBuildOptions",
     "SessionError", "SessionInfo", "SessionRepo", "SessionStats", "SessionStorage", "SessionView", "Summary",
     "TextContent", "TextCounterEstimator", "ThinkingContent", "ToolCall", "ToolResultMessage", "TreeNode",
     "UnknownContent", "UnknownMessage", "Usage", "UserMessage", "VerifyReport", "extractive_summary", "open_repo",
     "sign_checkpoint", "verify", "build_session_context", "PruneError", "PruneResult", "PrunedSession", "parse_age",
-    "ArchiveSessionStorage", *_seed_names,
+    "ArchiveSessionStorage", "search_tool", *_seed_names,
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -30,6 +30,9 @@ from sessiontree.forking import fork_entries, fork_leaf
 from sessiontree.projections.context import SessionContextBuildOptions
 from sessiontree.redaction import DEFAULT, check_redactors, entry_redactor
 from sessiontree.session import Session
+
+if TYPE_CHECKING:
+    from sessiontree.search import SearchHit
 
 POSITIONS = ("before", "at")
 SOURCE_KEY = "source"  # a header field: where a fork or a salvaged copy came from (docs/file-format.md)
@@ -58,6 +61,9 @@ class SessionRepo:
 
     def close(self) -> None:
         """Release connections and handles."""
+        search = self.__dict__.pop("_search", None)
+        if search is not None:
+            search.close()
         self.store.close()
 
     def _session(self, storage: SessionStorage) -> Session:
@@ -109,6 +115,18 @@ class SessionRepo:
         if resolved != cwd:
             infos.update((i.id, i) for i in self.store.infos(cwd))
         return newest_first(infos.values())
+
+    def search(
+        self, query: str, *, limit: int = 20, cwd: str | None = None, role: str | None = None, since: Any = None,
+        until: Any = None, session: str | None = None,
+    ) -> Sequence[SearchHit]:
+        """Entries of every session matching ``query`` (all its words; ``word*`` a prefix, ``-word`` excluded), best
+        first, as ``SearchHit`` rows; ``cwd``, ``role`` (``user``, ``assistant``, ``tool`` or an entry type), ``since``
+        and ``until`` (a datetime, ISO 8601 text or an age such as ``7d``) and ``session`` narrow it
+        (docs/search.md)."""
+        from sessiontree.search import search
+
+        return search(self, query, limit=limit, cwd=cwd, role=role, since=since, until=until, session=session)
 
     def delete(self, session_id: str) -> None:
         """Delete a session; deleting one that does not exist is not an error."""

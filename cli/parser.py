@@ -67,6 +67,7 @@ COMMANDS = (
     ("ls", "cmd_inspect", "list sessions, newest first"),
     ("show", "cmd_inspect", "show a session's tree with the leaf, labels and branch points marked"),
     ("context", "cmd_inspect", "show the messages the model would see"),
+    ("search", "cmd_search", "search the entries of every session (messages, tool calls and output, summaries, labels)"),
     ("stats", "cmd_inspect", "entries, messages, tokens and cost, in total, per branch and per model"),
     ("replay", "cmd_replay", "time travel: the session as it was, or each event's effect step by step"),
     ("fork", "cmd_write", "copy a branch into a new session"),
@@ -111,6 +112,15 @@ def build_parser() -> Parser:
     p.add_argument("--last", type=int, metavar="N", help="show only the last N messages (the totals still count all)")
     p.add_argument("--format", choices=("text", "pi"), default="text",
                    help="pi: the JSON pi's buildSessionContext returns (camelCase, pi's roles), to compare with pi")
+
+    p = ps["search"]
+    p.add_argument("query", metavar="QUERY",
+                   help="words that must all appear (any case); word* matches a prefix, -word leaves entries out")
+    p.add_argument("--cwd", help="only sessions started in this directory")
+    p.add_argument("--role", choices=("user", "assistant", "tool"), help="only messages of this role (tool: tool output)")
+    p.add_argument("--since", metavar="TIME", help="only entries logged since TIME: ISO 8601 or an age (30m, 12h, 7d, 2w)")
+    p.add_argument("--until", metavar="TIME", help="only entries logged until TIME (as --since)")
+    p.add_argument("-n", "--limit", type=int, metavar="N", default=20, help="at most N hits (default: 20)")
 
     p = ps["stats"]
     _session_args(p)

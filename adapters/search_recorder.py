@@ -1,0 +1,128 @@
+"""Searching sessions kept by an eventsourcing recorder (memory, POPO, SQLite, PostgreSQL): catching up by versions.
+
+The index remembers each session's version; :func:`session_versions` asks the store for every session's current one,
+and only sessions whose version moved are read, from the version after the one indexed. It does not read the
+notification log: how the store finds its sessions' versions is this one function's business, so a store that keeps
+a per-session summary row answers from it instead. A session whose last indexed entry is no longer there (deleted,
+then made again) is read again from its header; a session gone is dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import orjson
+
+from sessiontree.adapters.search_state import Change, Filters, Hit, SearchIndex, SourceState
+from sessiontree.adapters.search_text import Row, entry_row, same_place
+
+HIDDEN = "~"  # streams that are not sessions (``~deletions``) start with this
+
+
+def session_versions(recorder: Any, module: str) -> dict[str, int]:
+    """Every session's current version in ``recorder`` (eventsourcing's POPO, SQLite or PostgreSQL module)."""
+    if module == "eventsourcing.popo":
+        with recorder._database_lock:
+            return {sid: max(index) for sid, index in recorder._stored_events_index.items()
+                    if index and not sid.startswith(HIDDEN)}
+    table = recorder.events_table_name
+    select = "SELECT originator_id AS sid, MAX(originator_version) AS v FROM {0} GROUP BY originator_id"
+    if module == "eventsourcing.sqlite":
+        sql: Any = select.format(table)
+    else:
+        from psycopg.sql import SQL, Identifier
+
+        sql = SQL(select.format("{0}.{1}")).format(Identifier(recorder.datastore.schema), Identifier(table))
+    with recorder.datastore.transaction(commit=False) as cursor:
+        cursor.execute(sql)
+        rows = cursor.fetchall()
+    return {str(row["sid"]): int(row["v"]) for row in rows if not str(row["sid"]).startswith(HIDDEN)}
+
+
+def _line(stored: Any) -> Any:
+    try:
+        return orjson.loads(bytes(stored.state))
+    except orjson.JSONDecodeError:
+        return None
+
+
+def read_session(recorder: Any, sid: str, state: SourceState | None) -> Change:
+    """What a session whose version moved adds: the events after ``state``'s version, or all of them."""
+    reset = state is not None
+    if state is not None:
+        last = recorder.select_events(sid, gt=state.version - 1, lte=state.version)
+        if last and isinstance(data := _line(last[0]), dict) and data.get("id") == state.last_id:
+            reset = False
+        else:
+            state = None
+    events = recorder.select_events(sid, gt=state.version if state is not None else None)
+    rows: list[Row] = []
+    for stored in events:
+        data = _line(stored)
+        if state is None:
+            if stored.originator_version != 1 or not isinstance(data, dict) or data.get("type") != "session":
+                return Change(sid, None, reset=True)
+            cwd = data.get("cwd")
+            state = SourceState(sid, cwd=same_place(cwd) if isinstance(cwd, str) else "")
+            continue
+        row = entry_row(stored.originator_version, data)
+        if row is not None:
+            rows.append(row)
+    if state is None:
+        return Change(sid, None, reset=True)
+    return Change(sid, state.after(rows), rows, reset)
+
+
+class RecorderSearch:
+    """Search over the sessions of one recorder, its index caught up before each query. ``versions`` gives every
+    session's current version (``session_versions`` or the store's own); ``unchanged``, where the store has one, is a
+    cheap token that stays the same while nothing was written (SQLite's ``data_version``), so asking every session's
+    version is skipped then."""
+
+    def __init__(self, index: Any, recorder: Any, versions: Any, unchanged: Any = None) -> None:
+        self.index: SearchIndex = index
+        self._unchanged, self._token = unchanged, None
+        self._writing = index.writing
+        self.recorder = recorder
+        self.versions = versions
+        self._states = index.known()
+        self._generation = index.generation()
+        self._lock = threading.Lock()
+
+    def refresh(self) -> None:
+        if self.index.generation() != self._generation:  # another process wrote the index: read its states again
+            self._states, self._generation = self.index.known(), self.index.generation()
+        token = self._unchanged() if self._unchanged is not None else None
+        if token is not None and token == self._token:
+            return
+        versions = self.versions()
+        self._token = token
+        current = all(self._states.get(sid, _NONE).version == v for sid, v in versions.items())
+        if current and self._states.keys() <= versions.keys():
+            return
+        with self._writing():
+            moved = [sid for sid, v in versions.items() if self._states.get(sid, _NONE).version != v]
+            states = self.index.known(moved + list(self._states.keys() - versions.keys()))  # as stored now
+            changes = [read_session(self.recorder, sid, states.get(sid)) for sid in moved
+                       if sid not in states or states[sid].version != versions[sid]]
+            changes += [Change(sid, None) for sid in states.keys() - versions.keys()]
+            self.index.apply(changes)
+            self._generation = self.index.generation()
+        for sid in states.keys() - versions.keys():
+            self._states.pop(sid, None)
+        self._states.update((c.source, c.state) for c in changes if c.state is not None)
+        for change in changes:
+            if change.state is None:
+                self._states.pop(change.source, None)
+
+    def search(self, filters: Filters) -> list[Hit]:
+        with self._lock:
+            self.refresh()
+            return self.index.query(filters)
+
+    def close(self) -> None:
+        self.index.close()
+
+
+_NONE = SourceState("", version=-1)
