@@ -62,13 +62,17 @@ class DatabaseStore(SessionStore):
         self.url = url
         self.env = _explicit({"ORIGINATOR_ID_TYPE": "text", **settings})
         self.app = _open_app(self.env, url)
-        self.recorder = self.app.recorder
+        self.recorder: Any = self.app.recorder
         self.module = type(self.app.factory).__module__
+        self._lock = threading.RLock()
+        self._open_listing()
+
+    def _open_listing(self) -> None:
+        """The listing: a projection of the notification log (``database_index.py``)."""
         view = db_index.view_class(self.module)
         if view is None:
-            raise SessionError("storage", f"{url}: persistence module {self.module} is not supported")
+            raise SessionError("storage", f"{self.url}: persistence module {self.module} is not supported")
         self.view = cast(db_index.IndexView, self.app.factory.tracking_recorder(view))
-        self._lock = threading.RLock()
 
     @classmethod
     def popo(cls) -> DatabaseStore:
@@ -96,7 +100,9 @@ class DatabaseStore(SessionStore):
         env = {**_postgres_env(dbname, host, port, user, password, schema), **(settings or {})}
         url = f"postgresql://{user}@{host}:{port}/{dbname}" + (f"?schema={schema}" if schema else "")
         check_server(env, url, schema)
-        return cls(env, url=url)
+        from sessiontree.adapters.pg_store import PostgresStore
+
+        return PostgresStore(env, url=url)
 
     def _storage(self, session_id: str) -> RecorderSessionStorage:
         storage = RecorderSessionStorage(self.recorder, session_id, location=f"{self.url}#{session_id}")
@@ -155,15 +161,8 @@ class DatabaseStore(SessionStore):
         if self.module == "eventsourcing.popo":
             forget_popo_events(recorder, session_id)
             return
-        if self.module == "eventsourcing.sqlite":
-            with recorder.datastore.transaction(commit=True) as c:
-                c.execute(f"DELETE FROM {recorder.events_table_name} WHERE originator_id = ?", (session_id,))
-            return
-        from psycopg.sql import SQL, Identifier
-
-        table = (Identifier(recorder.datastore.schema), Identifier(recorder.events_table_name))
-        with recorder.datastore.transaction(commit=True) as curs:
-            curs.execute(SQL("DELETE FROM {0}.{1} WHERE originator_id = %s").format(*table), (session_id,))
+        with recorder.datastore.transaction(commit=True) as c:  # SQLite (PostgresStore has its own remove)
+            c.execute(f"DELETE FROM {recorder.events_table_name} WHERE originator_id = ?", (session_id,))
 
     def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
         self.refresh_index()

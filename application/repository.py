@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
 from sessiontree.adapters.database import DatabaseStore
 from sessiontree.adapters.jsonl_repo import JsonlStore
 from sessiontree.adapters.jsonl_salvage import salvage_log
+from sessiontree.adapters.listing import ListQuery, SessionList
 from sessiontree.adapters.memory import InMemorySessionStorage
 from sessiontree.adapters.storage import SessionStorage
-from sessiontree.adapters.store import MemoryStore, SessionInfo, SessionStore, check_session_id, newest_first
+from sessiontree.adapters.store import MemoryStore, SessionStore, check_session_id
 from sessiontree.adapters.urls import open_store
 from sessiontree.adapters.verify import verify
 from sessiontree.domain import aggregate
@@ -93,18 +94,22 @@ class SessionRepo:
     def exists(self, session_id: str) -> bool:
         return self.store.exists(check_session_id(session_id))
 
-    def list(self, cwd: str | None = None) -> list[SessionInfo]:
-        """Every session (or those started in ``cwd``), most recently modified first.
+    def list(
+        self, cwd: str | None = None, *, name: str | None = None, since: Any = None, limit: int | None = None,
+        cursor: str | None = None,
+    ) -> SessionList:
+        """Sessions, most recently modified first: every one, or a page of them (docs/repositories.md#listing-sessioninfo).
 
-        ``cwd`` is resolved as pi resolves it (``~`` expanded, a relative path taken from the current directory), and
-        a session whose header names it as written is kept too."""
-        if not cwd:
-            return newest_first(self.store.infos(cwd))
-        resolved = os.path.normpath(os.path.abspath(os.path.expanduser(cwd)))
-        infos = {i.id: i for i in self.store.infos(resolved)}
-        if resolved != cwd:
-            infos.update((i.id, i) for i in self.store.infos(cwd))
-        return newest_first(infos.values())
+        ``cwd`` keeps those started there, resolved as pi resolves it (``~`` expanded, a relative path taken from the
+        current directory; a header naming it as written is kept too). ``name`` keeps those whose name contains it
+        (ignoring case), ``since`` those modified at or after a time (ISO 8601 or an aware ``datetime``). ``limit``
+        returns at most that many, and the result's ``cursor`` (None after the last page) continues where it stopped:
+        ``repo.list(limit=50, cursor=page.cursor)``."""
+        cwds = None
+        if cwd:
+            resolved = os.path.normpath(os.path.abspath(os.path.expanduser(cwd)))
+            cwds = (resolved,) if resolved == cwd else (resolved, cwd)
+        return cast(SessionList, self.store.page(ListQuery.of(cwds, name, since, limit, cursor)))
 
     def delete(self, session_id: str) -> None:
         """Delete a session; deleting one that does not exist is not an error."""
