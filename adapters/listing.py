@@ -73,12 +73,9 @@ def _since(value: Any) -> str | None:
     if not isinstance(value, str):
         raise TypeError(f"since must be an ISO 8601 str or a datetime, not {value!r}")
     try:
-        moment = parse_timestamp(value)
+        return format_timestamp(parse_timestamp(value))  # without a zone: UTC, as entry timestamps are read
     except ValueError:
         raise SessionError("invalid_entry", f"since: not an ISO 8601 time: {value!r}") from None
-    if moment.tzinfo is None:
-        raise SessionError("invalid_entry", f"since needs a timezone (Z or an offset): {value!r}")
-    return format_timestamp(moment)
 
 
 def sort_key(info: SessionInfo) -> Key:
