@@ -133,3 +133,19 @@ def test_a_repository_an_earlier_version_wrote_opens_with_its_listing_built(sche
     again.open(made[1].id).append_message(kit.user("now"))
     assert {i.id: i.message_count for i in again.list(cwd="/w1")} == {made[1].id: 1}
     again.close()
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    (f"postgresql://{pg.USER}@{pg.HOST}:{pg.PORT}/no_such_database_st?connect_timeout=2", 'database "no_such_database_st" does not exist'),
+    (f"postgresql://no_such_role_st:pw@{pg.HOST}:{pg.PORT}/{pg.DBNAME}?connect_timeout=2", 'role "no_such_role_st"'),
+    (f"postgresql://{pg.USER}@{pg.HOST}:1/{pg.DBNAME}?connect_timeout=2", "Connection refused"),
+])
+def test_a_wrong_database_role_or_server_is_one_clear_storage_error_at_once(url: str, says: str) -> None:
+    """The server's own words, within the connect timeout, the password never shown."""
+    pg.require_postgres()
+    started = time.monotonic()
+    with pytest.raises(SessionError) as err:
+        open_repo(url)
+    assert time.monotonic() - started < 2.5
+    assert err.value.code == "storage" and says in str(err.value) and "\n" not in str(err.value)
+    assert ":pw@" not in str(err.value)

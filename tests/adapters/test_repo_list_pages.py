@@ -44,7 +44,7 @@ def test_pages_cover_the_listing_once_in_order(make_repo: Any) -> None:
         if cursor is None:
             break
     assert [len(p) for p in pages] == [3, 3, 1]
-    assert sum(pages, []) == ids(everything)
+    assert [i for p in pages for i in p] == ids(everything)
     assert repo.list(limit=7).cursor is None  # exactly the rest: no empty page after it
 
 
