@@ -59,6 +59,10 @@ class SessionRecorder(PostgresAggregateRecorder):
             "UPDATE {listing} SET version = %s, modified = COALESCE(%s, modified), sort_key = COALESCE(%s, sort_key), "
             "message_count = message_count + %s, name = CASE WHEN %s THEN %s ELSE name END, "
             "first_message = COALESCE(first_message, %s) WHERE session_id = %s AND version < %s")
+        # One session's append as one statement: its events inserted in a WITH before its listing change.
+        with_insert = SQL("WITH inserted AS ({0}) ").format(self.insert_events_statement)
+        self._alone = {"new": self._upsert, "more": self._advance}
+        self._together = {kind: with_insert + statement for kind, statement in self._alone.items()}
 
     def _sql(self, template: str) -> Composed:
         """``template`` with the schema-qualified names of the three tables filled in."""
@@ -68,7 +72,7 @@ class SessionRecorder(PostgresAggregateRecorder):
 
     # -- writing ---------------------------------------------------------------------------------------------------
 
-    def _listing_statements(self, stored_events: Sequence[StoredEvent]) -> Iterator[tuple[Composed, tuple[Any, ...]]]:
+    def _listing_changes(self, stored_events: Sequence[StoredEvent]) -> Iterator[tuple[str, tuple[Any, ...]]]:
         """The listing change of each session in an insert: a whole row for a new log, else what the lines add."""
         for sid, group in groupby(stored_events, key=lambda e: e.originator_id):
             events = list(group)
@@ -76,14 +80,14 @@ class SessionRecorder(PostgresAggregateRecorder):
             if first == 1:
                 summary = fold_lines(bytes(e.state) for e in events)
                 if summary is not None and summary.id == str(sid):
-                    yield self._upsert, _row(summary)
+                    yield "new", _row(summary)
                 continue
             delta: Summary | None = Summary(id=str(sid), name=_UNSET, version=first - 1)
             for event in events:
                 delta = fold_line(delta, bytes(event.state))
             assert delta is not None  # folding entries into a summary always gives one
             modified = delta.modified or None
-            yield self._advance, (
+            yield "more", (
                 delta.version, modified, sortable(modified) if modified else None, delta.message_count,
                 delta.name != _UNSET, None if delta.name == _UNSET else delta.name, delta.first_message,
                 str(sid), delta.version,
@@ -95,22 +99,21 @@ class SessionRecorder(PostgresAggregateRecorder):
         as a data-modifying ``WITH`` before the listing change, so one round trip, no explicit transaction."""
         if not stored_events:
             return None
-        listing = list(self._listing_statements(stored_events))
+        listing = list(self._listing_changes(stored_events))
         if len(listing) == 1 and all(e.originator_id == stored_events[0].originator_id for e in stored_events):
-            statement, params = listing[0]
+            kind, params = listing[0]
             rows = [self.construct_pg_stored_event(e.originator_id, e.originator_version, e.topic, e.state)
                     for e in stored_events]
             with self.datastore.get_connection() as conn, conn.cursor() as curs:
-                curs.execute(SQL("WITH inserted AS ({0}) ").format(self.insert_events_statement) + statement,
-                             (rows, *params), prepare=True)
+                curs.execute(self._together[kind], (rows, *params), prepare=True)
             return None
         exc: Exception | None = None
         with self.datastore.get_connection() as conn:
             with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
                 try:
                     self._insert_stored_events(curs, stored_events, **kwargs)
-                    for statement, params in listing:
-                        curs.execute(statement, params, prepare=True)
+                    for kind, params in listing:
+                        curs.execute(self._alone[kind], params, prepare=True)
                     pipeline.sync()  # a taken version raises here, not at the commit
                 except Exception as e:  # re-raised below, once the pipeline is closed (as eventsourcing does)
                     exc = e
