@@ -42,6 +42,11 @@ def _info(row: dict[str, Any], url: str) -> SessionInfo:
                        first_message=row["first_message"], parent_session=row["parent_session"])
 
 
+def _columns(events: Sequence[StoredEvent]) -> tuple[list[Any], ...]:
+    return ([str(e.originator_id) for e in events], [e.originator_version for e in events], [e.topic for e in events],
+            [e.state for e in events])
+
+
 class SessionRecorder(PostgresAggregateRecorder):
     """eventsourcing's aggregate recorder, plus the listing row of each session it writes (see the module doc)."""
 
@@ -59,8 +64,11 @@ class SessionRecorder(PostgresAggregateRecorder):
             "UPDATE {listing} SET version = %s, modified = COALESCE(%s, modified), sort_key = COALESCE(%s, sort_key), "
             "message_count = message_count + %s, name = CASE WHEN %s THEN %s ELSE name END, "
             "first_message = COALESCE(first_message, %s) WHERE session_id = %s AND version < %s")
+        # Columns as arrays rather than eventsourcing's array of a composite type: cheaper to send and to parse.
+        self._insert = self._sql("INSERT INTO {events} (originator_id, originator_version, topic, state) "
+                                 "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::bytea[])")
         # One session's append as one statement: its events inserted in a WITH before its listing change.
-        with_insert = SQL("WITH inserted AS ({0}) ").format(self.insert_events_statement)
+        with_insert = SQL("WITH inserted AS ({0}) ").format(self._insert)
         self._alone = {"new": self._upsert, "more": self._advance}
         self._together = {kind: with_insert + statement for kind, statement in self._alone.items()}
 
@@ -102,16 +110,14 @@ class SessionRecorder(PostgresAggregateRecorder):
         listing = list(self._listing_changes(stored_events))
         if len(listing) == 1 and all(e.originator_id == stored_events[0].originator_id for e in stored_events):
             kind, params = listing[0]
-            rows = [self.construct_pg_stored_event(e.originator_id, e.originator_version, e.topic, e.state)
-                    for e in stored_events]
             with self.datastore.get_connection() as conn, conn.cursor() as curs:
-                curs.execute(self._together[kind], (rows, *params), prepare=True)
+                curs.execute(self._together[kind], (*_columns(stored_events), *params), prepare=True)
             return None
         exc: Exception | None = None
         with self.datastore.get_connection() as conn:
             with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
                 try:
-                    self._insert_stored_events(curs, stored_events, **kwargs)
+                    curs.execute(self._insert, _columns(stored_events), prepare=True)
                     for kind, params in listing:
                         curs.execute(self._alone[kind], params, prepare=True)
                     pipeline.sync()  # a taken version raises here, not at the commit
