@@ -42,7 +42,11 @@ def _info(row: dict[str, Any], url: str) -> SessionInfo:
                        first_message=row["first_message"], parent_session=row["parent_session"])
 
 
-def _columns(events: Sequence[StoredEvent]) -> tuple[list[Any], ...]:
+def _columns(events: Sequence[StoredEvent], one: bool) -> tuple[Any, ...]:
+    """The insert's parameters: the one event's values, or each column as an array."""
+    if one:
+        e = events[0]
+        return (str(e.originator_id), e.originator_version, e.topic, e.state)
     return ([str(e.originator_id) for e in events], [e.originator_version for e in events], [e.topic for e in events],
             [e.state for e in events])
 
@@ -64,14 +68,18 @@ class SessionRecorder(PostgresAggregateRecorder):
             "UPDATE {listing} SET version = %s, modified = COALESCE(%s, modified), sort_key = COALESCE(%s, sort_key), "
             "message_count = message_count + %s, name = CASE WHEN %s THEN %s ELSE name END, "
             "first_message = COALESCE(first_message, %s) WHERE session_id = %s AND version < %s")
-        # Columns as arrays rather than eventsourcing's array of a composite type: cheaper to send and to parse.
-        self._insert = self._sql("INSERT INTO {events} (originator_id, originator_version, topic, state) "
-                                 "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::bytea[])")
-        # One session's append as one statement: its events inserted in a WITH before its listing change.
-        with_insert = SQL("WITH inserted AS ({0}) ").format(self._insert)
+        # Columns as arrays rather than eventsourcing's array of a composite type: cheaper to send and to parse; one
+        # event (most appends) as plain values, its line in binary. Rendered to bytes once: psycopg caches those.
+        columns = "INSERT INTO {events} (originator_id, originator_version, topic, state) "
+        self._insert = {
+            False: self._sql(columns + "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[], %b::bytea[])"),
+            True: self._sql(columns + "VALUES (%s, %s, %s, %b)"),
+        }
+        statements = {"new": self._upsert, "more": self._advance}
+        self._alone = {kind: s.as_bytes() for kind, s in statements.items()}
+        self._together = {(kind, one): (SQL("WITH inserted AS ({0}) ").format(self._insert[one]) + s).as_bytes()
+                          for kind, s in statements.items() for one in (False, True)}
         self._select_events = self._sql("SELECT originator_version, topic, state FROM {events} WHERE originator_id = %s")
-        self._alone = {"new": self._upsert, "more": self._advance}
-        self._together = {kind: with_insert + statement for kind, statement in self._alone.items()}
 
     def _sql(self, template: str) -> Composed:
         """``template`` with the schema-qualified names of the three tables filled in."""
@@ -112,13 +120,14 @@ class SessionRecorder(PostgresAggregateRecorder):
         if len(listing) == 1 and all(e.originator_id == stored_events[0].originator_id for e in stored_events):
             kind, params = listing[0]
             with self.datastore.get_connection() as conn, conn.cursor() as curs:
-                curs.execute(self._together[kind], (*_columns(stored_events), *params), prepare=True)
+                one = len(stored_events) == 1
+                curs.execute(self._together[kind, one], (*_columns(stored_events, one), *params), prepare=True)
             return None
         exc: Exception | None = None
         with self.datastore.get_connection() as conn:
             with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
                 try:
-                    curs.execute(self._insert, _columns(stored_events), prepare=True)
+                    curs.execute(self._insert[False], _columns(stored_events, False), prepare=True)
                     for kind, params in listing:
                         curs.execute(self._alone[kind], params, prepare=True)
                     pipeline.sync()  # a taken version raises here, not at the commit
