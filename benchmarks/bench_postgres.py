@@ -43,8 +43,8 @@ def connect(url: str) -> psycopg.Connection[Any]:
                            password=parts.password, dbname=parts.path.lstrip("/"))
 
 
-def repo_url(url: str, schema: str, pool: int) -> str:
-    return f"{url}?schema={schema}&pool_size={pool}&max_overflow=2"
+def repo_url(url: str, schema: str, pool: int, overflow: int = 2) -> str:
+    return f"{url}?schema={schema}&pool_size={pool}&max_overflow={overflow}"
 
 
 # --- one writer's loop, for both sides --------------------------------------------------------------------------
@@ -77,18 +77,22 @@ def session_writer(repo: Any, count: int, start: Any) -> list[float]:
 
 
 def _in_process(kind: str, url: str, schema: str, writer: int, count: int, start: Any, results: Any) -> None:
-    if kind == "raw":
-        results.put(raw_writer(url, schema, writer, count, start))
-        return
-    repo = open_repo(repo_url(url, schema, 1))
     try:
-        results.put(session_writer(repo, count, start))
-    finally:
-        repo.close()
+        if kind == "raw":
+            results.put(raw_writer(url, schema, writer, count, start))
+            return
+        repo = open_repo(repo_url(url, schema, 1, 0))
+        try:
+            results.put(session_writer(repo, count, start))
+        finally:
+            repo.close()
+    except BaseException as exc:  # e.g. the server's max_connections: the parent stops with it, not waits forever
+        start.abort()
+        results.put(f"writer {writer}: {exc!r}")
 
 
 def run_threads(kind: str, url: str, schema: str, writers: int, count: int) -> tuple[float, list[float]]:
-    start = threading.Barrier(writers + 1)
+    start = threading.Barrier(writers + 1, timeout=120)
     repo = open_repo(repo_url(url, schema, writers)) if kind == "st" else None
     with ThreadPoolExecutor(writers) as pool:
         if repo is None:
@@ -106,13 +110,18 @@ def run_threads(kind: str, url: str, schema: str, writers: int, count: int) -> t
 
 def run_processes(kind: str, url: str, schema: str, writers: int, count: int) -> tuple[float, list[float]]:
     ctx = mp.get_context("fork")
-    start, results = ctx.Barrier(writers + 1), ctx.Queue()
+    start, results = ctx.Barrier(writers + 1, timeout=120), ctx.Queue()
     procs = [ctx.Process(target=_in_process, args=(kind, url, schema, w, count, start, results)) for w in range(writers)]
     for p in procs:
         p.start()
     start.wait()
     t0 = time.perf_counter()
-    latencies = [x for _ in procs for x in results.get(timeout=600)]
+    latencies = []
+    for _ in procs:
+        got = results.get(timeout=600)
+        if isinstance(got, str):
+            raise SystemExit(got)
+        latencies += got
     wall = time.perf_counter() - t0
     for p in procs:
         p.join()
