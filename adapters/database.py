@@ -33,6 +33,7 @@ from sessiontree.domain.ids import now_iso
 
 APP_NAME = "sessiontree"
 _OPEN_TRIES = 5
+_RACES = ("concurrently updated", "duplicate key value violates unique constraint", "already exists")
 BATCH = 1000
 
 
@@ -209,9 +210,9 @@ def _open_app(env: Mapping[str, str], url: str) -> SessionLog:
             gc.collect()  # close the half-built connection pool now, not at interpreter exit
             detail = " ".join(str(exc).split())
             failures += 1
-            # eventsourcing re-creates its PostgreSQL function on every start; processes
-            # starting together can collide ("tuple concurrently updated"): try again.
-            if "concurrently updated" not in detail or failures == _OPEN_TRIES:
+            # eventsourcing re-creates its PostgreSQL function on every start, and its CREATE ... IF
+            # NOT EXISTS statements race too: processes starting together collide, so try again.
+            if not any(race in detail for race in _RACES) or failures == _OPEN_TRIES:
                 raise SessionError("storage", f"cannot open the session database {url}: {detail}") from exc
             time.sleep(0.05 * failures * (1 + random.random()))
 
@@ -266,6 +267,9 @@ def check_server(env: Mapping[str, str], url: str, schema: str | None) -> None:
             password=password, autocommit=True, connect_timeout=int(env.get("POSTGRES_CONNECT_TIMEOUT", "5")),
         ) as conn:
             if schema:
-                conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {0}").format(Identifier(schema)))
+                try:
+                    conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {0}").format(Identifier(schema)))
+                except psycopg.errors.UniqueViolation:
+                    pass  # another process created it at the same moment (IF NOT EXISTS does not cover a race)
     except psycopg.Error as exc:
         raise SessionError("storage", f"cannot reach {url}: {' '.join(str(exc).split())}") from exc

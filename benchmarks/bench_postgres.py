@@ -114,7 +114,10 @@ def run_processes(kind: str, url: str, schema: str, writers: int, count: int) ->
     procs = [ctx.Process(target=_in_process, args=(kind, url, schema, w, count, start, results)) for w in range(writers)]
     for p in procs:
         p.start()
-    start.wait()
+    try:
+        start.wait()
+    except threading.BrokenBarrierError:
+        raise SystemExit(f"a writer could not start: {results.get(timeout=60)}") from None
     t0 = time.perf_counter()
     latencies = []
     for _ in procs:

@@ -149,3 +149,32 @@ def test_a_wrong_database_role_or_server_is_one_clear_storage_error_at_once(url:
     assert time.monotonic() - started < 2.5
     assert err.value.code == "storage" and says in str(err.value) and "\n" not in str(err.value)
     assert ":pw@" not in str(err.value)
+
+
+def _open_and_create(url: str, results: Any) -> None:
+    try:
+        repo = open_repo(url)
+        repo.create(cwd="/p")
+        repo.close()
+        results.put("ok")
+    except BaseException as exc:  # reported to the parent
+        results.put(repr(exc))
+
+
+def test_processes_opening_a_new_schema_at_once_all_succeed(schema: str) -> None:
+    """The schema, eventsourcing's tables and the listing are created once, whoever gets there first: CREATE ... IF NOT
+    EXISTS races are retried (before, all but one of them could fail with a duplicate key in pg_namespace)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_open_and_create, args=(pg.url(schema) + "&pool_size=1", results)) for _ in range(6)]
+    for p in procs:
+        p.start()
+    outcomes = [results.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join()
+    assert outcomes == ["ok"] * 6
+    repo = open_repo(pg.url(schema))
+    assert len(repo.list()) == 6
+    repo.close()
