@@ -117,7 +117,9 @@ def run_processes(kind: str, url: str, schema: str, writers: int, count: int) ->
     try:
         start.wait()
     except threading.BrokenBarrierError:
-        raise SystemExit(f"a writer could not start: {results.get(timeout=60)}") from None
+        errors = [results.get(timeout=60) for _ in range(writers)]
+        first = next((e for e in errors if "BrokenBarrier" not in str(e)), errors[0])
+        raise SystemExit(f"a writer could not start: {first}") from None
     t0 = time.perf_counter()
     latencies = []
     for _ in procs:
