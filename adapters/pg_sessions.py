@@ -20,11 +20,11 @@ from eventsourcing.postgres import PostgresAggregateRecorder, PostgresDatastore
 from eventsourcing.utils import retry
 from psycopg.sql import SQL, Composed, Identifier
 
+from sessiontree.adapters.database_index import DELETIONS_STREAM  # markers of the SQLite projection: not a session
 from sessiontree.adapters.index import Summary, fold_line, fold_lines
 from sessiontree.adapters.listing import ListQuery, SessionList, page
 from sessiontree.adapters.store import SessionInfo, sortable
 
-DELETIONS_STREAM = "~deletions"  # markers an earlier version wrote for its projection: not a session
 LISTING_BUILT = "listing-v1"
 _UNSET = "\x00unset"  # a name no session_info can set: the name did not change
 _COLUMNS = ("session_id", "version", "cwd", "created", "modified", "sort_key", "created_key", "name", "message_count",

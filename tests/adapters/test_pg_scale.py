@@ -178,3 +178,23 @@ def test_processes_opening_a_new_schema_at_once_all_succeed(schema: str) -> None
     repo = open_repo(pg.url(schema))
     assert len(repo.list()) == 6
     repo.close()
+
+
+def test_an_insert_of_several_sessions_is_all_or_nothing(schema: str) -> None:
+    """The recorder takes events of several sessions in one call (one transaction): all are listed, or, when one
+    version is taken, none of them is written."""
+    from eventsourcing.persistence import IntegrityError
+
+    repo = open_repo(pg.url(schema))
+    a, b = repo.create(cwd="/a"), repo.create(cwd="/b")
+    lines = {s.id: s.storage.read_lines() for s in (a, b)}
+    extra = [orjson.dumps({"type": "custom", "id": f"c{n}", "parent_id": None, "timestamp": kit.T0_ISO,
+                           "custom_type": "t"}) for n in range(2)]
+    recorder = repo.store.recorder  # type: ignore[attr-defined]
+    recorder.insert_events([stored_event(a.id, 2, extra[0]), stored_event(b.id, 2, extra[1])])
+    assert {i.id: i.modified for i in repo.list()} == {a.id: kit.T0_ISO, b.id: kit.T0_ISO}
+    with pytest.raises(IntegrityError):
+        recorder.insert_events([stored_event(a.id, 3, extra[0]), stored_event(b.id, 2, extra[1])])
+    assert [len(repo.open(s).get_entries()) for s in lines] == [1, 1]
+    assert {i.id: i.modified for i in repo.list()} == {a.id: kit.T0_ISO, b.id: kit.T0_ISO}
+    repo.close()
