@@ -118,7 +118,9 @@ class SessionStore(ABC):
 
         if query.cwds is None:
             return select(self.infos(None), query)
-        return select({i.id: i for cwd in query.cwds for i in self.infos(cwd)}.values(), query)
+        # infos(cwd) decides what "started there" means for this store (JSONL: as pi compares paths).
+        rows = {i.id: i for cwd in query.cwds for i in self.infos(cwd)}
+        return select(rows.values(), attrs.evolve(query, cwds=None))
 
     def exists(self, session_id: str) -> bool:
         try:

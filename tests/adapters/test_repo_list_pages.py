@@ -99,3 +99,13 @@ def test_paging_through_select_is_the_filtered_sorted_listing(infos: list[Sessio
         assert after == sort_key(part[-1])
     assert seen == whole == sorted(whole, key=sort_key, reverse=True)
     assert {i.id for i in whole} == {i.id for i in infos if query.keeps(i)}
+
+
+def test_a_page_of_a_jsonl_folder_compares_working_directories_as_pi_does(tmp_path: Path) -> None:
+    """A header written ``/srv/app/`` is a session started in ``/srv/app``, with a limit too."""
+    from sessiontree import open_repo
+
+    repo = open_repo(tmp_path / "r")
+    kept = repo.create(cwd="/srv/app/")
+    repo.create(cwd="/srv/other")
+    assert ids(repo.list(cwd="/srv/app")) == ids(repo.list(cwd="/srv/app", limit=1)) == [kept.id]
