@@ -33,6 +33,7 @@ from sessiontree.domain.ids import now_iso
 
 APP_NAME = "sessiontree"
 _OPEN_TRIES = 5
+_RACES = ("concurrently updated", "duplicate key value violates unique constraint", "already exists")
 BATCH = 1000
 
 
@@ -62,13 +63,17 @@ class DatabaseStore(SessionStore):
         self.url = url
         self.env = _explicit({"ORIGINATOR_ID_TYPE": "text", **settings})
         self.app = _open_app(self.env, url)
-        self.recorder = self.app.recorder
+        self.recorder: Any = self.app.recorder
         self.module = type(self.app.factory).__module__
+        self._lock = threading.RLock()
+        self._open_listing()
+
+    def _open_listing(self) -> None:
+        """The listing: a projection of the notification log (``database_index.py``)."""
         view = db_index.view_class(self.module)
         if view is None:
-            raise SessionError("storage", f"{url}: persistence module {self.module} is not supported")
+            raise SessionError("storage", f"{self.url}: persistence module {self.module} is not supported")
         self.view = cast(db_index.IndexView, self.app.factory.tracking_recorder(view))
-        self._lock = threading.RLock()
 
     @classmethod
     def popo(cls) -> DatabaseStore:
@@ -96,7 +101,9 @@ class DatabaseStore(SessionStore):
         env = {**_postgres_env(dbname, host, port, user, password, schema), **(settings or {})}
         url = f"postgresql://{user}@{host}:{port}/{dbname}" + (f"?schema={schema}" if schema else "")
         check_server(env, url, schema)
-        return cls(env, url=url)
+        from sessiontree.adapters.pg_store import PostgresStore
+
+        return PostgresStore(env, url=url)
 
     def _storage(self, session_id: str) -> RecorderSessionStorage:
         storage = RecorderSessionStorage(self.recorder, session_id, location=f"{self.url}#{session_id}")
@@ -155,15 +162,8 @@ class DatabaseStore(SessionStore):
         if self.module == "eventsourcing.popo":
             forget_popo_events(recorder, session_id)
             return
-        if self.module == "eventsourcing.sqlite":
-            with recorder.datastore.transaction(commit=True) as c:
-                c.execute(f"DELETE FROM {recorder.events_table_name} WHERE originator_id = ?", (session_id,))
-            return
-        from psycopg.sql import SQL, Identifier
-
-        table = (Identifier(recorder.datastore.schema), Identifier(recorder.events_table_name))
-        with recorder.datastore.transaction(commit=True) as curs:
-            curs.execute(SQL("DELETE FROM {0}.{1} WHERE originator_id = %s").format(*table), (session_id,))
+        with recorder.datastore.transaction(commit=True) as c:  # SQLite (PostgresStore has its own remove)
+            c.execute(f"DELETE FROM {recorder.events_table_name} WHERE originator_id = ?", (session_id,))
 
     def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
         self.refresh_index()
@@ -210,9 +210,9 @@ def _open_app(env: Mapping[str, str], url: str) -> SessionLog:
             gc.collect()  # close the half-built connection pool now, not at interpreter exit
             detail = " ".join(str(exc).split())
             failures += 1
-            # eventsourcing re-creates its PostgreSQL function on every start; processes
-            # starting together can collide ("tuple concurrently updated"): try again.
-            if "concurrently updated" not in detail or failures == _OPEN_TRIES:
+            # eventsourcing re-creates its PostgreSQL function on every start, and its CREATE ... IF
+            # NOT EXISTS statements race too: processes starting together collide, so try again.
+            if not any(race in detail for race in _RACES) or failures == _OPEN_TRIES:
                 raise SessionError("storage", f"cannot open the session database {url}: {detail}") from exc
             time.sleep(0.05 * failures * (1 + random.random()))
 
@@ -267,6 +267,9 @@ def check_server(env: Mapping[str, str], url: str, schema: str | None) -> None:
             password=password, autocommit=True, connect_timeout=int(env.get("POSTGRES_CONNECT_TIMEOUT", "5")),
         ) as conn:
             if schema:
-                conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {0}").format(Identifier(schema)))
+                try:
+                    conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {0}").format(Identifier(schema)))
+                except psycopg.errors.UniqueViolation:
+                    pass  # another process created it at the same moment (IF NOT EXISTS does not cover a race)
     except psycopg.Error as exc:
         raise SessionError("storage", f"cannot reach {url}: {' '.join(str(exc).split())}") from exc

@@ -28,6 +28,13 @@ def delete_rows(store: DatabaseStore, session_id: str, lines: int, changed: Call
     if store.module == "eventsourcing.popo":
         _delete_popo(store, session_id, lines, changed)
         return
+    if hasattr(store.recorder, "delete_session"):  # PostgreSQL's lock-free recorder keeps its own listing table
+        try:
+            if not store.recorder.delete_session(session_id, lines):
+                raise changed()
+        except PersistenceError as exc:
+            raise SessionError("storage", f"could not delete session {session_id} in {store.url}: {exc}") from exc
+        return
     state = orjson.dumps({"type": "deleted", "id": session_id, "timestamp": now_iso()})
     for _ in range(_TRIES):
         last = store.recorder.select_events(db_index.DELETIONS_STREAM, desc=True, limit=1)

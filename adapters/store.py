@@ -67,10 +67,10 @@ def check_session_id(session_id: Any) -> str:
 
 def newest_first(infos: Iterable[SessionInfo]) -> list[SessionInfo]:
     """A listing sorted by modification time, newest first (ties: newest creation, then id)."""
-    return sorted(infos, key=lambda i: (_sortable(i.modified), _sortable(i.created), i.id), reverse=True)
+    return sorted(infos, key=lambda i: (sortable(i.modified), sortable(i.created), i.id), reverse=True)
 
 
-def _sortable(timestamp: str) -> str:
+def sortable(timestamp: str) -> str:
     """A string that sorts chronologically: our own ``...sss.mmmZ`` form as it is (the common
     case, no parsing), anything else converted to it."""
     if len(timestamp) == 24 and timestamp[-1] == "Z" and timestamp[10] == "T":
@@ -110,6 +110,17 @@ class SessionStore(ABC):
     @abstractmethod
     def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
         """Every session (with ``cwd`` given, only those started there), any order."""
+
+    def page(self, query: Any) -> list[SessionInfo]:
+        """The sessions a ``listing.ListQuery`` asks for, newest first (a ``listing.SessionList``). This one filters
+        every summary in Python; a store that can ask its database does so instead."""
+        from sessiontree.adapters.listing import select
+
+        if query.cwds is None:
+            return select(self.infos(None), query)
+        # infos(cwd) decides what "started there" means for this store (JSONL: as pi compares paths).
+        rows = {i.id: i for cwd in query.cwds for i in self.infos(cwd)}
+        return select(rows.values(), attrs.evolve(query, cwds=None))
 
     def exists(self, session_id: str) -> bool:
         try:

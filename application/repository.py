@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
@@ -17,11 +17,10 @@ from sessiontree import retention
 from sessiontree.adapters.database import DatabaseStore
 from sessiontree.adapters.jsonl_repo import JsonlStore
 from sessiontree.adapters.jsonl_salvage import salvage_log
-from sessiontree.adapters.memory import InMemorySessionStorage
+from sessiontree.adapters.listing import ListQuery, SessionList
 from sessiontree.adapters.storage import SessionStorage
-from sessiontree.adapters.store import MemoryStore, SessionInfo, SessionStore, check_session_id, newest_first
+from sessiontree.adapters.store import MemoryStore, SessionStore, check_session_id
 from sessiontree.adapters.urls import open_store
-from sessiontree.adapters.verify import verify
 from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, SessionStarted
@@ -30,6 +29,7 @@ from sessiontree.forking import fork_entries, fork_leaf
 from sessiontree.projections.context import SessionContextBuildOptions
 from sessiontree.redaction import DEFAULT, check_redactors, entry_redactor
 from sessiontree.session import Session
+from sessiontree.sources import salvaged_copy, verified_source
 
 if TYPE_CHECKING:
     from sessiontree.search import SearchHit
@@ -96,25 +96,29 @@ class SessionRepo:
         except BaseException:
             storage.close()
             raise
-        copy = _in_memory(storage, header, entries)
+        copy = salvaged_copy(storage, header, entries)
         copy.read_only, copy.skipped = True, skipped  # type: ignore[attr-defined]  # what the salvage left out
         return self._session(copy)
 
     def exists(self, session_id: str) -> bool:
         return self.store.exists(check_session_id(session_id))
 
-    def list(self, cwd: str | None = None) -> list[SessionInfo]:
-        """Every session (or those started in ``cwd``), most recently modified first.
+    def list(
+        self, cwd: str | None = None, *, name: str | None = None, since: Any = None, limit: int | None = None,
+        cursor: str | None = None,
+    ) -> SessionList:
+        """Sessions, most recently modified first: every one, or a page of them (docs/repositories.md#listing-sessioninfo).
 
-        ``cwd`` is resolved as pi resolves it (``~`` expanded, a relative path taken from the current directory), and
-        a session whose header names it as written is kept too."""
-        if not cwd:
-            return newest_first(self.store.infos(cwd))
-        resolved = os.path.normpath(os.path.abspath(os.path.expanduser(cwd)))
-        infos = {i.id: i for i in self.store.infos(resolved)}
-        if resolved != cwd:
-            infos.update((i.id, i) for i in self.store.infos(cwd))
-        return newest_first(infos.values())
+        ``cwd`` keeps those started there, resolved as pi resolves it (``~`` expanded, a relative path taken from the
+        current directory; a header naming it as written is kept too). ``name`` keeps those whose name contains it
+        (ignoring case), ``since`` those modified at or after a time (ISO 8601 or an aware ``datetime``). ``limit``
+        returns at most that many, and the result's ``cursor`` (None after the last page) continues where it stopped:
+        ``repo.list(limit=50, cursor=page.cursor)``."""
+        cwds = None
+        if cwd:
+            resolved = os.path.normpath(os.path.abspath(os.path.expanduser(cwd)))
+            cwds = (resolved,) if resolved == cwd else (resolved, cwd)
+        return cast(SessionList, self.store.page(ListQuery.of(cwds, name, since, limit, cursor)))
 
     def search(
         self, query: str, *, limit: int = 20, cwd: str | None = None, role: str | None = None, since: Any = None,
@@ -154,9 +158,9 @@ class SessionRepo:
         if position not in POSITIONS:
             raise SessionError("invalid_fork_target", f"fork position must be 'before' or 'at', not {position!r}")
         new_id = check_session_id(fork_id) if fork_id is not None else new_session_id()
-        storage, record, salvaged = _verified(self.store, check_session_id(session_id), salvage)
+        storage, record, salvaged = verified_source(self.store, check_session_id(session_id), salvage)
         parent = self.store.parent_reference(storage)
-        source = self._session(storage) if salvaged is None else self._session(_in_memory(storage, *salvaged))
+        source = self._session(storage) if salvaged is None else self._session(salvaged_copy(storage, *salvaged))
         try:
             leaf = fork_leaf(source, entry_id, position)
             path = source.get_branch(leaf) if leaf is not None else []
@@ -178,7 +182,7 @@ class SessionRepo:
         log that fails verify is refused (``corrupt``) unless ``salvage=True``: then what salvage mode reads is copied and
         the header records it (``source``: the source's head and the skipped lines).
         """
-        storage, record, salvaged = _verified(other.store, check_session_id(session_id), salvage)
+        storage, record, salvaged = verified_source(other.store, check_session_id(session_id), salvage)
         try:
             if salvaged is None and record["dialect"] == "native":
                 return self._session(self.store.store_lines(session_id, storage.read_lines()))
@@ -204,42 +208,6 @@ class SessionRepo:
             self.store.remove(header.originator_id)
             raise
         return self._session(storage)
-
-
-def _verified(
-    store: SessionStore, session_id: str, salvage: bool
-) -> tuple[SessionStorage, dict[str, Any], tuple[SessionStarted, list[Entry]] | None]:
-    """The source's storage, what a copy records of it, and (salvaging a log that fails
-    verify) the header and entries salvage mode reads from it; None when it verifies."""
-    storage = store.attach(session_id)
-    try:
-        report = verify(storage)
-        record: dict[str, Any] = {"session_id": session_id, "lines": report.lines, "head": report.head}
-        if report.ok:
-            return storage, {**record, "dialect": report.dialect}, None
-        if not salvage:
-            raise SessionError(
-                "corrupt",
-                f"session {session_id} at {storage.location} does not verify ({report.problems[0]}); it is not "
-                "copied (salvage copies what can be read, and records what it skipped)",
-            )
-        header, entries, skipped = salvage_log(storage.read_lines(), storage.location)
-    except BaseException:
-        storage.close()
-        raise
-    record["skipped"] = sorted({line for line, _ in skipped} | {p.line for p in report.problems if p.line})
-    return storage, record, (header, entries)
-
-
-def _in_memory(storage: SessionStorage, header: SessionStarted, entries: list[Entry]) -> SessionStorage:
-    """The entries salvage mode read from ``storage``, as a session in memory."""
-    storage.close()
-    copy = InMemorySessionStorage(
-        session_id=header.originator_id, cwd=header.cwd, timestamp=header.timestamp, metadata=header.metadata,
-        parent_session=header.parent_session,
-    )
-    copy.save([attrs.evolve(e, originator_id=header.originator_id, originator_version=v) for v, e in enumerate(entries, 2)])
-    return copy
 
 
 class JsonlSessionRepo(SessionRepo):

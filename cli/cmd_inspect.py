@@ -19,9 +19,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         raise CliError("--limit must be 1 or more")
     repo = open_repository(args.repo)
     with repo:
-        infos = repo.list(cwd=args.cwd)
-    if args.limit is not None:
-        infos = infos[: args.limit]
+        infos = repo.list(cwd=args.cwd, limit=args.limit, since=args.since, name=args.name)
     if args.json:
         print_json([attrs.asdict(i) for i in infos])
         return 0

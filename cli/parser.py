@@ -97,6 +97,8 @@ def build_parser() -> Parser:
     p = ps["ls"]
     p.add_argument("--cwd", help="only sessions started in this directory")
     p.add_argument("-n", "--limit", type=int, metavar="N", help="at most N sessions")
+    p.add_argument("--since", metavar="TIME", help="only sessions modified at or after TIME (ISO 8601)")
+    p.add_argument("--name", metavar="TEXT", help="only sessions whose name contains TEXT (ignoring case)")
 
     p = ps["show"]
     _session_args(p)

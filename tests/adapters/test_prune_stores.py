@@ -108,7 +108,7 @@ def _listing_rows(repo: Any) -> set[str]:
     import psycopg
 
     with psycopg.connect(dbname=pg.DBNAME, host=pg.HOST, port=pg.PORT, user=pg.USER) as conn:
-        schema, table = store.view.datastore.schema, store.view.sessions_table_name
+        schema, table = store.recorder.datastore.schema, store.recorder.listing_table_name  # the lock-free listing
         return {row[0] for row in conn.execute(f'SELECT session_id FROM "{schema}"."{table}"')}
 
 
@@ -121,8 +121,9 @@ def test_a_database_session_goes_with_its_listing_row(aged: SessionRepo, clock: 
     aged.prune(older_than="90d", now=NOW)
     assert _listing_rows(aged) == {young}
     assert aged.store.recorder.select_events(sid) == []  # type: ignore[attr-defined]
-    markers = aged.store.recorder.select_events(db_index.DELETIONS_STREAM)  # type: ignore[attr-defined]
-    assert [json.loads(m.state)["id"] for m in markers] == [sid]
+    if aged.store.module == "eventsourcing.sqlite":  # type: ignore[attr-defined]  # PostgreSQL's listing rows are the truth
+        markers = aged.store.recorder.select_events(db_index.DELETIONS_STREAM)  # type: ignore[attr-defined]
+        assert [json.loads(m.state)["id"] for m in markers] == [sid]
     assert ids(make_repo()) == {young}  # another repository on the same database
 
 
@@ -134,13 +135,10 @@ def test_a_failed_deletion_leaves_the_session_whole(
     sid = make_session(aged, clock, 120)
     before = stored(aged, sid)
     plan = aged.prune(older_than="90d", dry_run=True, now=NOW)
-    view: Any = aged.store.view  # type: ignore[attr-defined]
     if aged.store.module == "eventsourcing.sqlite":  # type: ignore[attr-defined]
-        monkeypatch.setattr(view, "table", "no_such_table", raising=False)
+        monkeypatch.setattr(aged.store.view, "table", "no_such_table", raising=False)  # type: ignore[attr-defined]
     else:
-        from psycopg.sql import Identifier
-
-        monkeypatch.setattr(view, "_names", (Identifier(view.datastore.schema), Identifier("no_such_table")))
+        monkeypatch.setattr(aged.store.recorder, "listing_table_name", "no_such_table")  # type: ignore[attr-defined]
     with pytest.raises(PruneError) as info:
         aged.apply_prune(plan)
     assert info.value.code == "storage" and info.value.result.pruned == ()

@@ -19,6 +19,15 @@ def test_ls_lists_sessions_with_name_cwd_count_first_message_and_time(demo, cli,
     assert demo["session_id"] in cli("ls").stdout
 
 
+def test_ls_filters_by_name_and_since_and_refuses_a_bad_time(demo, cli, cli_json) -> None:
+    """``ls --name`` matches part of the name, ignoring case; ``--since`` keeps sessions modified since then."""
+    assert [i["id"] for i in cli_json("ls", "--name", "FLAKY", "--limit", "1")] == [demo["session_id"]]
+    assert cli_json("ls", "--name", "nothing like it") == []
+    assert cli_json("ls", "--since", "2999-01-01T00:00:00Z") == []
+    assert len(cli_json("ls", "--since", "2000-01-01T00:00:00Z")) == 1
+    assert "not an ISO 8601 time" in cli("ls", "--since", "yesterday", fails=True).stderr
+
+
 def test_show_marks_leaf_labels_and_branch_points(demo, cli) -> None:
     """The default view has every entry but labels, with the leaf, labels and the fork marked."""
     out = cli("show").stdout

@@ -1,0 +1,55 @@
+"""The source of a copy or a fork: verified first, so a copy never launders damage (docs/audit.md, *Copies keep
+their provenance*), or, when asked, what salvage mode reads of it, held in memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from sessiontree.adapters.jsonl_salvage import salvage_log
+from sessiontree.adapters.memory import InMemorySessionStorage
+from sessiontree.adapters.storage import SessionStorage
+from sessiontree.adapters.store import SessionStore
+from sessiontree.adapters.verify import verify
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import Entry, SessionStarted
+
+
+def verified_source(
+    store: SessionStore, session_id: str, salvage: bool
+) -> tuple[SessionStorage, dict[str, Any], tuple[SessionStarted, list[Entry]] | None]:
+    """The source's storage, what a copy records of it, and (salvaging a log that fails
+    verify) the header and entries salvage mode reads from it; None when it verifies."""
+    storage = store.attach(session_id)
+    try:
+        report = verify(storage)
+        record: dict[str, Any] = {"session_id": session_id, "lines": report.lines, "head": report.head}
+        if report.ok:
+            return storage, {**record, "dialect": report.dialect}, None
+        if not salvage:
+            raise SessionError(
+                "corrupt",
+                f"session {session_id} at {storage.location} does not verify ({report.problems[0]}); it is not "
+                "copied (salvage copies what can be read, and records what it skipped)",
+            )
+        header, entries, skipped = salvage_log(storage.read_lines(), storage.location)
+    except BaseException:
+        storage.close()
+        raise
+    record["skipped"] = sorted({line for line, _ in skipped} | {p.line for p in report.problems if p.line})
+    return storage, record, (header, entries)
+
+
+def salvaged_copy(storage: SessionStorage, header: SessionStarted, entries: list[Entry]) -> SessionStorage:
+    """The entries salvage mode read from ``storage``, as a session in memory."""
+    storage.close()
+    copy = InMemorySessionStorage(
+        session_id=header.originator_id, cwd=header.cwd, timestamp=header.timestamp, metadata=header.metadata,
+        parent_session=header.parent_session,
+    )
+    copy.save([attrs.evolve(e, originator_id=header.originator_id, originator_version=v) for v, e in enumerate(entries, 2)])
+    return copy
+
+
+__all__ = ["salvaged_copy", "verified_source"]
