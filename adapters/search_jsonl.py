@@ -21,7 +21,7 @@ from sessiontree.adapters import folders, jsontext
 from sessiontree.adapters.files import open_regular, read_lines
 from sessiontree.adapters.search_sqlite import SqliteSearchIndex
 from sessiontree.adapters.search_state import Change, Filters, Hit, SourceState
-from sessiontree.adapters.search_text import Row, entry_row, same_place
+from sessiontree.adapters.search_text import Row, entry_row, erased_id, same_place, without_erased
 from sessiontree.adapters.search_watch import FolderWatch
 
 INDEX_FILE = ".sessiontree-search.sqlite"
@@ -61,8 +61,9 @@ def read_change(name: str, path: str, st: os.stat_result, state: SourceState | N
 
 def _read(fd: int, name: str, state: SourceState | None, offset: int, stamp: tuple[int, int, int], *, reset: bool) -> Change:
     rows: list[Row] = []
+    erased: set[str] = set()
     seq = state.version if state is not None else 0
-    reached = offset
+    reached, whole = offset, state is None
     for line, end in read_lines(fd, offset, jsontext.MAX_LINE_BYTES):
         reached, seq = end, seq + 1
         data = _parse(line)
@@ -74,9 +75,13 @@ def _read(fd: int, name: str, state: SourceState | None, offset: int, stamp: tup
         row = entry_row(seq, data)
         if row is not None:
             rows.append(row)
+        if (target := erased_id(data)) is not None:
+            erased.add(target)
     if state is None:  # not even a whole header yet
         return _not_session(name, stamp)
-    return Change(name, state.after(rows, (*stamp, reached)), rows, reset)
+    if erased and not whole:  # an erasure: the session is read again, the erased entries without their text
+        return _read(fd, name, None, 0, stamp, reset=True)
+    return Change(name, state.after(rows, (*stamp, reached)), without_erased(rows, erased), reset)
 
 
 def _not_session(name: str, stamp: tuple[int, int, int]) -> Change:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import attrs
 import orjson
 
 from sessiontree.adapters.search_state import Change, Filters, Hit, SearchIndex, SourceState
-from sessiontree.adapters.search_text import Row, entry_row, same_place
+from sessiontree.adapters.search_text import Row, entry_row, erased_id, same_place, without_erased
 
 HIDDEN = "~"  # streams that are not sessions (``~deletions``) start with this
 
@@ -56,8 +57,10 @@ def read_session(recorder: Any, sid: str, state: SourceState | None) -> Change:
             reset = False
         else:
             state = None
+    whole = state is None
     events = recorder.select_events(sid, gt=state.version if state is not None else None)
     rows: list[Row] = []
+    erased: set[str] = set()
     for stored in events:
         data = _line(stored)
         if state is None:
@@ -69,9 +72,13 @@ def read_session(recorder: Any, sid: str, state: SourceState | None) -> Change:
         row = entry_row(stored.originator_version, data)
         if row is not None:
             rows.append(row)
+        if (target := erased_id(data)) is not None:
+            erased.add(target)
     if state is None:
         return Change(sid, None, reset=True)
-    return Change(sid, state.after(rows), rows, reset)
+    if erased and not whole:  # an erasure: the session is read again, the erased entries without their text
+        return attrs.evolve(read_session(recorder, sid, None), reset=True)
+    return Change(sid, state.after(rows), without_erased(rows, erased), reset)
 
 
 class RecorderSearch:

@@ -213,6 +213,24 @@ def entry_row(seq: int, data: Any) -> Row | None:
     return Row(seq, entry_id, parent, kind_text, sortable_time(data.get("timestamp")), found[1] if found else None, leaf)
 
 
+ERASURE_RECORD = "sessiontree.redaction"  # domain/erasure.py's record type
+
+
+def erased_id(data: Any) -> str | None:
+    """The entry a redaction record erased (None for any other line): its text leaves the index at once, whether or
+    not the line itself was rewritten yet (docs/audit.md, *Erasure*)."""
+    if isinstance(data, Mapping) and data.get("type") == "custom" and data.get("custom_type") == ERASURE_RECORD:
+        payload = data.get("data")
+        target = payload.get("entry_id") if isinstance(payload, Mapping) else None
+        return target if isinstance(target, str) else None
+    return None
+
+
+def without_erased(rows: list[Row], erased: set[str]) -> list[Row]:
+    """``rows`` with no text for the entries erased."""
+    return [attrs.evolve(row, text=None) if row.entry_id in erased else row for row in rows] if erased else rows
+
+
 def _is_pi_leaf_marker(data: Mapping[str, Any]) -> bool:
     payload = data.get("data")
     return (data.get("type") == "custom" and data.get("customType") == "sessiontree/leaf" and isinstance(payload, Mapping)
