@@ -27,8 +27,10 @@ def session_versions(recorder: Any, module: str) -> dict[str, int]:
         with recorder._database_lock:
             return {sid: max(index) for sid, index in recorder._stored_events_index.items()
                     if index and not sid.startswith(HIDDEN)}
-    table = recorder.events_table_name
-    select = "SELECT originator_id AS sid, MAX(originator_version) AS v FROM {0} GROUP BY originator_id"
+    listing = getattr(recorder, "listing_table_name", None)  # PostgreSQL's lock-free recorder keeps a row per session
+    table = listing or recorder.events_table_name
+    select = ("SELECT session_id AS sid, version AS v FROM {0}" if listing else
+              "SELECT originator_id AS sid, MAX(originator_version) AS v FROM {0} GROUP BY originator_id")
     if module == "eventsourcing.sqlite":
         sql: Any = select.format(table)
     else:
