@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from sessiontree.adapters import jsonl_index
+from sessiontree.adapters import jsonl_index, jsontext
 from sessiontree.adapters.files import is_whole_line
 from sessiontree.adapters.jsonl_index import SidecarIndex, line_digest, offsets_from_lengths, offsets_of
 from sessiontree.adapters.jsonl_lease import names
 from sessiontree.adapters.jsonl_loader import LineLoader, pausing_collector
 from sessiontree.adapters.jsonl_scan import Envelopes, envelope_decoder, envelopes_of, utf8
-from sessiontree.adapters.jsontext import MAX_LINE_BYTES, parse
+from sessiontree.adapters.jsontext import parse
 from sessiontree.adapters.mapped import MappedLines, map_file, windows
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.log import EntryLog
@@ -80,7 +80,7 @@ def scan_mapped(storage: JsonlSessionStorage) -> tuple[MappedLines, LineLoader, 
             heads.append(envelope_decoder(storage.codec.dialect.parent_key).decode(tail))
     except (msgspec.DecodeError, RecursionError):
         return None
-    if not lengths or len(tail) > MAX_LINE_BYTES or (whole and not utf8([tail])):
+    if not lengths or len(tail) > jsontext.MAX_LINE_BYTES or (whole and not utf8([tail])):
         return None
     with pausing_collector():
         found = envelopes_of(heads)
@@ -99,7 +99,7 @@ def _scan_windows(mapped: mmap.mmap, size: int, envelope: Any) -> tuple[array[in
     lengths, heads = array("q"), list[Any]()
     end = 0
     for offset, batch in windows(mapped, size):
-        if max(map(len, batch)) > MAX_LINE_BYTES or (not all(map(bytes.isascii, batch)) and not utf8(batch)):
+        if max(map(len, batch)) > jsontext.MAX_LINE_BYTES or (not all(map(bytes.isascii, batch)) and not utf8(batch)):
             return None
         try:
             heads.extend(map(envelope, batch[1:] if not lengths else batch))
@@ -166,7 +166,7 @@ def _tail(storage: JsonlSessionStorage, index: SidecarIndex) -> list[Any] | None
     parts, tail, size = file.read_split(index.size)
     file.count = index.lines
     file.observe_lines(index.size, size, len(parts), tail)
-    if any(len(part) > MAX_LINE_BYTES for part in parts) or len(tail) > MAX_LINE_BYTES:
+    if any(len(part) > jsontext.MAX_LINE_BYTES for part in parts) or len(tail) > jsontext.MAX_LINE_BYTES:
         return None
     if tail and is_whole_line(tail):
         parts.append(tail)
