@@ -19,7 +19,7 @@ from typing import Any
 from eventsourcing.popo import POPOAggregateRecorder
 
 from sessiontree.adapters.checkpoints import SIDECAR_SUFFIX
-from sessiontree.adapters.files import make_private_dirs, open_regular
+from sessiontree.adapters.files import fsync_dir, make_private_dirs, open_regular
 from sessiontree.adapters.jsonl_scan import read_header
 from sessiontree.adapters.recorder import RecorderSessionStorage
 from sessiontree.domain.errors import SessionError
@@ -155,18 +155,4 @@ def _place(folder: Path, target: Path, data: bytes) -> None:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
-    sync_directory(folder)
-
-
-def sync_directory(folder: Path) -> None:
-    """Make a new name in ``folder`` durable (where the OS lets a folder be fsynced)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    fsync_dir(folder)
