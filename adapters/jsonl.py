@@ -1,9 +1,8 @@
 """The JSONL session storage: one session per file, header first (SPEC section 4).
 
-Opening reads and checks the header only; ``load`` (what ``Session(storage)`` calls) reads the file and checks
-every line, holding the entries lazily (``jsonl_scan.py``); ``load_prefix`` reads only the lines a time-travel
-view needs. ``save`` seals the events' lines into the hash chain and appends them with one write, under the file's
-writer lease (``jsonl_lease.py``): a second writer, or one whose view is stale, gets ``conflict``.
+Opening reads the header only; ``load`` maps the file and checks every line, or trusts a valid sidecar index
+(``jsonl_indexed.py``), holding the entries lazily; ``load_prefix`` reads only what a time-travel view needs. ``save``
+seals the lines into the hash chain and appends them with one write, under the file's writer lease (``jsonl_lease.py``).
 """
 
 from __future__ import annotations
