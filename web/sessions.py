@@ -1,0 +1,118 @@
+"""The sessions a server has open: a small cache in front of one repository.
+
+A session is opened on first use and kept (most recently used first) so the next page of it costs no replay; the
+oldest is closed past ``keep`` sessions. Before each use a file-backed session is checked against its file (size
+and mtime): when another process appended to it, the session takes the new entries in (``refresh``), and if the
+file changed in any other way it is opened again. One lock serialises every use, so a request never sees a
+session half way through another's write.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from sessiontree.cli.target import open_repository, repo_url
+from sessiontree.domain.errors import SessionError
+from sessiontree.web.rows import TreeRows
+
+T = TypeVar("T")
+DEFAULT_KEEP = 16
+
+
+def _signature(session: Any) -> tuple[int, int] | None:
+    path = getattr(session.storage, "path", None)
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+class Held:
+    """One open session with what was computed from it (tree rows per filter), valid while its version stands."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.signature = _signature(session)
+        self._rows: dict[tuple[str, int], TreeRows] = {}
+
+    def rows(self, mode: str) -> TreeRows:
+        key = (mode, self.session.version)
+        rows = self._rows.get(key)
+        if rows is None:
+            rows = TreeRows(self.session, mode)
+            self._rows = {k: v for k, v in self._rows.items() if k[1] == key[1]}  # older versions' rows are stale
+            self._rows[key] = rows
+        return rows
+
+    def wrote(self) -> None:
+        """The session appended through this server: its file changed because of us."""
+        self.signature = _signature(self.session)
+
+
+class OpenSessions:
+    """The repository named by ``--repo`` and its open sessions (see the module documentation)."""
+
+    def __init__(self, repo_option: str | None, keep: int = DEFAULT_KEEP) -> None:
+        self.url = repo_url(repo_option)
+        self.repo = open_repository(repo_option)
+        self.keep = keep
+        self.lock = threading.RLock()
+        self._held: OrderedDict[str, Held] = OrderedDict()
+
+    def close(self) -> None:
+        with self.lock:
+            for held in self._held.values():
+                held.session.close()
+            self._held.clear()
+            self.repo.close()
+
+    def infos(self) -> list[Any]:
+        with self.lock:
+            return list(self.repo.list())
+
+    @contextmanager
+    def use(self, session_id: str) -> Iterator[Held]:
+        """The open session ``session_id``, current with its file, under the lock."""
+        with self.lock:
+            yield self._get(session_id)
+
+    def run(self, session_id: str, work: Callable[[Held], T]) -> T:
+        with self.use(session_id) as held:
+            return work(held)
+
+    def _get(self, session_id: str) -> Held:
+        held = self._held.get(session_id)
+        if held is not None:
+            self._held.move_to_end(session_id)
+            if held.signature == _signature(held.session):
+                return held
+            try:
+                held.session.refresh()
+                held.signature = _signature(held.session)
+                return held
+            except SessionError:  # rewritten, not appended to: read it again
+                self._drop(session_id)
+        if not self.repo.exists(session_id):
+            raise SessionError("not_found", f"no session {session_id!r} in {self.url}")
+        held = Held(self.repo.open(session_id))
+        self._held[session_id] = held
+        while len(self._held) > self.keep:
+            self._drop(next(iter(self._held)))
+        return held
+
+    def _drop(self, session_id: str) -> None:
+        held = self._held.pop(session_id, None)
+        if held is not None:
+            held.session.close()
+
+    @property
+    def open_ids(self) -> list[str]:
+        return list(self._held)
