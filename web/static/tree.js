@@ -50,7 +50,7 @@ function rowHTML(row) {
   if (row.children > 1) marks.push(`<span class="fork">⑂ ${row.children}</span>`);
   const cls = ["row", `t-${row.type}`, row.role ? `r-${row.role}` : "", row.on_branch ? "on" : "off",
     row.id === selected ? "selected" : ""].join(" ");
-  return `<div class="${cls}" data-index="${row.index}" data-id="${esc(row.id)}" style="top:${row.index * ROW}px;padding-left:${8 + row.depth * 18}px">`
+  return `<div class="${cls}" data-index="${row.index}" data-id="${esc(row.id)}" data-depth="${row.depth}">`
     + `<code>${esc(row.id)}</code> ${marks.join(" ")} <span class="text">${esc(row.text)}</span></div>`;
 }
 
@@ -61,9 +61,13 @@ function draw() {
   for (let i = top; i < end; i += 1) {
     const row = rowAt(i);
     if (row) parts.push(rowHTML(row));
-    else { load(Math.floor(i / CHUNK)); parts.push(`<div class="row pending" style="top:${i * ROW}px">…</div>`); }
+    else { load(Math.floor(i / CHUNK)); parts.push(`<div class="row pending" data-index="${i}" data-depth="0">…</div>`); }
   }
   spacer.innerHTML = parts.join("");
+  for (const element of spacer.children) {  // positions set through the CSSOM: the page's CSP allows no inline styles
+    element.style.top = `${Number(element.dataset.index) * ROW}px`;
+    element.style.paddingLeft = `${8 + Number(element.dataset.depth) * 18}px`;
+  }
 }
 
 let scheduled = false;
@@ -75,6 +79,7 @@ box.addEventListener("scroll", () => {
 
 box.addEventListener("click", (event) => {
   const element = event.target.closest(".row[data-id]");
+  if (element && element.classList.contains("pending")) return;
   if (!element) return;
   const row = rowAt(Number(element.dataset.index));
   selected = row.id;
