@@ -79,7 +79,7 @@ class TreeRows:
         self.depths: list[int] = []
         self.kids: list[int] = []
         ids_append, depths_append, kids_append = self.ids.append, self.depths.append, self.kids.append
-        stack = [(r, 1 if len(roots) > 1 else 0) for r in reversed(roots)]
+        stack = [(r, 0) for r in reversed(roots)]
         while stack:  # iterative: sessions are far deeper than the recursion limit
             entry_id, depth = stack.pop()
             kids = shown_children(entry_id)
