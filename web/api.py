@@ -115,7 +115,8 @@ def _tree(request: Request) -> Work:
 def _context(request: Request) -> Work:
     entry, version = request.query_params.get("entry"), _int(request, "version")
     if request.query_params.get("view") == "page":
-        return lambda held: payloads.context_view(held.session, entry, version)
+        start, count = _int(request, "start"), _int(request, "count", payloads.PAGE_MESSAGES)
+        return lambda held: payloads.context_view(held.session, entry, version, start, count or payloads.PAGE_MESSAGES)
     return lambda held: payloads.context_json(held.session, entry, version)
 
 

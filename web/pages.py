@@ -152,8 +152,8 @@ def _blocks_html(message: dict[str, Any], query: dict[str, Any]) -> str:
 
 
 def _context_body(request: Request, held: Held) -> str:
-    entry, version = request.query_params.get("entry"), request.query_params.get("version")
-    view = payloads.context_view(held.session, entry, int(version) if version else None)
+    entry, version, start = (request.query_params.get(k) for k in ("entry", "version", "start"))
+    view = payloads.context_view(held.session, entry, int(version) if version else None, int(start) if start else None)
     query = {"sid": held.session.id, "entry": view["leaf_id"], "version": version}
     model = view["model"]
     tools = view["active_tool_names"]
@@ -173,7 +173,23 @@ def _context_body(request: Request, held: Held) -> str:
         + (f' ({view["reported_tokens"]:,} reported by the last reply)' if view["reported_tokens"] is not None else "")
         + f' · model {e(_model(model))}'
         f' · thinking {e(view["thinking_level"])} · tools {e(", ".join(tools) if tools is not None else "(all)")}{at}</p>'
-        f'<div id="messages">{messages or "<p class=dim>(an empty context)</p>"}</div>')
+        + _pager(request, view) + f'<div id="messages">{messages or "<p class=dim>(an empty context)</p>"}</div>')
+
+
+def _pager(request: Request, view: dict[str, Any]) -> str:
+    """Links to the other pages of a long context (it shows ``PAGE_MESSAGES`` at a time)."""
+    total, first, size = view["total_messages"], view["start"], payloads.PAGE_MESSAGES
+    if total <= size:
+        return ""
+    last = first + len(view["messages"]) - 1
+    query = {k: v for k, v in request.query_params.items() if k != "start"}
+
+    def link(text: str, start: int) -> str:
+        return f'<a href="{e(url(request.url.path, **query, start=start))}">{text}</a>'
+
+    return (f'<p id="pager">messages {first:,}–{last:,} of {total:,} · ' + " · ".join([
+        link("first", 1), link("earlier", max(1, first - size)), link("later", min(total, last + 1)),
+        link("last", max(1, total - size + 1))]) + "</p>")
 
 
 async def context_page(request: Request) -> Response:

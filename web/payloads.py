@@ -124,19 +124,29 @@ def _message_view(index: int, message: Any) -> dict[str, Any]:
     return {"index": index, "role": role, "tokens": DEFAULT_ESTIMATOR(message), "notes": notes, "blocks": blocks}
 
 
-def context_view(session: Any, ref: str | None, version: int | None = None) -> dict[str, Any]:
-    """The context as the page shows it: settings, the token estimate, each message with its blocks clipped."""
+PAGE_MESSAGES = 100  # messages one context page shows (the settings and the token estimate cover them all)
+
+
+def context_view(
+    session: Any, ref: str | None, version: int | None = None, start: int | None = None, count: int = PAGE_MESSAGES
+) -> dict[str, Any]:
+    """The context as the page shows it: settings, the token estimate, and messages ``start..start+count-1`` (from 1;
+    by default the last ``count``), each with its blocks clipped."""
     reader = reader_at(session, version)
     leaf = resolve(reader, ref)
     context = reader.build_context(leaf_id=leaf)
     tokens = estimate_context_tokens(reader, leaf_id=leaf)
     entry = reader.entry(leaf) if leaf is not None else None
+    messages = context.messages
+    total = len(messages)
+    count = max(1, count)
+    first = max(1, total - count + 1) if start is None else min(max(1, start), max(1, total))
     return {
         "session_id": reader.id, "leaf_id": leaf, "version": reader.version, "entry": _entry_brief(entry),
         "thinking_level": context.thinking_level, "model": dict(context.model) if context.model else None,
         "active_tool_names": context.active_tool_names, "estimated_tokens": tokens.tokens,
-        "reported_tokens": tokens.usage_tokens,
-        "messages": [_message_view(i, m) for i, m in enumerate(context.messages, 1)],
+        "reported_tokens": tokens.usage_tokens, "total_messages": total, "start": first,
+        "messages": [_message_view(i, messages[i - 1]) for i in range(first, min(total, first + count - 1) + 1)],
     }
 
 
