@@ -131,3 +131,33 @@ def test_the_tree_of_a_large_session_is_virtualised(page, serve, tmp_path, shot)
     assert page.locator(".row").count() < 200
     assert "turn 10000" in page.locator(f'.row[data-id="{ids[10_000]}"]').inner_text()
     shot(page, "middle")
+
+
+@pytest.mark.parametrize("name", ["branches", "compaction", "small"])
+def test_a_file_pi_wrote_reads_as_pi_reads_it(page, serve, tmp_path, shot, name):
+    """The held pi fixtures (written by pi itself): the tree has pi's nodes, the context page pi's context."""
+    import shutil
+
+    from sessiontree_pi import fixtures_dir
+
+    expected = json.loads((fixtures_dir() / f"{name}.expected.json").read_text())
+    folder = tmp_path / "pi"
+    folder.mkdir()
+    shutil.copy(fixtures_dir() / f"{name}.jsonl", folder / f"{name}.jsonl")
+    server = serve(folder)
+    sid = expected["header"]["id"]
+    page.goto(server.url)
+    page.goto(server.base + f"/sessions/{sid}?filter=all")
+    page.locator(f'.row[data-id="{expected["leafId"]}"] .leaf').wait_for()
+    total = json.loads(page.locator("#tree-data").text_content())["total"]
+    assert total == expected["tree"]["nodes"]
+    page.locator("#verify").filter(has_text="not chained").wait_for()
+    shot(page, "tree")
+    page.goto(server.base + f"/sessions/{sid}/context")
+    context = expected["context"]
+    assert page.locator("article.msg").count() == context["messages"]
+    meta = page.locator("#context-meta").inner_text()
+    assert f"thinking {context['thinkingLevel']}" in meta
+    if context["model"]:
+        assert f"{context['model']['provider']}/{context['model']['modelId']}" in meta
+    shot(page, "context")
