@@ -91,8 +91,25 @@ def _summary(request: Request) -> Work:
     return lambda held: payloads.summary(held.session)
 
 
-def _verify(request: Request) -> Work:
-    return lambda held: payloads.verify_payload(held.session)
+async def verify_session(request: Request) -> Response:
+    """The verify report, kept until the file changes. A file is read outside the sessions' lock (verify reads it
+    from the disk on its own), so a long check does not hold up the other pages."""
+    sessions: OpenSessions = request.app.state.sessions
+    sid = request.path_params["sid"]
+    try:
+        held, path, signature = await run_in_threadpool(
+            sessions.run, sid, lambda h: (h, getattr(h.session.storage, "path", None), h.signature))
+        if held.verified is not None and signature is not None and held.verified[0] == signature:
+            return json_response(held.verified[1])
+        if path is None:
+            payload = await run_in_threadpool(sessions.run, sid, lambda h: payloads.verify_payload(h.session))
+        else:
+            payload = await run_in_threadpool(payloads.verify_payload, path)
+        held.verified = (signature, payload)
+    except Exception as exc:
+        status, code, message = error_parts(exc)
+        return json_response({"error": {"code": code, "message": message}}, status)
+    return json_response(payload)
 
 
 def _stats(request: Request) -> Work:
@@ -233,7 +250,7 @@ def _move(session: Any, body: dict[str, Any]) -> Any:
 ROUTES = [
     Route("/api/sessions", list_sessions),
     Route("/api/sessions/{sid}", endpoint(_summary)),
-    Route("/api/sessions/{sid}/verify", endpoint(_verify)),
+    Route("/api/sessions/{sid}/verify", verify_session),
     Route("/api/sessions/{sid}/stats", endpoint(_stats)),
     Route("/api/sessions/{sid}/tree", endpoint(_tree)),
     Route("/api/sessions/{sid}/context", endpoint(_context)),

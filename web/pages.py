@@ -94,22 +94,21 @@ async def sessions_page(request: Request) -> Response:
     return page(request, "sessions", "Sessions", body)
 
 
-def _header(s: dict[str, Any]) -> str:
-    sid = s["id"]
+def _header(session: Any) -> str:
+    """The session's heading: what costs no pass over the log (tokens, cost and the verify badge load after)."""
+    sid, leaf = session.id, session.leaf_id
     exports = " ".join(
         f'<a href="{e(url(f"/api/sessions/{quote(sid)}/export", format=kind))}" download>{kind}</a>' for kind in EXPORTS)
     return (
-        f'<section class="session" data-id="{e(sid)}" data-leaf="{e(s["leaf_id"])}">'
-        f'<h1><span id="session-name">{e(s["name"] or "(unnamed)")}</span> <span class="dim">{e(sid)}</span> '
+        f'<section class="session" data-id="{e(sid)}" data-leaf="{e(leaf)}">'
+        f'<h1><span id="session-name">{e(session.get_session_name() or "(unnamed)")}</span> <span class="dim">{e(sid)}</span> '
         f'<span class="badge" id="verify" data-id="{e(sid)}">verify…</span></h1>'
-        f'<p class="dim">{e(s["cwd"])} · {s["entries"]:,} entries · {s["message_count"]:,} messages · '
-        f'{s["total_tokens"]:,} tokens · ${s["cost_total"]:.4f} · leaf {e(s["leaf_id"] or "(none)")} · export: {exports}</p>'
-        '</section>')
+        f'<p class="dim">{e(session.header.cwd)} · {len(session):,} entries · <span id="usage">…</span> · '
+        f'leaf {e(leaf or "(none)")} · export: {exports}</p></section>')
 
 
 def _tree_body(request: Request, held: Held) -> str:
     mode = request.query_params.get("filter", "default")
-    s = payloads.summary(held.session)
     rows = held.rows(mode)
     start = max(0, (rows.focus or 0) - 40)
     first = {"total": len(rows), "focus": rows.focus, "start": start, "rows": rows.window(start, 120), "filter": mode,
@@ -118,7 +117,7 @@ def _tree_body(request: Request, held: Held) -> str:
                       for f in ("default", "no-tools", "user", "labelled", "all"))
     data = orjson.dumps(first).decode().replace("</", "<\\/")
     return (
-        _header(s)
+        _header(held.session)
         + '<section class="tools"><label>filter <select id="tree-filter">' + options + "</select></label> "
         '<form id="rename" class="inline"><input name="name" placeholder="new session name"> <button>rename</button></form> '
         f'<span class="dim">{len(rows):,} rows</span></section>'

@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from sessiontree.cli import clip
-from sessiontree.cli.cmd_inspect import branch_tips, context_payload
+from sessiontree.cli.cmd_inspect import context_payload
 from sessiontree.cli.describe import entry_text, message_preview
 from sessiontree.compaction import estimate_context_tokens
 from sessiontree.domain.errors import SessionError
@@ -29,9 +29,15 @@ def info_row(info: Any) -> dict[str, Any]:
     return {k: getattr(info, k) for k in ("id", "name", "cwd", "created", "modified", "message_count", "first_message")}
 
 
+def branch_tips(reader: Any) -> list[str]:
+    """The last entry of every branch (tree nodes without children), in log order; from the heads alone."""
+    tree = reader.projection("tree")
+    return [h.id for h in reader.iter_heads() if h.type != "leaf" and not tree.get(h.id)]
+
+
 def summary(session: Any) -> dict[str, Any]:
     """A session at a glance: entries, the leaf, tokens and cost, its labels and the tips of its branches."""
-    stats = session.get_session_stats()
+    stats = session.projection("stats")  # the whole session's (read only): get_session_stats decodes the branch too
     tips = branch_tips(session)
     return {
         "id": session.id, "name": session.get_session_name(), "cwd": session.header.cwd, "created": session.header.timestamp,

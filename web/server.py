@@ -61,6 +61,8 @@ def serve(repo: str | None, host: str, port: int, open_browser: bool, *, keep: i
         threading.Timer(0.3, _open, (link,)).start()
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:  # Ctrl-C is how a server is stopped: not an error (uvicorn raises it again after its shutdown)
+        pass
     finally:
         sock.close()
         sessions.close()

@@ -42,6 +42,7 @@ class Held:
         self.session = session
         self.signature = _signature(session)
         self._rows: dict[tuple[str, int], TreeRows] = {}
+        self.verified: tuple[Any, dict[str, Any]] | None = None  # (the file's signature then, the verify payload)
 
     def rows(self, mode: str) -> TreeRows:
         key = (mode, self.session.version)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -54,3 +55,11 @@ def test_serve_is_listed_in_the_help(tmp_path):
     assert "serve" in run(("--help",), tmp_path).stdout
     text = run(("serve", "--help"), tmp_path).stdout
     assert "--no-browser" in text and "127.0.0.1" in text
+
+
+def test_ctrl_c_stops_the_server_quietly(serve, demo):
+    server = serve(demo["repo"])
+    assert server.get("/api/sessions")[0] == 200
+    server.proc.send_signal(signal.SIGINT)
+    assert server.proc.wait(20) == 0
+    assert server.proc.stderr.read() == ""

@@ -133,5 +133,9 @@ document.getElementById("tree-filter")?.addEventListener("change", (event) => {
 
 if (first.focus !== null) box.scrollTop = Math.max(0, first.focus * ROW - box.clientHeight / 2);
 draw();
+getJSON(api(sessionId)).then((s) => {
+  document.getElementById("usage").textContent =
+    `${s.message_count.toLocaleString()} messages · ${s.total_tokens.toLocaleString()} tokens · $${s.cost_total.toFixed(4)}`;
+}, () => { document.getElementById("usage").textContent = "(usage unavailable)"; });
 getJSON(api(sessionId, "/verify")).then((report) => verifyBadge(document.getElementById("verify"), report),
   () => { document.getElementById("verify").textContent = "verify failed"; });
