@@ -208,9 +208,11 @@ def write_endpoint(apply: Callable[[Any, dict[str, Any]], Any]) -> Callable[[Req
             body = await _body(request)
 
             def work(held: Held) -> Any:
-                result = apply(held.session, body)
-                held.wrote()
-                return {"result": result, "session": payloads.summary(held.session)}
+                try:
+                    result = apply(held.session, body)
+                    return {"result": result, "session": payloads.summary(held.session)}
+                finally:
+                    sessions.release(held.session.id)
             data = await run_in_threadpool(sessions.run, request.path_params["sid"], work)
         except Exception as exc:
             status, code, message = error_parts(exc)

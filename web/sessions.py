@@ -1,10 +1,10 @@
 """The sessions a server has open: a small cache in front of one repository.
 
-A session is opened on first use and kept (most recently used first) so the next page of it costs no replay; the
-oldest is closed past ``keep`` sessions. Before each use a file-backed session is checked against its file (size
-and mtime): when another process appended to it, the session takes the new entries in (``refresh``), and if the
-file changed in any other way it is opened again. One lock serialises every use, so a request never sees a
-session half way through another's write.
+A session is opened on first use and kept so the next page of it costs no replay; the least recently used is
+closed past ``keep`` sessions or ``max_entries`` entries in all (the one in use stays open). Before each use a
+file-backed session is checked against its file (size and mtime): when another process appended to it, the
+session takes the new entries in (``refresh``), and if the file changed in any other way it is opened again. One
+lock serialises every use, so a request never sees a session half way through another's write.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from sessiontree.web.rows import TreeRows
 
 T = TypeVar("T")
 DEFAULT_KEEP = 16
+DEFAULT_MAX_ENTRIES = 250_000  # entries kept open in all (about 2 KB each in memory): a bound on the server's memory
 
 
 def _signature(session: Any) -> tuple[int, int] | None:
@@ -53,18 +54,15 @@ class Held:
             self._rows[key] = rows
         return rows
 
-    def wrote(self) -> None:
-        """The session appended through this server: its file changed because of us."""
-        self.signature = _signature(self.session)
-
 
 class OpenSessions:
     """The repository named by ``--repo`` and its open sessions (see the module documentation)."""
 
-    def __init__(self, repo_option: str | None, keep: int = DEFAULT_KEEP) -> None:
+    def __init__(self, repo_option: str | None, keep: int = DEFAULT_KEEP, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
         self.url = repo_url(repo_option)
         self.repo = open_repository(repo_option)
         self.keep = keep
+        self.max_entries = max_entries
         self.lock = threading.RLock()
         self._held: OrderedDict[str, Held] = OrderedDict()
 
@@ -105,9 +103,18 @@ class OpenSessions:
             raise SessionError("not_found", f"no session {session_id!r} in {self.url}")
         held = Held(self.repo.open(session_id))
         self._held[session_id] = held
-        while len(self._held) > self.keep:
-            self._drop(next(iter(self._held)))
+        while len(self._held) > 1 and (len(self._held) > self.keep or self._entries() > self.max_entries):
+            self._drop(next(iter(self._held)))  # the least recently used; never the one just opened
         return held
+
+    def _entries(self) -> int:
+        return sum(len(h.session) for h in self._held.values())
+
+    def release(self, session_id: str) -> None:
+        """Close the session after a write: a JSONL session holds its file's writer lease from its first append
+        until it closes, and the agent that owns the session must be able to go on appending."""
+        with self.lock:
+            self._drop(session_id)
 
     def _drop(self, session_id: str) -> None:
         held = self._held.pop(session_id, None)

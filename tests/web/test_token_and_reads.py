@@ -122,3 +122,20 @@ def test_an_unknown_session_and_bad_arguments_are_clear_errors(serve, demo):
     assert status == 404
     status, body, _ = server.get(f"/api/sessions/{demo['session_id']}/export?format=pdf")
     assert status == 400 and b"pdf" in body
+
+
+def test_the_agent_can_go_on_appending_and_the_viewer_sees_it(serve, demo):
+    """A write from the viewer does not keep the file's writer lease; another writer's appends show on the next read."""
+    from sessiontree import JsonlSessionStorage, Session, UserMessage
+
+    server = serve(demo["repo"])
+    sid = demo["session_id"]
+    body = json.dumps({"entry": demo["ids"]["diagnosis"], "label": "seen"}).encode()
+    assert server.request("POST", f"/api/sessions/{sid}/label", body)[0] == 200
+    entries = json.loads(server.get(f"/api/sessions/{sid}")[1])["entries"]
+    with Session(JsonlSessionStorage.open(demo["file"])) as agent:
+        new = agent.append_message(UserMessage(content="one more thing"))
+    summary = json.loads(server.get(f"/api/sessions/{sid}")[1])
+    assert summary["entries"] == entries + 1 and summary["leaf_id"] == new
+    rows = json.loads(server.get(f"/api/sessions/{sid}/tree?start=-1&count=1")[1])["rows"]
+    assert rows[0]["id"] == new and rows[0]["leaf"] is True
