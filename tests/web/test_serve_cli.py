@@ -63,3 +63,11 @@ def test_ctrl_c_stops_the_server_quietly(serve, demo):
     server.proc.send_signal(signal.SIGINT)
     assert server.proc.wait(20) == 0
     assert server.proc.stderr.read() == ""
+
+
+def test_without_the_web_extra_serve_says_what_to_install(tmp_path):
+    probe = ("import sys; sys.modules['starlette'] = None  # as if the extra were not installed\n"
+             "from sessiontree.cli import main; sys.exit(main(['serve', '--no-browser']))")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip() == "sessiontree: error: missing_extra: sessiontree serve needs starlette: pip install 'sessiontree[web]'"
