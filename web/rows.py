@@ -45,17 +45,19 @@ class TreeRows:
         parents: dict[str, str | None] = {}
         children: dict[str | None, list[str]] = {}
         hidden: set[str] = set()
+        only_labels = mode == "default"  # the usual filter, tested inline: this loop runs once per entry
         for head in reader.iter_heads():  # one pass over the heads: the tree, and what the filter hides
-            if head.type == "leaf":
+            kind, entry_id, parent = head
+            if kind == "leaf":
                 continue
-            parents[head.id] = head.parent_id
-            siblings = children.get(head.parent_id)
+            parents[entry_id] = parent
+            siblings = children.get(parent)
             if siblings is None:
-                children[head.parent_id] = [head.id]
+                children[parent] = [entry_id]
             else:
-                siblings.append(head.id)
-            if not visible(head):
-                hidden.add(head.id)
+                siblings.append(entry_id)
+            if (kind == "label") if only_labels else not visible(head):
+                hidden.add(entry_id)
 
         def shown_children(parent: str | None) -> list[str]:
             kids = children.get(parent, ())
