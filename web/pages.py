@@ -203,9 +203,9 @@ def _replay_body(request: Request, held: Held) -> str:
     return (
         f'<h1>Replay <span class="dim">{e(session.get_session_name() or session.id)}</span></h1>'
         f'<section id="replay" data-id="{e(session.id)}" data-versions="{session.version}" data-version="{version}">'
-        '<div class="stepper"><button id="first">⏮</button><button id="prev">◀</button>'
+        '<div class="stepper"><button id="first" title="first event">|◀</button><button id="prev">◀</button>'
         f'<input id="slider" type="range" min="1" max="{session.version}" value="{version}">'
-        '<button id="next">▶</button><button id="last">⏭</button> '
+        '<button id="next">▶</button><button id="last" title="last event">▶|</button> '
         f'<input id="version" type="number" min="1" max="{session.version}" value="{version}"> / {session.version}</div>'
         '<div id="step" class="step"><p class="dim">loading…</p></div></section>')
 

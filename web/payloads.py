@@ -77,7 +77,7 @@ def context_json(session: Any, ref: str | None, version: int | None = None) -> d
     """Exactly what ``sessiontree context --json`` prints: the messages in their wire form and the settings."""
     reader = reader_at(session, version)
     leaf = resolve(reader, ref)
-    context = reader.build_context(leaf_id=leaf)
+    context = reader.build_context() if leaf == reader.leaf_id else reader.build_context(leaf_id=leaf)
     return context_payload(reader, context, leaf)
 
 
@@ -130,6 +130,13 @@ def _message_view(index: int, message: Any) -> dict[str, Any]:
     return {"index": index, "role": role, "tokens": DEFAULT_ESTIMATOR(message), "notes": notes, "blocks": blocks}
 
 
+def _context_and_tokens(reader: Any, leaf: str | None) -> tuple[Any, Any]:
+    """The context at ``leaf`` and its token figure; at the current leaf, from the context the session keeps."""
+    if leaf == reader.leaf_id:
+        return reader.build_context(), estimate_context_tokens(reader)
+    return reader.build_context(leaf_id=leaf), estimate_context_tokens(reader, leaf_id=leaf)
+
+
 PAGE_MESSAGES = 100  # messages one context page shows (the settings and the token estimate cover them all)
 
 
@@ -140,8 +147,7 @@ def context_view(
     by default the last ``count``), each with its blocks clipped."""
     reader = reader_at(session, version)
     leaf = resolve(reader, ref)
-    context = reader.build_context(leaf_id=leaf)
-    tokens = estimate_context_tokens(reader, leaf_id=leaf)
+    context, tokens = _context_and_tokens(reader, leaf)
     entry = reader.entry(leaf) if leaf is not None else None
     messages = context.messages
     total = len(messages)

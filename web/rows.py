@@ -35,63 +35,80 @@ def _predicate(mode: str, reader: Any, labels: dict[str, str]) -> Callable[[Any]
     raise ValueError(f"unknown filter {mode!r} (choose from {', '.join(FILTERS)})")
 
 
+Tree = dict[str | None, list[str]]
+
+
+def _scan(reader: Any, mode: str) -> tuple[dict[str, str | None], Tree, set[str]]:
+    """One pass over the heads: each entry's parent, each entry's children, and what the filter hides."""
+    visible = _predicate(mode, reader, reader.get_labels())
+    only_labels = mode == "default"  # the usual filter, tested inline: this loop runs once per entry
+    parents: dict[str, str | None] = {}
+    children: Tree = {}
+    hidden: set[str] = set()
+    for head in reader.iter_heads():
+        kind, entry_id, parent = head
+        if kind == "leaf":
+            continue
+        parents[entry_id] = parent
+        siblings = children.get(parent)
+        if siblings is None:
+            children[parent] = [entry_id]
+        else:
+            siblings.append(entry_id)
+        if (kind == "label") if only_labels else not visible(head):
+            hidden.add(entry_id)
+    return parents, children, hidden
+
+
+def _shown(kids: list[str], children: Tree, hidden: set[str]) -> list[str]:
+    """``kids`` with each hidden one replaced by its shown descendants, in order."""
+    out: list[str] = []
+    stack = list(reversed(kids))
+    while stack:
+        child = stack.pop()
+        if child in hidden:
+            stack.extend(reversed(children.get(child, ())))
+        else:
+            out.append(child)
+    return out
+
+
+def _layout(roots: list[str], children: Tree, hidden: set[str]) -> tuple[list[str], list[int], list[int]]:
+    """Display order (pre-order), each row's indent (branch points above it) and its shown children's count."""
+    ids: list[str] = []
+    depths: list[int] = []
+    counts: list[int] = []
+    ids_append, depths_append, counts_append, get = ids.append, depths.append, counts.append, children.get
+    none: list[str] = []
+    stack = [(r, 0) for r in reversed(roots)]
+    while stack:  # iterative: sessions are far deeper than the recursion limit
+        entry_id, depth = stack.pop()
+        while True:  # down a linear run without touching the stack
+            kids = get(entry_id, none)
+            if hidden and kids and not hidden.isdisjoint(kids):
+                kids = _shown(kids, children, hidden)
+            ids_append(entry_id)
+            depths_append(depth)
+            counts_append(len(kids))
+            if len(kids) != 1:
+                break
+            entry_id = kids[0]
+        if kids:
+            stack.extend((k, depth + 1) for k in reversed(kids))
+    return ids, depths, counts
+
+
 class TreeRows:
     """The display rows of one reader (a session or a time-travel view) under one filter."""
 
     def __init__(self, reader: Any, mode: str = "default") -> None:
         self.reader, self.mode, self.version = reader, mode, reader.version
-        labels = reader.get_labels()
-        visible = _predicate(mode, reader, labels)
-        parents: dict[str, str | None] = {}
-        children: dict[str | None, list[str]] = {}
-        hidden: set[str] = set()
-        only_labels = mode == "default"  # the usual filter, tested inline: this loop runs once per entry
-        for head in reader.iter_heads():  # one pass over the heads: the tree, and what the filter hides
-            kind, entry_id, parent = head
-            if kind == "leaf":
-                continue
-            parents[entry_id] = parent
-            siblings = children.get(parent)
-            if siblings is None:
-                children[parent] = [entry_id]
-            else:
-                siblings.append(entry_id)
-            if (kind == "label") if only_labels else not visible(head):
-                hidden.add(entry_id)
-
-        def shown_children(parent: str | None) -> list[str]:
-            kids = children.get(parent, ())
-            if not hidden or hidden.isdisjoint(kids):
-                return kids  # type: ignore[return-value]  # only read, never changed
-            out: list[str] = []
-            stack = list(reversed(kids))
-            while stack:
-                child = stack.pop()
-                if child in hidden:
-                    stack.extend(reversed(children.get(child, ())))
-                else:
-                    out.append(child)
-            return out
-
-        roots = list(shown_children(None))
-        for parent in children:  # orphans whose parent is missing are roots too (as pi lists them)
+        parents, children, hidden = _scan(reader, mode)
+        roots = _shown(children.get(None, []), children, hidden)
+        for parent, kids in children.items():  # orphans whose parent is missing are roots too (as pi lists them)
             if parent is not None and parent not in parents:
-                roots.extend(shown_children(parent))
-        self.ids: list[str] = []
-        self.depths: list[int] = []
-        self.kids: list[int] = []
-        ids_append, depths_append, kids_append = self.ids.append, self.depths.append, self.kids.append
-        stack = [(r, 0) for r in reversed(roots)]
-        while stack:  # iterative: sessions are far deeper than the recursion limit
-            entry_id, depth = stack.pop()
-            kids = shown_children(entry_id)
-            ids_append(entry_id)
-            depths_append(depth)
-            kids_append(len(kids))
-            if len(kids) == 1:
-                stack.append((kids[0], depth))
-            elif kids:
-                stack.extend((k, depth + 1) for k in reversed(kids))
+                roots.extend(_shown(kids, children, hidden))
+        self.ids, self.depths, self.kids = _layout(roots, children, hidden)
         self.index = {entry_id: i for i, entry_id in enumerate(self.ids)}
         self.leaf_id = reader.leaf_id
         self.branch = self._branch(parents)
