@@ -208,12 +208,14 @@ def write_endpoint(apply: Callable[[Any, dict[str, Any]], Any]) -> Callable[[Req
             body = await _body(request)
 
             def work(held: Held) -> Any:
-                try:
-                    result = apply(held.session, body)
-                    return {"result": result, "session": payloads.summary(held.session)}
-                finally:
-                    sessions.release(held.session.id)
-            data = await run_in_threadpool(sessions.run, request.path_params["sid"], work)
+                result = apply(held.session, body)
+                return {"result": result, "session": payloads.summary(held.session)}
+
+            sid = request.path_params["sid"]
+            try:
+                data = await run_in_threadpool(sessions.run, sid, work)
+            finally:
+                await run_in_threadpool(sessions.release, sid)
         except Exception as exc:
             status, code, message = error_parts(exc)
             return json_response({"error": {"code": code, "message": message}}, status)

@@ -3,8 +3,8 @@
 A session is opened on first use and kept so the next page of it costs no replay; the least recently used is
 closed past ``keep`` sessions or ``max_entries`` entries in all (the one in use stays open). Before each use a
 file-backed session is checked against its file (size and mtime): when another process appended to it, the
-session takes the new entries in (``refresh``), and if the file changed in any other way it is opened again. One
-lock serialises every use, so a request never sees a session half way through another's write.
+session takes the new entries in (``refresh``), and if the file changed in any other way it is opened again. Each
+session has its own lock, held for every use, so a request never sees a session half way through another's write.
 """
 
 from __future__ import annotations
@@ -37,11 +37,14 @@ def _signature(session: Any) -> tuple[int, int] | None:
 
 
 class Held:
-    """One open session with what was computed from it (tree rows per filter), valid while its version stands."""
+    """One open session with what was computed from it (tree rows per filter), valid while its version stands.
+    Its lock is held by whoever uses it; ``closed`` tells a waiter the session was closed meanwhile."""
 
     def __init__(self, session: Any) -> None:
         self.session = session
         self.signature = _signature(session)
+        self.lock = threading.RLock()
+        self.closed = False
         self._rows: dict[tuple[str, int], TreeRows] = {}
         self.verified: tuple[Any, dict[str, Any]] | None = None  # (the file's signature then, the verify payload)
 
@@ -54,9 +57,26 @@ class Held:
             self._rows[key] = rows
         return rows
 
+    def current(self) -> bool:
+        """Take in what other writers appended to the file; False if it changed another way (to be opened again)."""
+        signature = _signature(self.session)
+        if signature == self.signature:
+            return True
+        try:
+            self.session.refresh()
+        except SessionError:
+            return False
+        self.signature = signature
+        return True
+
 
 class OpenSessions:
-    """The repository named by ``--repo`` and its open sessions (see the module documentation)."""
+    """The repository named by ``--repo`` and its open sessions (see the module documentation).
+
+    Locks: ``lock`` guards the repository and the table of open sessions, each ``Held.lock`` its session, so a
+    slow page of one session does not hold up the others. A thread holding a session's lock never asks for
+    ``lock`` (``lock`` first, then a session's: no deadlock).
+    """
 
     def __init__(self, repo_option: str | None, keep: int = DEFAULT_KEEP, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
         self.url = repo_url(repo_option)
@@ -68,9 +88,8 @@ class OpenSessions:
 
     def close(self) -> None:
         with self.lock:
-            for held in self._held.values():
-                held.session.close()
-            self._held.clear()
+            for session_id in list(self._held):
+                self._drop(session_id)
             self.repo.close()
 
     def infos(self) -> list[Any]:
@@ -79,26 +98,24 @@ class OpenSessions:
 
     @contextmanager
     def use(self, session_id: str) -> Iterator[Held]:
-        """The open session ``session_id``, current with its file, under the lock."""
-        with self.lock:
-            yield self._get(session_id)
+        """The open session ``session_id``, current with its file, under its lock."""
+        while True:
+            with self.lock:
+                held = self._held.get(session_id) or self._open(session_id)
+                self._held.move_to_end(session_id)
+            with held.lock:
+                if not held.closed and held.current():
+                    yield held
+                    return
+            with self.lock:  # closed meanwhile, or rewritten under us: open it again
+                if self._held.get(session_id) is held:
+                    self._drop(session_id)
 
     def run(self, session_id: str, work: Callable[[Held], T]) -> T:
         with self.use(session_id) as held:
             return work(held)
 
-    def _get(self, session_id: str) -> Held:
-        held = self._held.get(session_id)
-        if held is not None:
-            self._held.move_to_end(session_id)
-            if held.signature == _signature(held.session):
-                return held
-            try:
-                held.session.refresh()
-                held.signature = _signature(held.session)
-                return held
-            except SessionError:  # rewritten, not appended to: read it again
-                self._drop(session_id)
+    def _open(self, session_id: str) -> Held:
         if not self.repo.exists(session_id):
             raise SessionError("not_found", f"no session {session_id!r} in {self.url}")
         held = Held(self.repo.open(session_id))
@@ -112,14 +129,17 @@ class OpenSessions:
 
     def release(self, session_id: str) -> None:
         """Close the session after a write: a JSONL session holds its file's writer lease from its first append
-        until it closes, and the agent that owns the session must be able to go on appending."""
+        until it closes, and the agent that owns the session must be able to go on appending. (Call it after
+        the write's ``run``, not inside it.)"""
         with self.lock:
             self._drop(session_id)
 
     def _drop(self, session_id: str) -> None:
         held = self._held.pop(session_id, None)
         if held is not None:
-            held.session.close()
+            with held.lock:  # after whoever uses it now
+                held.closed = True
+                held.session.close()
 
     @property
     def open_ids(self) -> list[str]:
