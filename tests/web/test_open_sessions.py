@@ -43,3 +43,27 @@ def test_a_rewritten_file_is_read_again(tmp_path):
         assert sessions.run(sid, lambda held: (held.session is not first, len(held.session))) == (True, 2)
     finally:
         sessions.close()
+
+
+def test_a_slow_use_of_one_session_does_not_hold_up_another(tmp_path):
+    import threading
+
+    a, b = _repo(tmp_path, [3, 3])
+    sessions = OpenSessions(str(tmp_path / "r"))
+    inside, finish = threading.Event(), threading.Event()
+
+    def slow(held):
+        inside.set()
+        assert finish.wait(30)
+        return len(held.session)
+
+    worker = threading.Thread(target=sessions.run, args=(a, slow))
+    worker.start()
+    try:
+        assert inside.wait(30)
+        assert sessions.run(b, lambda held: len(held.session)) == 3  # while a is still in use
+        assert sessions.infos()
+    finally:
+        finish.set()
+        worker.join(30)
+        sessions.close()
