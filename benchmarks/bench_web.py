@@ -6,6 +6,8 @@ It writes (once, into ``--data``) a ``bench``-shaped session of ``--entries`` en
 
 * tree, first paint -- from navigation start to the first tree rows drawn, for the big session: ``cold`` on a
   server that has not opened it yet (a new server each time), ``warm`` on a reload;
+* server CPU -- what the server's process spent on the cold tree page and what it loads after it (a measure the
+  machine's load inflates less than wall time);
 * context page -- from navigation start to the messages shown, context at the big session's leaf (opened already);
 * server RSS -- of the server process idle, then with the ``--sessions`` small sessions' trees opened.
 
@@ -17,6 +19,8 @@ the median of ``--repeat`` runs, in milliseconds.
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -64,11 +68,21 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def cli_ms(*args: str) -> float:
+def cpu_ms(pid: int) -> float:
+    """The CPU time (user + system) process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def cli_ms(*args: str) -> tuple[float, float]:
+    """Wall and CPU milliseconds of one run of the command line."""
     script = Path(sys.executable).parent / "sessiontree"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run([str(script), *args], check=True, capture_output=True)
-    return (time.perf_counter() - start) * 1000
+    wall = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
 
 
 def shown_ms(page: Any, url: str, selector: str) -> float:
@@ -94,7 +108,7 @@ def measure(data: dict[str, Any], repeat: int) -> list[tuple[str, float, float, 
 
     repo, big = data["repo"], data["big"]
     tree_sel, ctx_sel = "#tree .row[data-id]", "#messages"
-    cold, warm, context = [], [], []
+    cold, cold_cpu, warm, context = [], [], [], []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
         page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -102,7 +116,9 @@ def measure(data: dict[str, Any], repeat: int) -> list[tuple[str, float, float, 
             server = Server(repo, repo)
             try:
                 _cookie(page, server)  # as the first visit would leave it, without loading the sessions list first
+                spent = cpu_ms(server.proc.pid)
                 cold.append(shown_ms(page, f"{server.base}/sessions/{big}", tree_sel))
+                cold_cpu.append(cpu_ms(server.proc.pid) - spent)  # the page and what it loads after (usage, verify)
                 warm.append(shown_ms(page, f"{server.base}/sessions/{big}", tree_sel))
                 context += [shown_ms(page, f"{server.base}/sessions/{big}/context", ctx_sel) for _ in range(3)]
             finally:
@@ -121,11 +137,14 @@ def measure(data: dict[str, Any], repeat: int) -> list[tuple[str, float, float, 
         finally:
             server.stop()
         browser.close()
-    show = statistics.median(cli_ms("show", "--repo", str(repo), big, "--window", "200") for _ in range(repeat))
-    ctx = statistics.median(cli_ms("context", "--repo", str(repo), big, "--json") for _ in range(repeat))
+    shows = [cli_ms("show", "--repo", str(repo), big, "--window", "200") for _ in range(repeat)]
+    show, show_cpu = statistics.median(w for w, _ in shows), statistics.median(c for _, c in shows)
+    ctx = statistics.median(cli_ms("context", "--repo", str(repo), big, "--json")[0] for _ in range(repeat))
     n, cli_show = len(data["small"]), "`sessiontree show --window 200`"
     return [
         ("tree first paint, cold (big session)", statistics.median(cold), show, cli_show, TARGETS["tree"]),
+        ("server CPU for the cold tree page, all its loads (big session)", statistics.median(cold_cpu), show_cpu,
+         "CPU of `sessiontree show --window 200`", None),
         ("tree first paint, warm (big session)", statistics.median(warm), show, cli_show, TARGETS["tree"]),
         ("context page at the leaf (big session)", statistics.median(context), ctx, "`sessiontree context --json`",
          TARGETS["context"]),
