@@ -23,7 +23,7 @@ from sessiontree.cli.output import CliError
 from sessiontree.domain.errors import SessionError
 from sessiontree.web import payloads
 from sessiontree.web.rows import MAX_WINDOW
-from sessiontree.web.sessions import Held, OpenSessions
+from sessiontree.web.sessions import Held, OpenSessions, file_signature
 
 STATUS = {"not_found": 404, "conflict": 409, "read_only": 409}
 EXPORTS = {"markdown": ("text/markdown", "md"), "html": ("text/html", "html"), "pi": ("application/x-ndjson", "jsonl"),
@@ -92,20 +92,21 @@ def _summary(request: Request) -> Work:
 
 
 async def verify_session(request: Request) -> Response:
-    """The verify report, kept until the file changes. A file is read outside the sessions' lock (verify reads it
-    from the disk on its own), so a long check does not hold up the other pages."""
+    """The verify report, kept until the file changes. A file is checked as it is on the disk, outside the sessions'
+    locks, without opening it as a session: a log too damaged to open still gets its report (its first bad line)."""
     sessions: OpenSessions = request.app.state.sessions
     sid = request.path_params["sid"]
     try:
-        held, path, signature = await run_in_threadpool(
-            sessions.run, sid, lambda h: (h, getattr(h.session.storage, "path", None), h.signature))
-        if held.verified is not None and signature is not None and held.verified[0] == signature:
-            return json_response(held.verified[1])
-        if path is None:
+        path = await run_in_threadpool(sessions.file_of, sid)
+        if path is None:  # a database session, or none by this id (run says which)
             payload = await run_in_threadpool(sessions.run, sid, lambda h: payloads.verify_payload(h.session))
-        else:
-            payload = await run_in_threadpool(payloads.verify_payload, path)
-        held.verified = (signature, payload)
+            return json_response(payload)
+        signature = file_signature(path)
+        kept = sessions.verified.get(sid)
+        if kept is not None and kept[0] == (path, signature):
+            return json_response(kept[1])
+        payload = await run_in_threadpool(payloads.verify_payload, path)
+        sessions.verified[sid] = ((path, signature), payload)
     except Exception as exc:
         status, code, message = error_parts(exc)
         return json_response({"error": {"code": code, "message": message}}, status)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,11 +23,16 @@ from sessiontree.web.rows import TreeRows
 
 T = TypeVar("T")
 DEFAULT_KEEP = 16
+LISTING_TTL = 2.0  # seconds a listing answers "where is this session's file"
 DEFAULT_MAX_ENTRIES = 250_000  # entries kept open in all (about 2 KB each in memory): a bound on the server's memory
 
 
 def _signature(session: Any) -> tuple[int, int] | None:
-    path = getattr(session.storage, "path", None)
+    return file_signature(getattr(session.storage, "path", None))
+
+
+def file_signature(path: Any) -> tuple[int, int] | None:
+    """A file's size and mtime (None: no file), to tell when it changed."""
     if path is None:
         return None
     try:
@@ -46,7 +52,6 @@ class Held:
         self.lock = threading.RLock()
         self.closed = False
         self._rows: dict[tuple[str, int], TreeRows] = {}
-        self.verified: tuple[Any, dict[str, Any]] | None = None  # (the file's signature then, the verify payload)
 
     def rows(self, mode: str) -> TreeRows:
         key = (mode, self.session.version)
@@ -85,6 +90,9 @@ class OpenSessions:
         self.max_entries = max_entries
         self.lock = threading.RLock()
         self._held: OrderedDict[str, Held] = OrderedDict()
+        self._paths: dict[str, str] = {}
+        self._paths_at = 0.0
+        self.verified: dict[str, tuple[Any, dict[str, Any]]] = {}  # id -> (the file's size and mtime then, the report)
 
     def close(self) -> None:
         with self.lock:
@@ -94,7 +102,19 @@ class OpenSessions:
 
     def infos(self) -> list[Any]:
         with self.lock:
-            return list(self.repo.list())
+            infos = list(self.repo.list())
+            self._paths = {i.id: i.path for i in infos}
+            self._paths_at = time.monotonic()
+            return infos
+
+    def file_of(self, session_id: str) -> str | None:
+        """The session's file, from a listing at most a few seconds old (None: not a file, or no such session).
+        Verify reads the file itself, so a log too damaged to open as a session still gets its report."""
+        with self.lock:
+            if session_id not in self._paths or time.monotonic() - self._paths_at > LISTING_TTL:
+                self.infos()
+            path = self._paths.get(session_id)
+        return path if path is not None and os.path.isfile(path) else None
 
     @contextmanager
     def use(self, session_id: str) -> Iterator[Held]:

@@ -161,3 +161,31 @@ def test_a_file_pi_wrote_reads_as_pi_reads_it(page, serve, tmp_path, shot, name)
     if context["model"]:
         assert f"{context['model']['provider']}/{context['model']['modelId']}" in meta
     shot(page, "context")
+
+
+def test_a_tampered_log_gets_a_bad_badge_naming_its_line(page, serve, demo, shot):
+    lines = demo["file"].read_bytes().splitlines(keepends=True)
+    assert b"test_entry_expires" in lines[4]  # the first user message
+    lines[4] = lines[4].replace(b"test_entry_expires", b"test_entry_EXPIRES")
+    demo["file"].write_bytes(b"".join(lines))
+    server = serve(demo["repo"])
+    report = json.loads(server.get(f"/api/sessions/{demo['session_id']}/verify")[1])
+    assert report["ok"] is False and report["first_bad_line"] == 5
+    page.goto(server.url)
+    badge = page.locator(f'#sessions tr[data-id="{demo["session_id"]}"] [data-field="verify"] .badge')
+    badge.filter(has_text="bad at line 5").wait_for()
+    assert "bad" in (badge.get_attribute("class") or "")
+    shot(page, "tampered")
+
+
+def test_a_log_too_damaged_to_open_still_gets_its_badge(page, serve, demo):
+    lines = demo["file"].read_bytes().splitlines(keepends=True)
+    lines[6] = b'{"type": "message", "id": \n'  # not JSON any more
+    demo["file"].write_bytes(b"".join(lines))
+    server = serve(demo["repo"])
+    page.goto(server.url)
+    row = page.locator(f'#sessions tr[data-id="{demo["session_id"]}"]')
+    row.locator('[data-field="verify"] .badge').filter(has_text="bad at line 7").wait_for()
+    row.locator('[data-field="entries"]').filter(has_text="-").wait_for()
+    status, body, _ = server.get(f"/sessions/{demo['session_id']}")
+    assert status == 400 and b"corrupt" in body  # the tree page says why it cannot show the session

@@ -35,16 +35,20 @@ function pump() {
 async function fill(row) {
   const id = row.dataset.id;
   const cell = (field) => row.querySelector(`[data-field="${field}"]`);
+  const badge = cell("verify").firstElementChild;
+  try {  // the verify report first: a log too damaged to open as a session still gets one
+    verifyBadge(badge, await getJSON(api(id, "/verify")));
+  } catch (error) {
+    badge.textContent = "verify failed";
+    badge.title = error.message;
+  }
   try {
     const s = await getJSON(api(id));
     cell("entries").textContent = s.entries.toLocaleString();
     cell("total_tokens").textContent = s.total_tokens.toLocaleString();
     cell("cost_total").textContent = `$${s.cost_total.toFixed(4)}`;
-    const report = await getJSON(api(id, "/verify"));
-    verifyBadge(cell("verify").firstElementChild, report);
   } catch (error) {
-    cell("verify").firstElementChild.textContent = "error";
-    cell("verify").title = error.message;
+    for (const field of ["entries", "total_tokens", "cost_total"]) { cell(field).textContent = "-"; cell(field).title = error.message; }
   }
   row.dataset.loaded = "1";
 }
