@@ -99,10 +99,13 @@ def shown_ms(page: Any, url: str, selector: str, on_shown: Any = None) -> float:
 
 
 def _cookie(page: Any, server: Any) -> None:
-    """The token's cookie, as the first visit of the printed URL sets it (that visit opens the sessions list, whose
-    rows load every session's statistics: not what these measures are about)."""
+    """The token's cookie, as the first visit of the printed URL sets it, and a page of the server's origin open, as
+    when a user comes to a session from the list. (Not the list itself: its rows load every session's statistics,
+    which is not what these measures are about; and not a page of another origin: chromium would start a new
+    renderer process for the new origin inside the measure.)"""
     port = server.base.rsplit(":", 1)[1]
     page.context.add_cookies([{"name": f"sessiontree_token_{port}", "value": server.token, "url": server.base}])
+    page.goto(f"{server.base}/static/app.css")
 
 
 def measure(data: dict[str, Any], repeat: int) -> list[tuple[str, float, float, str, float | None]]:
