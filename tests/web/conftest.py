@@ -61,8 +61,8 @@ def serve(tmp_path: Path) -> Iterator[Any]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
+@pytest.fixture(scope="module")  # not the session's: while playwright runs, the main thread has a running event loop
+def browser() -> Iterator[Any]:   # (asyncio.run in another module's tests would fail), so it stops after each module
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
