@@ -81,6 +81,7 @@ COMMANDS = (
     ("verify", "cmd_verify", "check session files or a repository and report each problem"),
     ("sign", "cmd_verify", "sign a checkpoint of session files or a repository's sessions with a key"),
     ("prune", "cmd_prune", "delete or archive whole sessions older than an age, listing them first"),
+    ("serve", "cmd_serve", "browse sessions in a local web viewer: tree, context, replay, diff (needs sessiontree[web])"),
 )
 
 
@@ -222,6 +223,11 @@ def build_parser() -> Parser:
     p.add_argument("--out", metavar="FILE",
                    help="append the checkpoints to FILE (keep it away from the logs) instead of beside each file")
     _prune_args(ps["prune"])
+
+    p = ps["serve"]
+    p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1, this machine only)")
+    p.add_argument("--port", type=int, default=0, metavar="N", help="the port to listen on (default: 0, any free port)")
+    p.add_argument("--no-browser", action="store_true", help="only print the URL; do not open a browser")
     return parser
 
 

@@ -1,0 +1,26 @@
+"""The viewer's ASGI application: the pages, the JSON endpoints and the static files, behind the token gate."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
+
+from sessiontree.web import api, pages
+from sessiontree.web.auth import TokenGate
+from sessiontree.web.sessions import OpenSessions
+
+
+def static_folder() -> Path:
+    return Path(str(resources.files("sessiontree.web").joinpath("static")))
+
+
+def create_app(sessions: OpenSessions, token: str) -> TokenGate:
+    """The application serving ``sessions`` to whoever has ``token``."""
+    app = Starlette(routes=[*pages.ROUTES, *api.ROUTES, Mount("/static", StaticFiles(directory=static_folder()), name="static")])
+    app.state.sessions = sessions
+    app.state.token = token
+    return TokenGate(app, token)

@@ -1,0 +1,1 @@
+// The diff page is rendered on the server; nothing to do here.

@@ -1,0 +1,1 @@
+// An error page: nothing to do here.
