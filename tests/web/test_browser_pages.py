@@ -178,6 +178,22 @@ def test_a_tampered_log_gets_a_bad_badge_naming_its_line(page, serve, demo, shot
     shot(page, "tampered")
 
 
+def test_an_erased_entry_is_counted_on_the_badge(page, serve, demo, shot):
+    from sessiontree import open_session
+
+    session = open_session(demo["file"])
+    first_user = session.find_entries("message")[0].id
+    session.redact(first_user, reason="customer asked", by="support")
+    session.close()
+    server = serve(demo["repo"])
+    report = json.loads(server.get(f"/api/sessions/{demo['session_id']}/verify")[1])
+    assert report["ok"] is True and [r["entry_id"] for r in report["redactions"]] == [first_user]
+    page.goto(server.url)  # the token, then the session's tree
+    page.goto(server.base + f"/sessions/{demo['session_id']}")
+    page.locator("#verify").filter(has_text="chain ok, 1 erased").wait_for()
+    shot(page, "erased")
+
+
 def test_a_log_too_damaged_to_open_still_gets_its_badge(page, serve, demo):
     lines = demo["file"].read_bytes().splitlines(keepends=True)
     lines[6] = b'{"type": "message", "id": \n'  # not JSON any more

@@ -32,6 +32,8 @@ export function verifyBadge(element, report) {
   if (report.ok) {
     element.classList.add(report.chained ? "ok" : "warn");
     element.textContent = report.chained ? "chain ok" : "ok (not chained)";
+    const erased = (report.redactions ?? []).length;  // erasures the chain vouches for (docs/audit.md)
+    if (erased) element.textContent += `, ${erased} erased`;
   } else {
     element.classList.add("bad");
     element.textContent = report.first_bad_line ? `bad at line ${report.first_bad_line}` : "does not verify";
