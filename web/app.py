@@ -9,7 +9,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
-from sessiontree.web import api, pages
+from sessiontree.web import api, pages, search
 from sessiontree.web.auth import TokenGate
 from sessiontree.web.sessions import OpenSessions
 
@@ -20,7 +20,8 @@ def static_folder() -> Path:
 
 def create_app(sessions: OpenSessions, token: str) -> TokenGate:
     """The application serving ``sessions`` to whoever has ``token``."""
-    app = Starlette(routes=[*pages.ROUTES, *api.ROUTES, Mount("/static", StaticFiles(directory=static_folder()), name="static")])
+    static = Mount("/static", StaticFiles(directory=static_folder()), name="static")
+    app = Starlette(routes=[*pages.ROUTES, *api.ROUTES, *search.ROUTES, static])
     app.state.sessions = sessions
     app.state.token = token
     return TokenGate(app, token)

@@ -86,6 +86,7 @@ async def sessions_page(request: Request) -> Response:
             f'<td data-field="verify"><span class="badge">…</span></td></tr>')
     body = (
         f'<h1>Sessions <span class="dim">in {e(sessions.url)}</span></h1>'
+        '<form action="/search"><input name="q" type="search" placeholder="search every session\'s entries"></form>'
         '<p><input id="filter" type="search" placeholder="filter by name or cwd" autofocus> '
         f'<span id="shown" class="dim">{len(infos)} sessions</span></p>'
         '<table id="sessions"><thead><tr><th>session</th><th>cwd</th><th>entries</th><th>messages</th><th>last change</th>'

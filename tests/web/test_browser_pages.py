@@ -205,3 +205,21 @@ def test_a_log_too_damaged_to_open_still_gets_its_badge(page, serve, demo):
     row.locator('[data-field="entries"]').filter(has_text="-").wait_for()
     status, body, _ = server.get(f"/sessions/{demo['session_id']}")
     assert status == 400 and b"corrupt" in body  # the tree page says why it cannot show the session
+
+
+def test_search_finds_an_entry_and_opens_its_context(page, serve, demo, shot):
+    server = serve(demo["repo"])
+    status, body, _ = server.get("/api/search?q=test_entry_expires")
+    hits = json.loads(body)["hits"]
+    assert status == 200 and hits and {h["session_id"] for h in hits} == {demo["session_id"]}
+    assert server.get("/api/search?q=-only")[0] == 400  # no word to look for
+    page.goto(server.url)
+    page.fill('input[name="q"]', "test_entry_expires")
+    page.press('input[name="q"]', "Enter")
+    first = page.locator("#hits li.hit").first
+    first.wait_for()
+    assert page.locator("#hits mark").count() >= 1
+    shot(page, "search")
+    first.locator("a").click()
+    page.locator("article.msg").first.wait_for()
+    assert "/context?entry=" in page.url

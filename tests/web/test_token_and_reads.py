@@ -11,6 +11,7 @@ from sessiontree_web import snapshot
 
 ENDPOINTS = [
     "/", "/sessions/{sid}", "/sessions/{sid}/context", "/sessions/{sid}/replay", "/sessions/{sid}/diff",
+    "/search?q=cache", "/api/search?q=cache",
     "/static/app.css", "/static/tree.js", "/static/no-such-file.js", "/no/such/page",
     "/api/sessions", "/api/sessions/{sid}", "/api/sessions/{sid}/verify", "/api/sessions/{sid}/stats",
     "/api/sessions/{sid}/tree", "/api/sessions/{sid}/tree?start=0&count=5", "/api/sessions/{sid}/context",
