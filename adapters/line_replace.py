@@ -15,6 +15,7 @@ from sessiontree.adapters import chain
 from sessiontree.adapters.files import fsync_dir
 from sessiontree.adapters.jsonl_file import StaleFileError
 from sessiontree.adapters.jsonl_lease import append_error
+from sessiontree.domain.errors import SessionError
 
 
 def sealed_stub(canonical: bytes, digest_hex: str | None) -> bytes:
@@ -113,7 +114,7 @@ def replace_recorded(recorder: Any, session_id: str, version: int, line: bytes) 
             if cursor.rowcount != 1:
                 raise LookupError(f"session {session_id} has no version {version}")
         return
-    raise NotImplementedError(f"rewriting a line of a {type(recorder).__name__} is not supported")
+    raise SessionError("storage", f"session {session_id}: a {type(recorder).__name__} cannot rewrite a stored line")
 
 
 __all__ = ["FileLines", "replace_in_file", "replace_recorded", "sealed_stub"]

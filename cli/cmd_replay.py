@@ -77,7 +77,7 @@ def _show_view(view: Any, args: argparse.Namespace) -> None:
     console.print(views.context_table(context))
 
 
-def _common_prefix(a: list[Any], b: list[Any]) -> int:
+def common_prefix(a: list[Any], b: list[Any]) -> int:
     n = 0
     for x, y in zip(a, b):
         if x is not y and x != y:
@@ -117,7 +117,7 @@ def steps(session: Any, start: int = 1, end: int | None = None) -> Iterator[Step
             messages.extend(added)
         else:
             new = list(view.build_context().messages)
-            keep = _common_prefix(messages, new)
+            keep = common_prefix(messages, new)
             removed, added = len(messages) - keep, new[keep:]
             messages = new
         yield version, event, before, leaf, removed, added, len(messages)

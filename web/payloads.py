@@ -13,6 +13,7 @@ import attrs
 
 from sessiontree.cli import clip
 from sessiontree.cli.cmd_inspect import context_payload
+from sessiontree.cli.cmd_replay import common_prefix
 from sessiontree.cli.describe import entry_text, message_preview
 from sessiontree.compaction import estimate_context_tokens
 from sessiontree.domain.errors import SessionError
@@ -182,15 +183,6 @@ def _entry_brief(entry: Any) -> dict[str, Any] | None:
             "text": clip.one_line(entry_text(entry).plain, 240)}
 
 
-def _common_prefix(a: list[Any], b: list[Any]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x is not y and x != y:
-            break
-        n += 1
-    return n
-
-
 def _brief_message(message: Any) -> dict[str, Any]:
     return {"role": getattr(message, "role", "?"), "text": message_preview(message), "tokens": DEFAULT_ESTIMATOR(message)}
 
@@ -204,7 +196,7 @@ def replay_step(session: Any, version: int) -> dict[str, Any]:
         event = view.entry(next(islice(view.iter_heads(), len(view) - 1, None)).id)
     old = list(before.build_context().messages) if before is not None else []
     new = list(view.build_context().messages)
-    keep = _common_prefix(old, new)
+    keep = common_prefix(old, new)
     tokens = view.estimate_context_tokens()
     return {
         "session_id": session.id, "version": version, "versions": session.version, "entries": len(view),
@@ -231,10 +223,10 @@ def diff_payload(session: Any, a_ref: str | None, b_ref: str | None) -> dict[str
     their contexts differ (the messages after the shared prefix, and the settings)."""
     a, b = resolve(session, a_ref), resolve(session, b_ref)
     path_a, path_b = _path_ids(session, a), _path_ids(session, b)
-    shared = _common_prefix(path_a, path_b)
+    shared = common_prefix(path_a, path_b)
     ctx_a, ctx_b = session.build_context(leaf_id=a), session.build_context(leaf_id=b)
     msgs_a, msgs_b = list(ctx_a.messages), list(ctx_b.messages)
-    same = _common_prefix(msgs_a, msgs_b)
+    same = common_prefix(msgs_a, msgs_b)
     set_a = _settings(ctx_a, estimate_context_tokens(session, leaf_id=a))
     set_b = _settings(ctx_b, estimate_context_tokens(session, leaf_id=b))
 
