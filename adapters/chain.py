@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from sessiontree.domain.erasure import RECORD_TYPE, STUB_KEY
+
 CHAIN_KEY = "chain"
 DIGEST_HEX = 64
 _HEAD = b',"' + CHAIN_KEY.encode() + b'":"'
@@ -194,7 +196,7 @@ class Erasures:
         if _STUB_TAG not in canonical:
             return False
         obj = _object(canonical)
-        if obj.get("redacted") is not True or not isinstance(obj.get("id"), str):
+        if obj.get(STUB_KEY) is not True or not isinstance(obj.get("id"), str):
             return False
         self.stubs.append((lineno, obj["id"], digest_hex.decode("ascii")))
         return True
@@ -213,9 +215,8 @@ class Erasures:
         out.problems.sort(key=lambda problem: problem[0])
 
 
-RECORD_TYPE = "sessiontree.redaction"
 _RECORD_TAG = b'"' + RECORD_TYPE.encode() + b'"'
-_STUB_TAG = b'"redacted":true'
+_STUB_TAG = b'"' + STUB_KEY.encode() + b'":true'
 
 
 def _object(canonical: bytes) -> dict[str, Any]:

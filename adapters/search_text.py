@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 import orjson
 
+from sessiontree.domain.erasure import RECORD_TYPE
 from sessiontree.domain.events import format_timestamp, parse_timestamp
 
 _WORD = re.compile(r"[^\W_]+")
@@ -213,13 +214,10 @@ def entry_row(seq: int, data: Any) -> Row | None:
     return Row(seq, entry_id, parent, kind_text, sortable_time(data.get("timestamp")), found[1] if found else None, leaf)
 
 
-ERASURE_RECORD = "sessiontree.redaction"  # domain/erasure.py's record type
-
-
 def erased_id(data: Any) -> str | None:
     """The entry a redaction record erased (None for any other line): its text leaves the index at once, whether or
     not the line itself was rewritten yet (docs/audit.md, *Erasure*)."""
-    if isinstance(data, Mapping) and data.get("type") == "custom" and data.get("custom_type") == ERASURE_RECORD:
+    if isinstance(data, Mapping) and data.get("type") == "custom" and data.get("custom_type") == RECORD_TYPE:
         payload = data.get("data")
         target = payload.get("entry_id") if isinstance(payload, Mapping) else None
         return target if isinstance(target, str) else None
