@@ -18,6 +18,8 @@ from typing import Any
 
 from eventsourcing.popo import POPOAggregateRecorder
 
+from sessiontree.adapters.blob_stores import FOLDER, FolderBlobs, folder_for
+from sessiontree.adapters.blobs import check_ref, refs
 from sessiontree.adapters.checkpoints import SIDECAR_SUFFIX
 from sessiontree.adapters.files import fsync_dir, make_private_dirs, open_regular
 from sessiontree.adapters.jsonl_scan import read_header
@@ -92,6 +94,8 @@ class ArchiveSessionStorage(RecorderSessionStorage):
         lines = read_archive(path)
         header, codec = read_header(lines[0], path)
         storage = cls(POPOAggregateRecorder(), header.originator_id, location=os.fspath(path), codec=codec)
+        if storage.blobs is not None:  # its content out of line went beside it when it was archived
+            storage.blobs = folder_for(path)
         storage.write_lines(lines)
         storage.archive_path = Path(path)
         return storage
@@ -106,14 +110,20 @@ class ArchiveSessionStorage(RecorderSessionStorage):
 
 
 def write_archive(directory: str | os.PathLike[str], session_id: str, lines: Sequence[bytes],
-                  checkpoints: bytes | None = None) -> Path:
+                  checkpoints: bytes | None = None, blobs: Any = None) -> Path:
     """Write ``lines`` as the archive of ``session_id`` in ``directory`` (made 0700 if missing), durably, and the
-    session's signed checkpoints beside it. An archive already there with these very lines (a pruning that stopped
+    session's signed checkpoints beside it; the content its lines keep out of line is copied from ``blobs`` into the
+    directory's blob folder first. An archive already there with these very lines (a pruning that stopped
     after archiving) is kept as it is; any other file there is ``already_exists``: nothing is overwritten."""
     folder = Path(directory)
     target = folder / archive_name(session_id)
     try:
         make_private_dirs(folder)
+        wanted = [ref["sha256"] for line in lines for ref in refs(line) if check_ref(ref) is None]
+        if wanted:
+            if blobs is None:
+                raise SessionError("storage", "the session keeps content out of line, and its blob store was not given")
+            blobs.copy_to(FolderBlobs(folder / FOLDER, durability="fsync", threshold=None), wanted)
         log = b"".join(line + b"\n" for line in lines)
         data = gzip.compress(log, mtime=0)
         if expand(data, target) != log:  # what is deleted next must be readable

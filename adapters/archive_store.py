@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from sessiontree.adapters.archive import ARCHIVE_SUFFIX, ArchiveSessionStorage, archive_name, read_archive
+from sessiontree.adapters.blob_stores import FOLDER, FolderBlobs, check_threshold
 from sessiontree.adapters.index import Summary, fold_lines
 from sessiontree.adapters.jsonl_repo import same_place
 from sessiontree.adapters.storage import SessionStorage
@@ -27,6 +28,13 @@ class ArchiveStore(SessionStore):
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
         self._seen: dict[str, tuple[tuple[int, int, int], Summary | None]] = {}
+
+    @property
+    def blobs(self) -> FolderBlobs:  # the content the archives keep out of line, copied beside them
+        return FolderBlobs(self.root / FOLDER, threshold=None)
+
+    def set_blob_threshold(self, threshold: object) -> None:  # nothing is written here
+        check_threshold(threshold)
 
     def _refuse(self, what: str) -> NoReturn:
         raise SessionError("storage", f"{self.root} is a folder of archives, read-only: {what} (import an archive into "

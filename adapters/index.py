@@ -84,13 +84,20 @@ def _str(value: Any) -> str | None:
 
 
 def message_text(content: Any) -> str:
-    """The text of a message's content: a string, or its text blocks joined by a space."""
+    """The text of a message's content: a string, or its text blocks joined by a space (text kept out of line gives
+    the preview its reference holds: docs/file-format.md)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = [b.get("text") for b in content if isinstance(b, Mapping) and b.get("type") == "text"]
+        parts = [_preview(b.get("text")) for b in content if isinstance(b, Mapping) and b.get("type") == "text"]
         return " ".join(p for p in parts if isinstance(p, str))
-    return ""
+    found = _preview(content)
+    return found if isinstance(found, str) else ""
+
+
+def _preview(value: Any) -> Any:
+    ref = value.get("$blob") if isinstance(value, Mapping) and len(value) == 1 else None
+    return ref.get("preview") if isinstance(ref, Mapping) else value
 
 
 def fold_lines(lines: Iterable[bytes | None]) -> Summary | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from sessiontree.adapters import chain, jsontext
+from sessiontree.adapters import blob_stores, blobs, chain, jsontext
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.files import is_whole_line
 from sessiontree.adapters.jsonl_file import StaleFileError, TornLineWarning, check_durability
@@ -57,6 +57,8 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         self._file = file
         self._salvaged: list[Any] | None = None
         self._live: LineLoader | None = None  # the loader of the log load() returned, which appends extend
+        # content out of line lives in the folder's blob store (a repository gives its own, with its threshold)
+        self.blobs = blob_stores.folder_for(path, durability=file.durability) if codec.dialect.name == "native" else None
 
     @property
     def session_id(self) -> str:
@@ -241,7 +243,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         return self.header, self._scan(lines, self._loader(lines))
 
     def _loader(self, lines: Any) -> LineLoader:  # a list of lines, or the mapped ones (jsonl_indexed.py)
-        return LineLoader(lines, self.path, self.session_id, self.codec, self._file.warnings)
+        return LineLoader(lines, self.path, self.session_id, self.codec, self._file.warnings, self.blobs)
 
     def _scan(self, lines: Any, loader: LineLoader, found: Any = None) -> EntryLog:
         """The checked, lazy log of a file's lines (``found``: their envelopes, checked in bulk), the header checked
@@ -257,7 +259,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         return scan(lines, loader, found)
 
     def _salvage(self) -> None:
-        _, entries, skipped = salvage_log(self.read_lines(), str(self.path), self.codec)
+        _, entries, skipped = salvage_log(self.read_lines(), str(self.path), self.codec, self.blobs)
         self._salvaged, self.skipped = entries, skipped
         if self._file.torn:
             skipped.append((self._file.count + 1, f"torn last line ({len(self._file.torn)} bytes)"))
@@ -267,6 +269,16 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         if len(lines) < version - 1:
             raise self.conflict(version, f"there is no version {version - 1} to follow")
         return lines[version - 2], lines[0]
+
+    def _append(self, first: int, lines: list[bytes], digest: bytes | None) -> list[bytes]:
+        if digest is not None:
+            lines, digest = chain.seal_lines(lines, digest)
+        try:
+            self._file.append_at(first, lines)
+        except (StaleFileError, OSError) as exc:
+            raise append_error(exc, self.session_id, str(self.path)) from (exc if isinstance(exc, OSError) else None)
+        self.chain_head.set(first + len(lines) - 1, digest)
+        return lines
 
     def save(self, events: Sequence[Any]) -> None:
         """Append the events' lines (sealed if the file is chained) with one write: ``conflict`` if another writer holds
@@ -279,13 +291,17 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         digest = head.digest if current else self.previous_digest(first)
         encode = self.codec.encode_event
         lines = [encode(events[0])] if len(events) == 1 else [encode(event) for event in events]
-        if digest is not None:
-            lines, digest = chain.seal_lines(lines, digest)
-        try:
-            self._file.append_at(first, lines)
-        except (StaleFileError, OSError) as exc:
-            raise append_error(exc, self.session_id, str(self.path)) from (exc if isinstance(exc, OSError) else None)
-        self.chain_head.set(first + len(lines) - 1, digest)
+        store, outline = self.blobs, False
+        if store is not None and store.threshold is not None:  # might a line keep content out of line (blobs.outline)?
+            for line in lines:
+                if len(line) > store.threshold or blobs.IMAGE in line:
+                    outline = True
+                    break
+        if outline:
+            with store.writing():  # no blob it relies on is collected until the line that refers to it is written
+                lines = self._append(first, self.outlined(lines), digest)
+        else:
+            lines = self._append(first, lines, digest)
         live = self._live
         if live is not None and live.held == first - 2:  # the log keeps no entry for a held line (EntryLoader)
             live.lines.extend(lines)

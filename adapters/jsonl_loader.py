@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
+from sessiontree.adapters.blobs import MARKER, inline
 from sessiontree.adapters.codec import Codec
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry
@@ -61,8 +62,9 @@ class LineLoader:
     """The lines of one file, decoded into entries when the log asks (line ``k`` of the file,
     1-based, is version ``k``; position ``p`` of the log is line ``p + 2``)."""
 
-    def __init__(self, lines: Any, path: Any, session_id: str, codec: Codec, warned: list[str]) -> None:
+    def __init__(self, lines: Any, path: Any, session_id: str, codec: Codec, warned: list[str], blobs: Any = None) -> None:
         self.lines = lines
+        self.blobs = blobs  # where out-of-line content is read from (``blobs.py``)
         self.path = path
         self.session_id = session_id
         self.codec = codec
@@ -90,6 +92,8 @@ class LineLoader:
                     line = lines[pos + 1]
                     version = pos + 2
                     try:
+                        if MARKER in line:
+                            line = inline(line, self.blobs)  # its failure is named below, with the line
                         entry = decode(line, sid, version, partial(self.warn_at, version))
                     except SessionError as exc:
                         raise SessionError(exc.code, f"session {sid}: {exc.message}", path=str(self.path), line=version) from None

@@ -13,8 +13,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from sessiontree.adapters import folders, jsonl_index
+from sessiontree.adapters.blob_stores import FOLDER, FolderBlobs, check_threshold
 from sessiontree.adapters.files import make_private_dirs
 from sessiontree.adapters.index import DirectoryIndex
 from sessiontree.adapters.jsonl import LINK_REFUSED, JsonlSessionStorage
@@ -33,6 +35,20 @@ class JsonlStore(SessionStore):
         self.durability = durability
         self.wait = wait
         self.index = DirectoryIndex(self.root)
+        self._blobs = FolderBlobs(self.root / FOLDER, durability=durability)
+
+    @property
+    def blobs(self) -> FolderBlobs:
+        return self._blobs
+
+    def set_blob_threshold(self, threshold: Any) -> None:
+        self._blobs.threshold = check_threshold(threshold)
+
+    def _own(self, storage: JsonlSessionStorage) -> JsonlSessionStorage:
+        """A storage of this folder, writing content out of line into the folder's blob store (native files only)."""
+        if storage.blobs is not None:
+            storage.blobs = self._blobs
+        return storage
 
     def path_for(self, session_id: str) -> Path:
         """Where a session created here lives (whether or not it exists)."""
@@ -70,11 +86,12 @@ class JsonlStore(SessionStore):
     def store_header(self, header: SessionStarted) -> SessionStorage:
         path = self.path_for(header.originator_id)  # create() refuses an existing file
         self._private_root()
-        return JsonlSessionStorage.create_with_header(path, header, durability=self.durability, wait=self.wait)
+        return self._own(JsonlSessionStorage.create_with_header(path, header, durability=self.durability, wait=self.wait))
 
     def store_lines(self, session_id: str, lines: Sequence[bytes]) -> SessionStorage:
         self._private_root()
-        return JsonlSessionStorage.create_from_lines(self.path_for(session_id), lines, durability=self.durability, wait=self.wait)
+        return self._own(JsonlSessionStorage.create_from_lines(self.path_for(session_id), lines, durability=self.durability,
+                                                               wait=self.wait))
 
     def attach(self, session_id: str) -> SessionStorage:
         path = self._find(session_id)
@@ -84,7 +101,9 @@ class JsonlStore(SessionStore):
         if storage.session_id != session_id:
             storage.close()
             raise SessionError("corrupt", f"the file holds session {storage.session_id}, not {session_id}", path=str(path))
-        return storage
+        if path.parent != self.root:  # a native file in a sub-folder keeps its own folder's blobs
+            return storage
+        return self._own(storage)
 
     def remove(self, session_id: str) -> None:
         path = self._find(session_id)

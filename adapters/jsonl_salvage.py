@@ -11,7 +11,9 @@ consistent; the skipped lines come with their reasons.
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
+from typing import Any
 
+from sessiontree.adapters.blobs import MARKER, resolve
 from sessiontree.adapters.chain import strip as strip_chain
 from sessiontree.adapters.codec import Codec
 from sessiontree.adapters.jsonl_scan import envelope_problem, read_header, tree_problem
@@ -21,10 +23,11 @@ from sessiontree.domain.events import Entry, SessionStarted
 
 
 def salvage_log(
-    lines: Sequence[bytes], location: str, codec: Codec | None = None
+    lines: Sequence[bytes], location: str, codec: Codec | None = None, blobs: Any = None,
 ) -> tuple[SessionStarted, list[Entry], list[tuple[int, str]]]:
     """The header, the sound entries and the skipped ``(line, reason)`` of a whole log given
-    as lines (any backend). A header that cannot be read is an error."""
+    as lines (any backend; ``blobs``: the store its out-of-line content is read from). A header that cannot be
+    read is an error."""
     if not lines:
         raise SessionError("corrupt", f"{location}: no session header")
     header, codec = read_header(strip_chain(lines[0]), location, codec)
@@ -32,7 +35,7 @@ def salvage_log(
     kept: list[Entry] = []
     skipped: list[tuple[int, str]] = []
     for number in range(2, len(lines) + 1):
-        found = read_entry(lines[number - 1], codec, header.originator_id, len(kept) + 2, ids)
+        found = read_entry(lines[number - 1], codec, header.originator_id, len(kept) + 2, ids, blobs)
         if isinstance(found, str):
             skipped.append((number, found))
         else:
@@ -41,9 +44,12 @@ def salvage_log(
     return header, kept, skipped
 
 
-def read_entry(line: bytes, codec: Codec, session_id: str, version: int, ids: Container[str]) -> Entry | str:
+def read_entry(
+    line: bytes, codec: Codec, session_id: str, version: int, ids: Container[str], blobs: Any = None,
+) -> Entry | str:
     """The entry on ``line`` as entry ``version`` if the line is entirely sound (see the module
-    docstring; ``ids``: the ids of the entries before it), else the reason it is not."""
+    docstring; ``ids``: the ids of the entries before it), else the reason it is not. Out-of-line content is read
+    from ``blobs``: a store, or a function from a reference to the string it stands for (verify's check)."""
     problem = line_problem(line, duplicates=codec.dialect.name == "native")
     if problem is not None:
         return problem
@@ -55,6 +61,11 @@ def read_entry(line: bytes, codec: Codec, session_id: str, version: int, ids: Co
     problem = envelope_problem(obj, parent_key) or tree_problem(obj, parent_key, ids)
     if problem is not None:
         return problem
+    if MARKER in line and codec.dialect.name == "native":
+        try:
+            resolve(obj, blobs)
+        except SessionError as exc:
+            return exc.message
     try:
         return codec.decode_entry(obj, session_id, version)
     except SessionError as exc:

@@ -21,6 +21,7 @@ from eventsourcing.persistence import (
 )
 
 from sessiontree.adapters import chain
+from sessiontree.adapters.blob_tables import blobs_of
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.line_replace import replace_recorded, sealed_stub
 from sessiontree.adapters.storage import SessionStorage
@@ -70,6 +71,7 @@ class RecorderSessionStorage(SessionStorage):
         self._session_id = session_id
         self._location = location
         self.owner: Any = None  # what must live as long as this storage (a repository)
+        self.blobs = blobs_of(recorder) if self.codec.dialect.name == "native" else None
 
     @property
     def session_id(self) -> str:
@@ -170,7 +172,7 @@ class RecorderSessionStorage(SessionStorage):
         events = []
         for version, line in enumerate(lines, 1):
             try:
-                events.append(decode(line, sid, version))
+                events.append(decode(self.inlined(line, version), sid, version))
             except SessionError as exc:
                 raise SessionError(exc.code, f"session {sid} event {version}: {exc.message}") from None
         header = events[0]

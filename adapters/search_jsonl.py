@@ -14,14 +14,16 @@ import os
 import stat
 import threading
 from collections.abc import Mapping
+from typing import Any
 
 import orjson
 
 from sessiontree.adapters import folders, jsontext
+from sessiontree.adapters.blob_stores import folder_for
 from sessiontree.adapters.files import open_regular, read_lines
 from sessiontree.adapters.search_sqlite import SqliteSearchIndex
 from sessiontree.adapters.search_state import Change, Filters, Hit, SourceState
-from sessiontree.adapters.search_text import Row, entry_row, erased_id, same_place, without_erased
+from sessiontree.adapters.search_text import Row, entry_row, erased_id, same_place, with_text, without_erased
 from sessiontree.adapters.search_watch import FolderWatch
 
 INDEX_FILE = ".sessiontree-search.sqlite"
@@ -53,13 +55,15 @@ def read_change(name: str, path: str, st: os.stat_result, state: SourceState | N
     try:
         if (state is not None and state.ino == st.st_ino and 0 < state.offset <= st.st_size
                 and os.pread(fd, 1, state.offset - 1) == b"\n"):
-            return _read(fd, name, state, state.offset, stamp, reset=False)
-        return _read(fd, name, None, 0, stamp, reset=state is not None)
+            return _read(fd, name, state, state.offset, stamp, reset=False, blobs=folder_for(path))
+        return _read(fd, name, None, 0, stamp, reset=state is not None, blobs=folder_for(path))
     finally:
         os.close(fd)
 
 
-def _read(fd: int, name: str, state: SourceState | None, offset: int, stamp: tuple[int, int, int], *, reset: bool) -> Change:
+def _read(
+    fd: int, name: str, state: SourceState | None, offset: int, stamp: tuple[int, int, int], *, reset: bool, blobs: Any,
+) -> Change:
     rows: list[Row] = []
     erased: set[str] = set()
     seq = state.version if state is not None else 0
@@ -72,7 +76,7 @@ def _read(fd: int, name: str, state: SourceState | None, offset: int, stamp: tup
                 return _not_session(name, stamp)
             state = SourceState(data["id"], cwd=_cwd(data.get("cwd")))
             continue
-        row = entry_row(seq, data)
+        row = entry_row(seq, with_text(data, line, blobs))
         if row is not None:
             rows.append(row)
         if (target := erased_id(data)) is not None:
@@ -80,7 +84,7 @@ def _read(fd: int, name: str, state: SourceState | None, offset: int, stamp: tup
     if state is None:  # not even a whole header yet
         return _not_session(name, stamp)
     if erased and not whole:  # an erasure: the session is read again, the erased entries without their text
-        return _read(fd, name, None, 0, stamp, reset=True)
+        return _read(fd, name, None, 0, stamp, reset=True, blobs=blobs)
     return Change(name, state.after(rows, (*stamp, reached)), without_erased(rows, erased), reset)
 
 

@@ -15,8 +15,9 @@ from typing import Any
 import attrs
 import orjson
 
+from sessiontree.adapters.blob_tables import blobs_of
 from sessiontree.adapters.search_state import Change, Filters, Hit, SearchIndex, SourceState
-from sessiontree.adapters.search_text import Row, entry_row, erased_id, same_place, without_erased
+from sessiontree.adapters.search_text import Row, entry_row, erased_id, same_place, with_text, without_erased
 
 HIDDEN = "~"  # streams that are not sessions (``~deletions``) start with this
 
@@ -71,7 +72,7 @@ def read_session(recorder: Any, sid: str, state: SourceState | None) -> Change:
             cwd = data.get("cwd")
             state = SourceState(sid, cwd=same_place(cwd) if isinstance(cwd, str) else "")
             continue
-        row = entry_row(stored.originator_version, data)
+        row = entry_row(stored.originator_version, with_text(data, bytes(stored.state), blobs_of(recorder)))
         if row is not None:
             rows.append(row)
         if (target := erased_id(data)) is not None:

@@ -20,7 +20,9 @@ from typing import Any
 import attrs
 import orjson
 
+from sessiontree.adapters.blobs import MARKER, fetch, resolve, unpacked
 from sessiontree.domain.erasure import RECORD_TYPE
+from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import format_timestamp, parse_timestamp
 
 _WORD = re.compile(r"[^\W_]+")
@@ -190,6 +192,27 @@ class Row:
     @property
     def words(self) -> str:
         return " ".join(words(self.text)) if self.text else ""
+
+
+def with_text(data: Any, line: bytes | None, store: Any) -> Any:
+    """A parsed line with the text it keeps out of line read back (images left out: search has no use for them); a
+    blob that cannot be read leaves its text unsearched (verify and open report it)."""
+    if line is None or MARKER not in line:
+        return data
+
+    def text(ref: dict[str, Any]) -> str:
+        if not str(ref.get("media_type", "")).startswith("text/"):
+            return ""
+        try:
+            return unpacked(fetch(store, ref), ref)
+        except (SessionError, UnicodeDecodeError):
+            return ""
+
+    try:
+        resolve(data, text)
+    except SessionError:
+        pass
+    return data
 
 
 def entry_row(seq: int, data: Any) -> Row | None:

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from sessiontree.adapters import chain
+from sessiontree.adapters import blobs, chain
 from sessiontree.adapters.codec import Codec
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
@@ -27,6 +27,7 @@ class SessionStorage(ABC):
     read_only: bool = False
     chain_new_sessions = True  # a new native log is hash-chained from its header (False: not at all)
     codec: Codec
+    blobs: Any = None  # where content out of line lives (``blobs.py``); None: every line holds its content
 
     def __init__(self) -> None:
         self.chain_head = chain.ChainHead()
@@ -68,9 +69,26 @@ class SessionStorage(ABC):
         """The lines of ``events``, each sealed after the one before (``digest``: the digest of
         the line the first one follows; None: the log is not chained)."""
         lines = [self.codec.encode_event(event) for event in events]
+        if self.blobs is not None:
+            lines = self.outlined(lines)
         if digest is None:
             return lines, None
         return chain.seal_lines(lines, digest)
+
+    def outlined(self, lines: list[bytes]) -> list[bytes]:
+        """Encoded lines with their large content put into the blob store first (``blobs.py``)."""
+        return [blobs.outline(line, self.blobs) for line in lines]
+
+    def encode_line(self, event: Any) -> bytes:
+        """The line (unsealed) this storage writes for ``event``: encoded, its large content out of line."""
+        line = self.codec.encode_event(event)
+        return line if self.blobs is None else blobs.outline(line, self.blobs)
+
+    def inlined(self, line: bytes, version: int) -> bytes:
+        """A stored line with its content read back from the blob store."""
+        if blobs.MARKER not in line:
+            return line
+        return blobs.inline(line, self.blobs, lambda: f"session {self.session_id} line {version}: ")
 
     def previous_digest(self, version: int) -> bytes | None:
         """The digest the line of ``version`` chains to (None: the log is not chained): the

@@ -138,6 +138,22 @@ class SessionStore(ABC):
     def close(self) -> None:  # noqa: B027 - optional: most hold nothing to release
         """Release connections and handles."""
 
+    @property
+    def blobs(self) -> Any:
+        """Where this store's sessions keep content out of line (``blob_stores.py``); None: it has no store."""
+        from sessiontree.adapters.blob_tables import blobs_of
+
+        recorder = getattr(self, "recorder", None)  # the stores over an eventsourcing recorder keep one beside it
+        return blobs_of(recorder) if recorder is not None else None
+
+    def set_blob_threshold(self, threshold: Any) -> None:
+        """The longest text its sessions keep inline, in bytes (None: everything inline, images too)."""
+        from sessiontree.adapters.blob_stores import check_threshold
+
+        checked, blobs = check_threshold(threshold), self.blobs
+        if blobs is not None:
+            blobs.threshold = checked
+
 
 class MemoryStore(SessionStore):
     """Sessions held in memory, in one eventsourcing POPO recorder (tests, ephemeral agents)."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sessiontree.adapters.archive import GZIP_MAGIC, expand
+from sessiontree.adapters.blob_stores import BlobCheck, folder_for
 from sessiontree.adapters.chain import check_chain
 from sessiontree.adapters.checkpoints import Checkpoint, key_algorithm, load_checkpoints, parse_all, signature_valid
 from sessiontree.adapters.codec import Codec, native_codec
@@ -52,7 +53,10 @@ def verify(
     signed = parse_all(checkpoints or ())
     wanted = {cp.line for cp in signed}
     anchor = _anchor(head)
-    report = _verify_file(Path(path), wanted, anchor) if path is not None else _verify_records(storage, wanted, anchor)
+    if path is not None:
+        report = _verify_file(Path(path), wanted, anchor)
+    else:
+        report = _verify_records(storage, wanted, anchor)
     if not report.chained:
         (report.problem if require_chain else report.warn)(None, _UNCHAINED_PI if report.dialect == "pi" else _UNCHAINED)
     _check_checkpoints(report, signed, key)
@@ -112,7 +116,7 @@ def _verify_file(path: Path, wanted: set[int], anchor: bytes | None) -> VerifyRe
     if not lines:
         report.problem(1, "the file is empty: no session header")
         return report
-    _check(lines, report, path, wanted, anchor)
+    _check(lines, report, path, wanted, anchor, folder_for(path))
     return report
 
 
@@ -158,12 +162,15 @@ def _verify_records(storage: Any, wanted: set[int], anchor: bytes | None) -> Ver
             break
         lines.append(bytes(item.state))
     if lines:
-        _check(lines, report, storage.location, wanted, anchor)
+        _check(lines, report, storage.location, wanted, anchor, storage.blobs)
     return report
 
 
-def _check(lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set[int], anchor: bytes | None) -> None:
-    """The structure of every line, then the chain (a pi file has none, unless a native header was damaged)."""
+def _check(
+    lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set[int], anchor: bytes | None, blobs: Any,
+) -> None:
+    """The structure of every line (with the content it keeps out of line, in ``blobs``), then the chain (a pi file
+    has none, unless a native header was damaged)."""
     report.lines = len(lines)
     codec = native_codec()
     try:
@@ -177,7 +184,7 @@ def _check(lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set
     if report.dialect == "pi":
         _check_pi(Path(where), lines, report)
     else:
-        _check_entries(lines, report, codec)
+        _check_entries(lines, report, codec, BlobCheck(blobs, report))
     found = check_chain(lines, wanted, anchor)
     report.chained, report.anchored_at, report.digests = found.chained, found.anchored_at, found.digests
     report.head = found.head.hex() if found.head is not None else None
@@ -186,11 +193,12 @@ def _check(lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set
     note_erasures(lines, report, found, codec)
 
 
-def _check_entries(lines: Sequence[bytes], report: VerifyReport, codec: Codec) -> None:
+def _check_entries(lines: Sequence[bytes], report: VerifyReport, codec: Codec, blobs: Any) -> None:
     """Every entry line as salvage mode reads it; a bad line is reported, then skipped."""
     ids: set[str] = set()
     for lineno in range(2, len(lines) + 1):
-        found = read_entry(lines[lineno - 1], codec, report.session_id or "?", lineno, ids)
+        blobs.line = lineno
+        found = read_entry(lines[lineno - 1], codec, report.session_id or "?", lineno, ids, blobs)
         if isinstance(found, str):
             report.problem(lineno, found)
         else:

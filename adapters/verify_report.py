@@ -48,6 +48,8 @@ class VerifyReport:
     anchored_at: int | None = None
     # Erased lines the chain vouches for: {"line", "entry_id", "record_line", "reason", "by"} (docs/audit.md, Erasure).
     redactions: list[dict[str, Any]] = attrs.field(factory=list)
+    # Content kept out of line that was checked against its digest (distinct blobs; docs/audit.md).
+    blobs: int = 0
     # The chain digest of the log as it is at each line a checkpoint names (raw bytes).
     digests: dict[int, bytes] = attrs.field(factory=dict, repr=False, eq=False)
 
@@ -88,7 +90,7 @@ class VerifyReport:
     def summary(self) -> str:
         """One line for people: the verdict, what was checked and the first problem."""
         kind = "hash-chained" if self.chained else "NOT chained (structure only)"
-        what = f"{self.lines} lines, {self.entries} entries, {kind}"
+        what = f"{self.lines} lines, {self.entries} entries, {kind}" + (f", {self.blobs} blob(s) match" if self.blobs else "")
         if self.ok:
             signed = f", {self.checkpoints} signed checkpoint(s) match" if self.checkpoints else ""
             if self.unverified_from is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import getpass
 from typing import Any
 
+from sessiontree.adapters.blob_gc import collect, digests_of
 from sessiontree.domain import aggregate as commands
 from sessiontree.domain.erasure import PLACEHOLDER, RECORD_TYPE, STUB_KEY, erased, is_stub
 from sessiontree.domain.errors import SessionError
@@ -62,9 +63,17 @@ def redact(session: Any, entry_id: str, reason: str, by: str | None = None) -> s
                 agg, RECORD_TYPE, data, id=id, timestamp=now), None, redact=False)
         else:
             record_id = known.id
+        gone = digests_of([storage.line_before(entry.version + 1)[0]])
         storage.replace_line(entry.version, stub, digest)
+        collect(storage.blobs, blob_scope(storage), gone)  # its content, unless another entry still refers to it
         session.reload()
         return str(record_id)
+
+
+def blob_scope(storage: Any) -> Any:
+    """The logs that share ``storage``'s blob store: its file's folder, or its recorder."""
+    path = getattr(storage, "path", None)
+    return path.parent if path is not None else storage.recorder
 
 
 def _who() -> str | None:

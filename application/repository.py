@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, cast
 import attrs
 
 from sessiontree import retention
+from sessiontree.adapters.blob_gc import digests_of
+from sessiontree.adapters.blob_stores import DEFAULT as BLOBS_DEFAULT
 from sessiontree.adapters.database import DatabaseStore
 from sessiontree.adapters.jsonl_repo import JsonlStore
 from sessiontree.adapters.jsonl_salvage import salvage_log
@@ -44,8 +46,10 @@ class SessionRepo:
     def __init__(
         self, store: SessionStore, *, options: SessionContextBuildOptions | None = None, projections: Sequence[Any] = (),
         clock: Clock | None = None, id_generator: IdGenerator | None = None, redactors: Any = DEFAULT,
+        blob_threshold: Any = BLOBS_DEFAULT,
     ) -> None:
         self.store = store
+        store.set_blob_threshold(blob_threshold)  # text longer than this, and images, are kept out of line
         self.redactors = check_redactors(redactors)  # every session's, and what forks and conversions write
         self.options = options
         self.projections = tuple(projections)
@@ -92,7 +96,7 @@ class SessionRepo:
         if not salvage:
             return self._session(storage)
         try:
-            header, entries, skipped = salvage_log(storage.read_lines(), storage.location)
+            header, entries, skipped = salvage_log(storage.read_lines(), storage.location, blobs=storage.blobs)
         except BaseException:
             storage.close()
             raise
@@ -185,7 +189,11 @@ class SessionRepo:
         storage, record, salvaged = verified_source(other.store, check_session_id(session_id), salvage)
         try:
             if salvaged is None and record["dialect"] == "native":
-                return self._session(self.store.store_lines(session_id, storage.read_lines()))
+                lines = storage.read_lines()
+                wanted = digests_of(lines)
+                if wanted:  # the copy carries its content kept out of line
+                    storage.blobs.copy_to(self.store.blobs, wanted)
+                return self._session(self.store.store_lines(session_id, lines))
             if salvaged is None:
                 header, log = storage.load()
                 events = list(log)

@@ -20,6 +20,7 @@ import attrs
 
 from sessiontree.adapters import retention as store_retention
 from sessiontree.adapters.archive import archive_name, write_archive
+from sessiontree.adapters.blob_gc import collect, digests_of
 from sessiontree.adapters.checkpoints import SIDECAR_SUFFIX
 from sessiontree.adapters.retention import ChangedError, Survey
 from sessiontree.adapters.store import SessionInfo
@@ -202,9 +203,9 @@ def _prune_one(store: Any, item: PrunedSession, folder: str | None) -> None:
     if survey is None:
         raise SessionError("invalid_entry", f"session {item.id}: this plan was not made by plan_prune; make a new one")
     written = None
+    lines = store_retention.lines_for_archive(store, item.id, survey)
     if folder is not None:
-        lines = store_retention.lines_for_archive(store, item.id, survey)
-        written = write_archive(folder, item.id, lines, store_retention.checkpoints_of(survey))
+        written = write_archive(folder, item.id, lines, store_retention.checkpoints_of(survey), store.blobs)
     try:
         store_retention.delete_surveyed(store, item.id, survey)
     except ChangedError:
@@ -212,3 +213,5 @@ def _prune_one(store: Any, item: PrunedSession, folder: str | None) -> None:
             written.unlink(missing_ok=True)
             Path(f"{written}{SIDECAR_SUFFIX}").unlink(missing_ok=True)
         raise
+    # its content goes too, unless another session refers to it
+    collect(store.blobs, getattr(store, "root", None) or store.recorder, digests_of(lines))

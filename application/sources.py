@@ -33,7 +33,7 @@ def verified_source(
                 f"session {session_id} at {storage.location} does not verify ({report.problems[0]}); it is not "
                 "copied (salvage copies what can be read, and records what it skipped)",
             )
-        header, entries, skipped = salvage_log(storage.read_lines(), storage.location)
+        header, entries, skipped = salvage_log(storage.read_lines(), storage.location, blobs=storage.blobs)
     except BaseException:
         storage.close()
         raise

@@ -49,6 +49,10 @@ class OneFile(SessionStore):
     def parent_reference(self, storage: SessionStorage) -> str:
         return storage.location  # a fork names the file it came from, as pi does
 
+    @property
+    def blobs(self) -> Any:
+        return self._storage.blobs
+
     def close(self) -> None:
         self._storage.close()
 

@@ -2,7 +2,8 @@
 # The whole test suite from a fresh checkout: a virtual environment with sessiontree and its
 # test extras, the local PostgreSQL server, Debian's chromium (as root, when it is missing; the web
 # viewer's browser tests), the pi peer harness (when node is present), the linter and the type
-# checker, then pytest. Extra arguments go to pytest (and skip the checks).
+# checker, then pytest, then the property tests once more with content out of line. Extra arguments go to pytest
+# (and skip the checks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
@@ -25,4 +26,6 @@ echo "== ruff check"
 .venv/bin/python -m ruff check .
 echo "== mypy (scripts/typecheck.sh)"
 bash scripts/typecheck.sh
-exec .venv/bin/python -m pytest
+.venv/bin/python -m pytest
+echo "== the property tests again, every text and image kept out of line (docs/file-format.md)"
+SESSIONTREE_BLOB_THRESHOLD=0 exec .venv/bin/python -m pytest -q --properties-only

@@ -17,3 +17,19 @@ def _private_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
         yield
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--properties-only", action="store_true",
+        help="run only the hypothesis property tests (scripts/test.sh runs them again with every text and image kept "
+             "out of line: SESSIONTREE_BLOB_THRESHOLD=0)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--properties-only"):
+        return
+    kept = [item for item in items if getattr(getattr(item, "obj", None), "is_hypothesis_test", False)]
+    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    items[:] = kept

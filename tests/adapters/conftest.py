@@ -114,9 +114,22 @@ class StorageFactory:
             self.backend.close(self._place)
 
 
-@pytest.fixture(params=[pytest.param(b, marks=b.marks, id=b.name) for b in STORAGE_BACKENDS])
+def _out_of_line(backend: StorageBackend) -> StorageBackend:
+    """``backend`` with every text and image of its sessions kept out of line (a blob threshold of 0 bytes)."""
+
+    def outlined(storage: SessionStorage) -> SessionStorage:
+        assert storage.blobs is not None
+        storage.blobs.threshold = 0
+        return storage
+
+    return attrs.evolve(backend, name=f"{backend.name}+blobs", create=lambda place, **h: outlined(backend.create(place, **h)),
+                        reopen=lambda storage: outlined(backend.reopen(storage)))
+
+
+@pytest.fixture(params=[pytest.param(b, marks=b.marks, id=b.name)
+                        for b in STORAGE_BACKENDS + [_out_of_line(b) for b in STORAGE_BACKENDS]])
 def storage_factory(request: Any, tmp_path: Path) -> Iterator[StorageFactory]:
-    """A :class:`StorageFactory` for each backend in ``STORAGE_BACKENDS``."""
+    """A :class:`StorageFactory` for each backend in ``STORAGE_BACKENDS``, and each again with its content out of line."""
     factory = StorageFactory(request.param, tmp_path)
     try:
         yield factory
@@ -126,7 +139,8 @@ def storage_factory(request: Any, tmp_path: Path) -> Iterator[StorageFactory]:
 
 # -- repositories on every backend (test_repo.py, test_repo_fork.py) ------------------------------------------------
 
-REPO_BACKENDS = ["memory", "jsonl", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+REPO_BACKENDS = ["memory", "jsonl", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres),
+                 "memory+blobs", "jsonl+blobs", "sqlite+blobs", pytest.param("postgres+blobs", marks=pytest.mark.postgres)]
 
 
 @pytest.fixture(params=REPO_BACKENDS)
@@ -138,13 +152,17 @@ def backend(request: Any) -> str:
 def make_repo(backend: str, tmp_path: Path) -> Iterator[Any]:
     """Opens repositories of the test's backend (all on the same store) and closes them."""
     opened: list[SessionRepo] = []
-    schema_cm = pg.temp_schema("repo") if backend == "postgres" else None
+    schema_cm = pg.temp_schema("repo") if backend.startswith("postgres") else None
     schema = schema_cm.__enter__() if schema_cm is not None else None
     memory: list[SessionRepo] = []
 
+    kind, _, blobs = backend.partition("+")  # "+blobs": every text and image of its sessions kept out of line
+
     def make(**kwargs: Any) -> SessionRepo:
         kwargs.setdefault("clock", fixed_clock(kit.T0))
-        if backend == "memory":
+        if blobs:
+            kwargs.setdefault("blob_threshold", 0)
+        if kind == "memory":
             if not memory:
                 memory.append(open_repo("memory:", **kwargs))
             return memory[0]
@@ -152,7 +170,7 @@ def make_repo(backend: str, tmp_path: Path) -> Iterator[Any]:
             "jsonl": f"jsonl:{tmp_path / 'sessions'}",
             "sqlite": f"sqlite:{tmp_path / 'sessions.db'}",
             "postgres": pg.url(schema or ""),
-        }[backend]
+        }[kind]
         repo = open_repo(url, **kwargs)
         opened.append(repo)
         return repo

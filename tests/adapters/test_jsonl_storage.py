@@ -17,7 +17,7 @@ import sessiontree_testkit as kit
 from hypothesis import HealthCheck, given, settings
 
 from sessiontree import JsonlSessionStorage, Session, SessionError
-from sessiontree.adapters import chain, jsonl_file
+from sessiontree.adapters import blobs, chain, jsonl_file
 from sessiontree.adapters.codec import native_codec
 from sessiontree.domain import events as ev
 
@@ -110,7 +110,9 @@ def test_rewriting_a_file_gives_the_same_bytes(tmp_path_factory: Any, ops: list[
     original = session.storage.path.read_bytes()  # type: ignore[attr-defined]
     codec = native_codec()
     lines = [chain.strip(line) for line in original[:-1].split(b"\n")]  # the chain field is the storage's
-    again = [codec.encode_event(codec.decode_line(line, kit.SESSION_ID, n + 1)) for n, line in enumerate(lines)]
+    store = session.storage.blobs  # content kept out of line is read back before decoding, and put out after encoding
+    again = [blobs.outline(codec.encode_event(codec.decode_line(blobs.inline(line, store), kit.SESSION_ID, n + 1)), store)
+             for n, line in enumerate(lines)]
     assert again == lines
     reopened = Session(JsonlSessionStorage.open(place / "s.jsonl"))
     copy = JsonlSessionStorage.create(place / "copy.jsonl", session_id=kit.SESSION_ID, timestamp=kit.T0_ISO, cwd="/home/me/project")

@@ -43,7 +43,7 @@ def test_an_archive_folder_refuses_every_write(aged: SessionRepo, clock: SetCloc
     """Creating, copying into, deleting and pruning an archive folder are refused; its files stay as they were."""
     folder = tmp_path / "archive"
     _archive_all(aged, clock, folder)
-    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+    files = {p.name: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     archives = open_repo(f"archive:{folder}")
     sid = archives.list()[0].id
     with pytest.raises(SessionError, match="read-only"):
@@ -54,7 +54,7 @@ def test_an_archive_folder_refuses_every_write(aged: SessionRepo, clock: SetCloc
         archives.prune(older_than="0s")
     with pytest.raises(SessionError, match="read-only"):
         archives.open(sid).append_message(kit.user("more"))
-    assert {p.name: p.read_bytes() for p in folder.iterdir()} == files
+    assert {p.name: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == files
 
 
 def test_unreadable_or_misnamed_archives_are_left_out_of_the_listing(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ every intact line before the damage; verify names the first damaged line of a ch
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import warnings
 from collections import Counter
@@ -27,6 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiontree import InMemorySessionStorage, JsonlSessionStorage, Session, SessionError, verify
+from sessiontree.adapters.blob_stores import FOLDER, FolderBlobs
 from sessiontree.adapters.files import is_whole_line
 from sessiontree.adapters.pi_convert import export_pi
 from sessiontree.cli.demo import DemoClock, build_demo, demo_ids
@@ -60,7 +62,10 @@ def watchdog(seconds: int = WATCHDOG_SECONDS) -> Iterator[None]:
 
 
 class Sources(dict):  # type: ignore[type-arg]
-    """The source files by name (a short repr keeps Hypothesis' failure reports readable)."""
+    """The source files by name (a short repr keeps Hypothesis' failure reports readable), and the blob folder of the
+    native one (content kept out of line: the damaged copies read it too)."""
+
+    blobs: Path
 
     def __repr__(self) -> str:
         return f"<{len(self)} source files: {', '.join(self)}>"
@@ -76,6 +81,7 @@ def sources(tmp_path_factory: Any) -> dict[str, bytes]:
     session.close()
     export_pi(folder / "demo.jsonl", folder / "demo-pi.jsonl")
     out = Sources({"native demo": (folder / "demo.jsonl").read_bytes(), "pi export": (folder / "demo-pi.jsonl").read_bytes()})
+    out.blobs = folder / FOLDER
     shared = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "pi"
     for path in sorted(shared.glob("*.jsonl")) if shared.is_dir() else []:
         out[f"pi fixture {path.name}"] = path.read_bytes()
@@ -173,6 +179,8 @@ def test_damaged_files_raise_only_session_errors_and_salvage_keeps_the_intact_pr
     mutated, kinds = data.draw(damaged(original), label="damage")
     path = tmp_path_factory.mktemp("fuzz") / "s.jsonl"
     path.write_bytes(mutated)
+    if sources.blobs.is_dir():  # type: ignore[attr-defined]
+        shutil.copytree(sources.blobs, path.parent / FOLDER)  # type: ignore[attr-defined]
     before = complete_lines(original)
     after = complete_lines(mutated)
     first_bad = first_difference(before, after)
@@ -223,6 +231,7 @@ def test_damaged_database_rows_raise_only_session_errors(sources: dict[str, byte
     sid = "fuzz-session"
     recorder.insert_events([StoredEvent(sid, n, "sessiontree:any", line) for n, line in enumerate(lines, 1)])
     storage = InMemorySessionStorage.attach(recorder, sid)
+    FolderBlobs(sources.blobs).copy_to(storage.blobs, FolderBlobs(sources.blobs).digests())  # type: ignore[attr-defined]
     with watchdog():
         try:
             session = Session(storage)

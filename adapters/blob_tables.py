@@ -1,0 +1,86 @@
+"""Out-of-line content in the database that holds the sessions (``blob_stores.py`` has the port and the others)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sessiontree.adapters.blob_stores import DEFAULT, BlobStore, MemoryBlobs
+from sessiontree.domain.errors import SessionError
+
+
+class TableBlobs(BlobStore):
+    """Blobs in a table of the database that holds the sessions (eventsourcing's SQLite or PostgreSQL datastore),
+    written in their own transaction before the events that refer to them."""
+
+    def __init__(self, recorder: Any, module: str, *, threshold: Any = DEFAULT) -> None:
+        super().__init__(threshold)
+        self.datastore = recorder.datastore
+        self.postgres = module == "eventsourcing.postgres"
+        # beside the events table, named after it: two applications in one schema keep their own content
+        self.table = str(getattr(recorder, "events_table_name", "sessiontree_events")).removesuffix("_events") + "_blobs"
+        self.location = f"the {self.table} table"
+        self._sql: dict[str, Any] = {}
+        self._ready = False
+
+    def _q(self, template: str) -> Any:
+        found = self._sql.get(template)
+        if found is None:
+            if self.postgres:
+                from psycopg.sql import SQL, Identifier
+
+                found = SQL(template.replace("?", "%s").replace("{t}", "{0}.{1}")).format(
+                    Identifier(self.datastore.schema or "public"), Identifier(self.table))
+            else:
+                found = template.replace("{t}", self.table)
+            self._sql[template] = found
+        return found
+
+    def _run(self, template: str, params: tuple[Any, ...] = (), *, commit: bool = False) -> list[Any]:
+        if not self._ready:
+            kind = "bytea" if self.postgres else "BLOB"
+            with self.datastore.transaction(commit=True) as cursor:
+                cursor.execute(self._q(f"CREATE TABLE IF NOT EXISTS {{t}} (digest text PRIMARY KEY, data {kind} NOT NULL)"))
+            self._ready = True
+        with self.datastore.transaction(commit=commit) as cursor:
+            cursor.execute(self._q(template), params)
+            return list(cursor.fetchall()) if not commit else []
+
+    def put(self, digest: str, data: bytes) -> None:
+        conflict = "ON CONFLICT (digest) DO NOTHING" if self.postgres else "ON CONFLICT DO NOTHING"
+        self._guard("write", lambda: self._run(f"INSERT INTO {{t}} (digest, data) VALUES (?, ?) {conflict}",
+                                               (digest, data), commit=True))
+
+    def get(self, digest: str) -> bytes | None:
+        rows = self._guard("read", lambda: self._run("SELECT data FROM {t} WHERE digest = ?", (digest,)))
+        return bytes(rows[0][0] if not isinstance(rows[0], dict) else rows[0]["data"]) if rows else None
+
+    def delete(self, digest: str) -> None:
+        self._guard("delete", lambda: self._run("DELETE FROM {t} WHERE digest = ?", (digest,), commit=True))
+
+    def digests(self) -> Iterator[str]:
+        rows = self._guard("read", lambda: self._run("SELECT digest FROM {t} ORDER BY digest"))
+        yield from (str(r[0] if not isinstance(r, dict) else r["digest"]) for r in rows)
+
+    def _guard(self, what: str, run: Any) -> Any:
+        from eventsourcing.persistence import PersistenceError
+
+        try:
+            return run()
+        except PersistenceError as exc:
+            raise SessionError("storage", f"cannot {what} content in {self.location}: {exc}") from exc
+
+
+def blobs_of(recorder: Any) -> BlobStore:
+    """The blob store that goes with an eventsourcing recorder: a table in its database, or a dict beside a POPO
+    recorder's events; one per recorder, so every storage on it reads what the others wrote."""
+    found: BlobStore | None = getattr(recorder, "_sessiontree_blobs", None)
+    if found is None:
+        datastore = getattr(recorder, "datastore", None)
+        kind = type(datastore).__module__ if datastore is not None else ""
+        if "postgres" in kind or "sqlite" in kind:
+            found = TableBlobs(recorder, "eventsourcing.postgres" if "postgres" in kind else "eventsourcing.sqlite")
+        else:
+            found = MemoryBlobs()
+        recorder._sessiontree_blobs = found
+    return found
