@@ -96,11 +96,8 @@ def packed(text: str, mime: str | None) -> tuple[bytes, dict[str, Any]]:
     """The bytes a store keeps for a slot's string, and their reference. An image's base64 is kept decoded when
     encoding it again gives the same text (so the blob is the image itself); anything else as its UTF-8."""
     if mime is not None:
-        try:
-            raw = base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError):
-            raw = None
-        if raw is not None and base64.b64encode(raw).decode("ascii") == text:
+        raw = _canonical_base64(text)
+        if raw is not None:
             return raw, {"sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw), "media_type": mime,
                          "encoding": "base64"}
     data = text.encode("utf-8")
@@ -108,6 +105,22 @@ def packed(text: str, mime: str | None) -> tuple[bytes, dict[str, Any]]:
     if mime is None:  # listings quote a session's first message without reading the store
         ref["preview"] = text[:PREVIEW]
     return data, ref
+
+
+_SEXTETS = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
+
+
+def _canonical_base64(text: str) -> bytes | None:
+    """The bytes ``text`` encodes, when encoding them gives ``text`` back exactly (strict alphabet and padding, and
+    zero bits after the last byte); else None."""
+    if len(text) % 4:
+        return None
+    try:
+        raw = binascii.a2b_base64(text, strict_mode=True)
+    except (binascii.Error, ValueError):
+        return None
+    unused = 0b1111 if text.endswith("==") else 0b11 if text.endswith("=") else 0
+    return raw if not unused or _SEXTETS[text.rstrip("=")[-1]] & unused == 0 else None
 
 
 def unpacked(data: bytes, ref: dict[str, Any]) -> str:

@@ -146,6 +146,8 @@ def _print(reports: list[Any], args: argparse.Namespace) -> int:
             mark = ("✗ ", "bold red") if not report.ok else ("! ", "bold yellow") if report.warnings else ("✓ ", "green")
             kind = "hash-chained" if report.chained else "not chained"
             about = f"  {report.entries} entries, {report.dialect or '?'}, {kind}"
+            if report.blobs:  # content kept out of line, each blob checked against its digest
+                about += f", {report.blobs} blob(s) match"
             if report.checkpoints:
                 about += f", {report.checkpoints} signed checkpoint(s)"
             console.print(Text.assemble(mark, report.source, (about, "dim")))

@@ -281,3 +281,19 @@ def test_a_listing_quotes_a_first_message_kept_out_of_line(url: str, tmp_path: P
         (info,) = repo.list()
         assert info.first_message.startswith("a first question that is longer")
         assert len(info.first_message) == blobs.PREVIEW
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=st.binary(max_size=40), text=st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=\n ", max_size=14))
+def test_an_image_is_kept_as_its_bytes_only_when_they_give_its_text_back(raw: bytes, text: str) -> None:
+    """Base64 as encoders write it is stored decoded; any other text (bad padding, stray bits, whitespace) as text,
+    so what is read back is always the very string that was appended."""
+    canonical = base64.b64encode(raw).decode()
+    assert blobs.packed(canonical, "image/png") == (raw, {**blobs.packed(canonical, "image/png")[1], "encoding": "base64"})
+    data, ref = blobs.packed(text, "image/png")
+    assert blobs.unpacked(data, ref) == text
+    try:
+        canonical_text = base64.b64encode(base64.b64decode(text, validate=True)).decode() == text
+    except ValueError:
+        canonical_text = False
+    assert (ref.get("encoding") == "base64") == canonical_text

@@ -90,3 +90,21 @@ def test_verify_checks_signed_checkpoints_with_key(demo, cli, tmp_path: Path) ->
     assert "1 error(s)" in cli("verify", str(path), "--key", str(key), fails=True).stderr
     (tmp_path / "short.key").write_bytes(b"tiny")
     assert "at least 16 bytes" in cli("verify", str(path), "--key", "short.key", fails=True).stderr
+
+
+def test_verify_checks_content_kept_out_of_line(cli, cli_json, tmp_path: Path) -> None:
+    """A session holding an image: verify counts its blob; with the blob gone, the line that refers to it fails."""
+    import base64
+
+    from sessiontree import ImageContent, JsonlSessionRepo, TextContent, UserMessage
+
+    repo = JsonlSessionRepo(tmp_path / ".sessions")
+    session = repo.create(cwd=str(tmp_path))
+    session.append_message(UserMessage([TextContent("the screenshot"), ImageContent(base64.b64encode(b"png" * 500).decode(), "image/png")]))
+    session.close()
+    assert "1 blob(s) match" in cli("verify").stdout
+    assert cli_json("verify")["reports"][0]["blobs"] == 1
+    (blob,) = [p for p in (tmp_path / ".sessions" / ".blobs").rglob("*") if p.is_file() and p.name != "lock"]
+    blob.unlink()
+    proc = cli("verify", fails=True)
+    assert ".jsonl:2: error: content" in proc.stdout and "is missing" in proc.stdout
