@@ -3,8 +3,10 @@ still refers to them) and after pruning (the pruned sessions' blobs).
 
 Whether a blob is still referred to is asked of every log that shares its store: the native session files of the
 folder (``.blobs`` is the folder's), or every stored event of the database. The digest's hex is looked for in the
-stored bytes; a line that merely quotes it keeps the blob, which errs on the side of keeping content. Blobs are
-deleted while the store is held for collecting, so no writer can put one to use meanwhile (``blob_stores.py``).
+stored bytes; a line that merely quotes it keeps the blob, which errs on the side of keeping content. A folder's
+blobs are deleted while its lock is held for collecting, so no writer can put one to use meanwhile; in memory and in
+a database a writer puts its blobs again once its line is stored, and the check and the deletion are one step
+(``blob_stores.py``, ``blob_tables.py``).
 """
 
 from __future__ import annotations
@@ -68,15 +70,4 @@ def _in_recorder(recorder: Any, digest: str) -> bool:
         stored = recorder._stored_events
         with recorder._database_lock:
             return any(needle in bytes(stored[i].state) for versions in index.values() for i in versions.values())
-    datastore = recorder.datastore
-    table = recorder.events_table_name
-    if "postgres" in type(datastore).__module__:
-        from psycopg.sql import SQL, Identifier
-
-        query: Any = SQL("SELECT 1 FROM {}.{} WHERE position(%s::bytea in state) > 0 LIMIT 1").format(
-            Identifier(datastore.schema or "public"), Identifier(table))
-    else:
-        query = f"SELECT 1 FROM {table} WHERE instr(state, ?) > 0 LIMIT 1"
-    with datastore.transaction(commit=False) as cursor:
-        cursor.execute(query, (needle,))
-        return bool(cursor.fetchall())
+    return True  # a database's own store asks it (``blob_tables.TableBlobs.collect``); anything else keeps its blobs

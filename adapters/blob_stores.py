@@ -222,7 +222,7 @@ class MemoryBlobs(BlobStore):
     def __init__(self, threshold: Any = DEFAULT) -> None:
         super().__init__(threshold)
         self._blobs: dict[str, bytes] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # puts wait while blobs are collected (a writer puts its blobs again after)
 
     def put(self, digest: str, data: bytes) -> None:
         with self._lock:
@@ -237,6 +237,9 @@ class MemoryBlobs(BlobStore):
 
     def digests(self) -> Iterator[str]:
         yield from sorted(self._blobs)
+
+    def collecting(self) -> Any:
+        return self._lock
 
 
 class BlobCheck:

@@ -130,9 +130,10 @@ def unpacked(data: bytes, ref: dict[str, Any]) -> str:
     return data.decode("utf-8")
 
 
-def outline(line: bytes, store: Any) -> bytes:
+def outline(line: bytes, store: Any, put: list[tuple[str, bytes]] | None = None) -> bytes:
     """``line`` with its large content put into ``store`` and replaced by references (the same line when it has none).
-    The store's blobs are written before the line that refers to them, as durably as the store writes."""
+    The store's blobs are written before the line that refers to them, as durably as the store writes; ``put`` gets
+    each ``(digest, bytes)`` (a database writer puts them again once its line is stored: ``recorder.py``)."""
     threshold = store.threshold
     if threshold is None or (len(line) <= threshold and IMAGE not in line):
         return line
@@ -149,6 +150,8 @@ def outline(line: bytes, store: Any) -> bytes:
             continue  # text within the threshold (four bytes a character at most)
         blob, ref = packed(value, mime)
         store.put(ref["sha256"], blob)
+        if put is not None:
+            put.append((ref["sha256"], blob))
         holder[key] = {KEY: ref}
         changed = True
     return orjson.dumps(data) if changed else line

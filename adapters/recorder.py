@@ -101,7 +101,8 @@ class RecorderSessionStorage(SessionStorage):
         if not events:
             return
         first = events[0].originator_version
-        lines, digest = self.sealed_lines(events, self.previous_digest(first))
+        put: list[tuple[str, bytes]] = []
+        lines, digest = self.sealed_lines(events, self.previous_digest(first), put)
         stored = [stored_event(self._session_id, first + i, line) for i, line in enumerate(lines)]
         try:
             self.recorder.insert_events(stored)
@@ -114,6 +115,8 @@ class RecorderSessionStorage(SessionStorage):
             landed = self._landed(lines, first)
             if not landed:
                 raise self._failed(exc, events if landed is None else ()) from exc
+        for blob_digest, blob in put:  # again, now that the line refers to it: a collector may have taken it meanwhile
+            self.blobs.put(blob_digest, blob)
         self.chain_head.set(first + len(lines) - 1, digest)
 
     def _landed(self, lines: list[bytes], first: int) -> bool | None:

@@ -65,12 +65,14 @@ class SessionStorage(ABC):
         if self.read_only:
             raise SessionError("storage", f"session {self.session_id} at {self.location} is open read-only")
 
-    def sealed_lines(self, events: Sequence[Any], digest: bytes | None) -> tuple[list[bytes], bytes | None]:
+    def sealed_lines(
+        self, events: Sequence[Any], digest: bytes | None, put: list[tuple[str, bytes]] | None = None,
+    ) -> tuple[list[bytes], bytes | None]:
         """The lines of ``events``, each sealed after the one before (``digest``: the digest of
-        the line the first one follows; None: the log is not chained)."""
+        the line the first one follows; None: the log is not chained; ``put``: gets the blobs put)."""
         lines = [self.codec.encode_event(event) for event in events]
         if self.blobs is not None:
-            lines = self.outlined(lines)
+            lines = [blobs.outline(line, self.blobs, put) for line in lines]
         if digest is None:
             return lines, None
         return chain.seal_lines(lines, digest)
@@ -78,11 +80,6 @@ class SessionStorage(ABC):
     def outlined(self, lines: list[bytes]) -> list[bytes]:
         """Encoded lines with their large content put into the blob store first (``blobs.py``)."""
         return [blobs.outline(line, self.blobs) for line in lines]
-
-    def encode_line(self, event: Any) -> bytes:
-        """The line (unsealed) this storage writes for ``event``: encoded, its large content out of line."""
-        line = self.codec.encode_event(event)
-        return line if self.blobs is None else blobs.outline(line, self.blobs)
 
     def inlined(self, line: bytes, version: int) -> bytes:
         """A stored line with its content read back from the blob store."""
