@@ -297,3 +297,32 @@ def test_an_image_is_kept_as_its_bytes_only_when_they_give_its_text_back(raw: by
     except ValueError:
         canonical_text = False
     assert (ref.get("encoding") == "base64") == canonical_text
+
+
+@pytest.mark.parametrize("url", ["sqlite", "memory", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_blob_collected_while_its_line_is_written_is_put_again(url: str, tmp_path: Path) -> None:
+    """A collector that runs after a database writer put a blob but before its line is stored deletes the blob (no
+    line names it yet); the writer puts it again once the line is stored, so nothing refers to a missing blob."""
+    import sessiontree_pg as pg
+
+    from sessiontree.adapters.blob_gc import collect
+
+    with pg.temp_schema("blobgc") if url == "postgres" else _nothing() as schema:
+        where = {"sqlite": f"sqlite:{tmp_path / 'r.db'}", "memory": "memory:", "postgres": pg.url(schema or "")}[url]
+        with open_repo(where) as repo:
+            session = repo.create()
+            recorder = session.storage.recorder  # type: ignore[attr-defined]
+            insert = recorder.insert_events
+            collected: list[str] = []
+
+            def insert_after_a_collection(stored: Any, **kwargs: Any) -> Any:
+                collected.extend(collect(repo.store.blobs, recorder, list(repo.store.blobs.digests())))
+                return insert(stored, **kwargs)
+
+            recorder.insert_events = insert_after_a_collection
+            image = _image(2000)
+            entry = session.append_message(UserMessage([ImageContent(image, "image/png")]))
+            recorder.insert_events = insert
+            assert collected  # the blob was taken between its put and the line
+            assert repo.open(session.id).entry(entry).message.content[0].data == image
+            assert verify(session).ok
