@@ -13,6 +13,8 @@ from pathlib import Path
 
 import attrs
 
+from sessiontree.adapters.blob_stores import folder_for
+from sessiontree.adapters.blobs import outline
 from sessiontree.adapters.chain import seal_lines
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.jsonl import JsonlSessionStorage
@@ -67,8 +69,9 @@ def convert(src_path: str | os.PathLike[str], dest_path: str | os.PathLike[str],
             lines.append(dst.encode_event(converted))
     finally:
         source.close()
-    if dst.dialect.name == "native":  # a new native file is hash-chained (adapters/chain.py)
-        lines = seal_lines(lines)[0]
+    if dst.dialect.name == "native":  # written as native files are: large content out of line, hash-chained
+        store = folder_for(dest)
+        lines = seal_lines([outline(line, store) for line in lines])[0]
     data = b"\n".join(lines) + b"\n"
     try:
         with open(dest, "xb", opener=_private) as out:

@@ -104,12 +104,17 @@ def _import_one(repo: SessionRepo, name: str) -> dict[str, Any]:
 def _unpacked(name: str, tmp: str) -> str:
     """The file to import: ``name``, or for a pruned session's archive its log written out in ``tmp`` (a restore)."""
     from sessiontree.adapters.archive import is_archive, read_archive
+    from sessiontree.adapters.blob_gc import digests_of
+    from sessiontree.adapters.blob_stores import folder_for
 
     if not is_archive(name):
         return name
     restored = os.path.join(tmp, "archived.jsonl")
+    lines = read_archive(name)
     with open(restored, "wb") as handle:
-        handle.writelines(line + b"\n" for line in read_archive(name))
+        handle.writelines(line + b"\n" for line in lines)
+    # the content it keeps out of line went into the archive folder's blob store: the restored log reads it beside it
+    folder_for(name).copy_to(folder_for(restored), digests_of(lines))
     return restored
 
 

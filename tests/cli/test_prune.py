@@ -154,3 +154,29 @@ def test_json_without_yes_prints_the_plan_and_deletes_nothing(tmp_path: Path, re
     failed = run(("prune", "--older-than", "90d", "--json"), tmp_path, fails=True)
     assert [s["id"] for s in json.loads(failed.stdout)["sessions"]] == [repo["old"]]
     assert "--yes" in json.loads(failed.stderr)["error"]["message"] and _files(tmp_path) == before
+
+
+def test_content_kept_out_of_line_goes_to_the_archive_and_comes_back(tmp_path: Path) -> None:
+    """A pruned session's image goes with its archive (the archive folder's blob store), leaves the repository, and
+    `import` restores the log byte for byte with its image."""
+    import base64
+
+    from sessiontree import ImageContent, TextContent
+
+    image = base64.b64encode(b"a picture " * 300).decode()
+    when = datetime.now(UTC) - timedelta(days=120)
+    with open_repo(tmp_path / ".sessions", clock=lambda: when) as repo:
+        session = repo.create(cwd="/home/me/project", name="with a picture")
+        session.append_message(UserMessage(content=[TextContent(text="look"), ImageContent(data=image, mime_type="image/png")]))
+        session.close()
+    path = tmp_path / ".sessions" / f"{session.id}.jsonl"
+    original = path.read_bytes()
+    blob_files = lambda folder: [p for p in folder.rglob("*") if p.is_file() and p.name != "lock"]  # noqa: E731
+    assert len(blob_files(tmp_path / ".sessions" / ".blobs")) == 1
+    run(("prune", "--older-than", "90d", "--archive", "old-sessions", "--yes"), tmp_path)
+    assert not path.exists() and blob_files(tmp_path / ".sessions" / ".blobs") == []  # no other session names it
+    assert "1 blob(s) match" in run(("verify", "old-sessions"), tmp_path).stdout
+    assert "imported 1" in run(("import", "old-sessions"), tmp_path).stdout
+    assert path.read_bytes() == original
+    with open_repo(tmp_path / ".sessions") as repo:
+        assert repo.open(session.id).build_context().messages[0].content[1].data == image
