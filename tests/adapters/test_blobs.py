@@ -326,3 +326,29 @@ def test_a_blob_collected_while_its_line_is_written_is_put_again(url: str, tmp_p
             assert collected  # the blob was taken between its put and the line
             assert repo.open(session.id).entry(entry).message.content[0].data == image
             assert verify(session).ok
+
+
+
+def test_a_collector_waits_for_the_line_that_refers_to_a_blob_just_put(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Right after a writer puts a blob, another thread collects it: it waits until the writer's line is written,
+    then sees the line and keeps the blob (without the folder's lock it would delete a blob about to be named)."""
+    from sessiontree.adapters.blob_gc import collect
+
+    repo = JsonlSessionRepo(tmp_path)
+    session = repo.create()
+    store = repo.store.blobs
+    put, finished = store.put, threading.Event()
+    collectors: list[threading.Thread] = []
+
+    def put_then_collect(digest: str, data: bytes) -> None:
+        put(digest, data)
+        worker = threading.Thread(target=lambda: (collect(store, tmp_path, [digest]), finished.set()))
+        worker.start()
+        collectors.append(worker)
+        finished.wait(0.5)  # a collector not held back deletes the blob now, before the line is written
+
+    monkeypatch.setattr(store, "put", put_then_collect)
+    entry = session.append_message(UserMessage([ImageContent(_image(3000), "image/png")]))
+    collectors[0].join(5)
+    assert finished.is_set() and len(list(store.digests())) == 1
+    assert verify(_file(repo, session)).ok and repo.open(session.id).entry(entry).message.content[0].data
