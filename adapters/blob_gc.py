@@ -3,7 +3,8 @@ still refers to them) and after pruning (the pruned sessions' blobs).
 
 Whether a blob is still referred to is asked of every log that shares its store: the native session files of the
 folder (``.blobs`` is the folder's), or every stored event of the database. The digest's hex is looked for in the
-stored bytes; a line that merely quotes it keeps the blob, which errs on the side of keeping content. A folder's
+stored bytes as a reference lays it out (``"sha256":"<hex>"``); text cannot fake it (its quotes are escaped), and
+another producer's field of that name keeps the blob, which errs on the side of keeping content. A folder's
 blobs are deleted while its lock is held for collecting, so no writer can put one to use meanwhile; in memory and in
 a database a writer puts its blobs again once its line is stored, and the check and the deletion are one step
 (``blob_stores.py``, ``blob_tables.py``).
@@ -11,7 +12,6 @@ a database a writer puts its blobs again once its line is stored, and the check 
 
 from __future__ import annotations
 
-import mmap
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,20 +20,34 @@ from typing import Any
 from sessiontree.adapters.blobs import check_ref, refs
 from sessiontree.adapters.files import open_regular
 
+CHUNK = 4 << 20
+
 
 def digests_of(lines: Iterable[bytes]) -> list[str]:
     """The digests of the blobs these stored lines refer to."""
     return list(dict.fromkeys(ref["sha256"] for line in lines for ref in refs(line) if check_ref(ref) is None))
 
 
+def needle(digest: str) -> bytes:
+    """What a line that refers to the blob holds, as our writer lays it out (a digest merely quoted, as a redaction
+    record lists the blobs it deletes, is not a reference)."""
+    return b'"sha256":"' + digest.encode("ascii") + b'"'
+
+
+def scope_of(store: Any) -> Any:
+    """What shares a repository's blob store: its folder (JSONL), or its recorder."""
+    root = getattr(store, "root", None)
+    return root if root is not None else getattr(store, "recorder", None)
+
+
 def collect(blobs: Any, scope: Any, digests: Iterable[str]) -> list[str]:
     """Delete the blobs among ``digests`` that no log in ``scope`` (a folder of session files, or a recorder) refers
     to; the ones deleted."""
     wanted = list(digests)
-    if blobs is None or not wanted:
+    if blobs is None or scope is None or not wanted:
         return []
     if isinstance(scope, (str, os.PathLike)):
-        return list(blobs.collect(wanted, lambda digest: _in_folder(Path(scope), digest.encode("ascii"))))
+        return list(blobs.collect(wanted, lambda digest: _in_folder(Path(scope), needle(digest))))
     return list(blobs.collect(wanted, lambda digest: _in_recorder(scope, digest)))
 
 
@@ -59,15 +73,24 @@ def _in_folder(folder: Path, needle: bytes) -> bool:
 
 
 def _holds(fd: int, size: int, needle: bytes) -> bool:
-    with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mapped:
-        return mapped.find(needle) >= 0
+    """Does the file hold ``needle``? Read in chunks that overlap by the needle's length (not mapped: a file cut short
+    by its writer meanwhile must not kill this process)."""
+    offset, tail = 0, b""
+    while offset < size:
+        chunk = os.pread(fd, CHUNK, offset)
+        if not chunk:
+            return False
+        if needle in tail + chunk:
+            return True
+        tail, offset = chunk[-len(needle):], offset + len(chunk)
+    return False
 
 
 def _in_recorder(recorder: Any, digest: str) -> bool:
-    needle = digest.encode("ascii")
+    found = needle(digest)
     index = getattr(recorder, "_stored_events_index", None)
     if index is not None:  # eventsourcing's POPO recorder: a list of events, indexed by session (a deleted one unindexed)
         stored = recorder._stored_events
         with recorder._database_lock:
-            return any(needle in bytes(stored[i].state) for versions in index.values() for i in versions.values())
+            return any(found in bytes(stored[i].state) for versions in index.values() for i in versions.values())
     return True  # a database's own store asks it (``blob_tables.TableBlobs.collect``); anything else keeps its blobs

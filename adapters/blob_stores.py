@@ -10,13 +10,14 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
+import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sessiontree.adapters.blobs import DEFAULT_THRESHOLD, check_ref, fetch
+from sessiontree.adapters.blobs import DEFAULT_THRESHOLD, PREVIEW, check_ref, fetch
 from sessiontree.adapters.files import make_private_dirs
 from sessiontree.domain.errors import SessionError
 
@@ -37,14 +38,16 @@ DEFAULT: Any = _Default()
 def check_threshold(threshold: Any) -> int | None:
     """A blob threshold as given (``DEFAULT``: what ``$SESSIONTREE_BLOB_THRESHOLD`` says, else 64 KiB)."""
     if threshold is DEFAULT:
-        text = os.environ.get(ENV_THRESHOLD, "").strip()
+        text = os.environ.get(ENV_THRESHOLD, "").strip().lower()
         if not text:
             return DEFAULT_THRESHOLD
-        if text.lower() == "none":
+        if text == "none":
             return None
-        if not text.isdigit():
-            raise ValueError(f"${ENV_THRESHOLD} must be a number of bytes or 'none', not {text!r}")
-        return int(text)
+        number, unit = text.rstrip("kmib"), text.lstrip("0123456789").removesuffix("ib").removesuffix("b")
+        if not number.isdigit() or unit not in ("", "k", "m"):
+            raise SessionError("storage", f"${ENV_THRESHOLD} must be a size in bytes (64k and 1m are read as KiB and "
+                               f"MiB) or 'none', not {text!r}")
+        return int(number) << {"": 0, "k": 10, "m": 20}[unit]
     if threshold is None:
         return None
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
@@ -63,7 +66,9 @@ class BlobStore:
     def put(self, digest: str, data: bytes) -> None:
         raise NotImplementedError
 
-    def get(self, digest: str) -> bytes | None:
+    def get(self, digest: str, size: int | None = None) -> bytes | None:
+        """The blob's bytes (None: not held); ``size``: what the caller expects, so that a store need not read much
+        more of a blob that is larger (what it returns then fails the caller's check)."""
         raise NotImplementedError
 
     def delete(self, digest: str) -> None:
@@ -138,13 +143,17 @@ class FolderBlobs(BlobStore):
     def put(self, digest: str, data: bytes) -> None:
         path = self.path(digest)
         try:
-            if os.lstat(path).st_size == len(data):
-                return  # held already (a damaged one of another size is written again)
+            held = os.lstat(path)
+            if stat.S_ISREG(held.st_mode) and held.st_size == len(data):
+                if self.fsync:  # held already, perhaps written by a writer that does not sync: on the disk now
+                    _sync(path, os.O_RDONLY | os.O_NOFOLLOW)
+                return  # (a damaged one of another size is written again)
         except FileNotFoundError:
             pass
         except OSError as exc:
             raise self._error("read", exc) from exc
         try:
+            new_folders = [p for p in (self.folder, path.parent.parent, path.parent) if not p.exists()]
             make_private_dirs(path.parent)
             temp = path.with_name(f".{digest[2:10]}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -157,8 +166,9 @@ class FolderBlobs(BlobStore):
             finally:
                 os.close(fd)
             os.replace(temp, path)
-            if self.fsync:
-                _sync_folder(path.parent)
+            if self.fsync:  # the file's name, and the names of the folders made for it, on the disk too
+                for folder in dict.fromkeys([path.parent, *(made.parent for made in reversed(new_folders))]):
+                    _sync(folder, os.O_RDONLY | os.O_DIRECTORY)
         except OSError as exc:
             try:
                 os.unlink(temp)
@@ -166,15 +176,24 @@ class FolderBlobs(BlobStore):
                 pass
             raise self._error("write", exc) from exc
 
-    def get(self, digest: str) -> bytes | None:
-        try:
-            fd = os.open(self.path(digest), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    def get(self, digest: str, size: int | None = None) -> bytes | None:
+        path = self.path(digest)
+        try:  # never a link, and never blocking on a FIFO put in its place
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise self._error("read", exc) from exc
-        with open(fd, "rb") as handle:
-            return handle.read()
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise SessionError("corrupt", f"content {digest[:12]} in {self.location} is not a regular file",
+                                   path=str(path))
+            with open(fd, "rb", closefd=False) as handle:
+                return handle.read() if size is None else handle.read(size + 1)  # one byte more tells it is longer
+        except OSError as exc:
+            raise self._error("read", exc) from exc
+        finally:
+            os.close(fd)
 
     def delete(self, digest: str) -> None:
         try:
@@ -201,8 +220,8 @@ class FolderBlobs(BlobStore):
                             path=str(self.folder))
 
 
-def _sync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+def _sync(path: Path, flags: int) -> None:
+    fd = os.open(path, flags | os.O_CLOEXEC)
     try:
         os.fsync(fd)
     finally:
@@ -228,7 +247,7 @@ class MemoryBlobs(BlobStore):
         with self._lock:
             self._blobs.setdefault(digest, bytes(data))
 
-    def get(self, digest: str) -> bytes | None:
+    def get(self, digest: str, size: int | None = None) -> bytes | None:
         return self._blobs.get(digest)
 
     def delete(self, digest: str) -> None:
@@ -244,32 +263,37 @@ class MemoryBlobs(BlobStore):
 
 class BlobCheck:
     """What verify reads out-of-line content with: each blob once, checked against its digest (a missing or altered
-    one is a problem of every line that refers to it, ``line``), given back as an empty string for the line's
-    structure check (the entry itself stays in the tree)."""
+    one is a problem of every line that refers to it, ``line``), then each reference against what was read (its size
+    and preview); given back as an empty string for the line's structure check (the entry itself stays in the tree)."""
 
     def __init__(self, store: BlobStore | None, report: Any) -> None:
         self.store = store
         self.report = report
         self.line = 0
-        self.seen: dict[str, str | None] = {}  # digest: the problem, or None when it matched
+        self.seen: dict[str, tuple[str | None, int, bytes]] = {}  # digest: (its problem, its size, its first bytes)
 
     def __call__(self, ref: dict[str, Any]) -> str:
         problem = check_ref(ref)
         if problem is None:
             digest = ref["sha256"]
             if digest not in self.seen:
-                self.seen[digest] = self._problem(ref)
-                self.report.blobs += self.seen[digest] is None
-            problem = self.seen[digest]
+                self.seen[digest] = self._read(ref)
+                self.report.blobs += self.seen[digest][0] is None
+            problem, size, head = self.seen[digest]
+            preview = ref.get("preview")
+            if problem is None and size != ref["size"]:
+                problem = f"content {digest[:12]} is {size} bytes, not the {ref['size']} its reference says"
+            elif problem is None and preview and not head.decode("utf-8", "ignore").startswith(preview):
+                problem = f"content {digest[:12]}: the preview in the line is not how it starts"
         if problem is not None:
             self.report.problem(self.line, problem)
         return ""
 
-    def _problem(self, ref: dict[str, Any]) -> str | None:
+    def _read(self, ref: dict[str, Any]) -> tuple[str | None, int, bytes]:
         if self.store is None:
-            return f"content {ref['sha256'][:12]} is out of line, and this log has no content store to read it from"
+            return f"content {ref['sha256'][:12]} is out of line, and this log has no content store to read it from", 0, b""
         try:
-            fetch(self.store, ref)
+            data = fetch(self.store, {**ref, "preview": ""})
         except SessionError as exc:
-            return exc.message
-        return None
+            return exc.message, 0, b""
+        return None, len(data), data[: 4 * PREVIEW + 4]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
+from sessiontree.adapters.blob_gc import needle
 from sessiontree.adapters.blob_stores import DEFAULT, BlobStore, MemoryBlobs
 from sessiontree.domain.errors import SessionError
 
@@ -39,20 +41,35 @@ class TableBlobs(BlobStore):
 
     def _run(self, template: str, params: tuple[Any, ...] = (), *, commit: bool = False) -> list[Any]:
         if not self._ready:
-            kind = "bytea" if self.postgres else "BLOB"
-            with self.datastore.transaction(commit=True) as cursor:
-                cursor.execute(self._q(f"CREATE TABLE IF NOT EXISTS {{t}} (digest text PRIMARY KEY, data {kind} NOT NULL)"))
+            self._create()
             self._ready = True
         with self.datastore.transaction(commit=commit) as cursor:
             cursor.execute(self._q(template), params)
             return list(cursor.fetchall()) if not commit else []
+
+    def _create(self) -> None:
+        """The table, made on first use; another process making it at the same moment is waited for (PostgreSQL's
+        ``IF NOT EXISTS`` can still fail on the race: the statement is tried again)."""
+        from eventsourcing.persistence import PersistenceError
+
+        kind = "bytea" if self.postgres else "BLOB"
+        statement = self._q(f"CREATE TABLE IF NOT EXISTS {{t}} (digest text PRIMARY KEY, data {kind} NOT NULL)")
+        for attempt in range(5):
+            try:
+                with self.datastore.transaction(commit=True) as cursor:
+                    cursor.execute(statement)
+                return
+            except PersistenceError:
+                if attempt == 4:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
 
     def put(self, digest: str, data: bytes) -> None:
         conflict = "ON CONFLICT (digest) DO NOTHING" if self.postgres else "ON CONFLICT DO NOTHING"
         self._guard("write", lambda: self._run(f"INSERT INTO {{t}} (digest, data) VALUES (?, ?) {conflict}",
                                                (digest, data), commit=True))
 
-    def get(self, digest: str) -> bytes | None:
+    def get(self, digest: str, size: int | None = None) -> bytes | None:
         rows = self._guard("read", lambda: self._run("SELECT data FROM {t} WHERE digest = ?", (digest,)))
         return bytes(rows[0][0] if not isinstance(rows[0], dict) else rows[0]["data"]) if rows else None
 
@@ -63,6 +80,9 @@ class TableBlobs(BlobStore):
         """Delete the blobs among ``digests`` that no stored event names, asking the database itself: in SQLite one
         statement; in PostgreSQL the blob's row locked first, then the events read by a later statement, so a writer
         putting the blob again after storing its line (``recorder.py``) either waits or is seen."""
+        if not self._ready:
+            self._guard("write", self._create)
+            self._ready = True
         gone = []
         for digest in dict.fromkeys(digests):
             if self._guard("delete", lambda d=digest: self._collect_one(d)):
@@ -70,11 +90,11 @@ class TableBlobs(BlobStore):
         return gone
 
     def _collect_one(self, digest: str) -> bool:
-        needle = digest.encode("ascii")
+        found = needle(digest)
         with self.datastore.transaction(commit=True) as cursor:
             if not self.postgres:
                 cursor.execute(f"DELETE FROM {self.table} WHERE digest = ? AND NOT EXISTS "
-                               f"(SELECT 1 FROM {self.events} WHERE instr(state, ?) > 0)", (digest, needle))
+                               f"(SELECT 1 FROM {self.events} WHERE instr(state, ?) > 0)", (digest, found))
                 cursor.execute("SELECT changes()")
                 return bool(cursor.fetchone()[0])
             from psycopg.sql import SQL, Identifier
@@ -83,7 +103,7 @@ class TableBlobs(BlobStore):
             cursor.execute(self._q("SELECT 1 FROM {t} WHERE digest = ? FOR UPDATE"), (digest,))
             if not cursor.fetchall():
                 return False
-            cursor.execute(SQL("SELECT 1 FROM {} WHERE position(%s::bytea in state) > 0 LIMIT 1").format(events), (needle,))
+            cursor.execute(SQL("SELECT 1 FROM {} WHERE position(%s::bytea in state) > 0 LIMIT 1").format(events), (found,))
             if cursor.fetchall():
                 return False
             cursor.execute(self._q("DELETE FROM {t} WHERE digest = ?"), (digest,))

@@ -30,6 +30,7 @@ IMAGE = b'"type":"image"'
 TEXT = "text/plain; charset=utf-8"
 DEFAULT_THRESHOLD = 64 * 1024
 PREVIEW = 200  # characters of a text kept in its reference (checked against the blob like the rest)
+_ROLES = frozenset(("user", "assistant", "tool_result", "custom"))  # the native roles whose content is ours to outline
 Slot = tuple[dict[str, Any], str, "str | None"]  # the object, its key, and an image's media type (None: text)
 
 
@@ -40,8 +41,8 @@ def slots(data: Any) -> Iterator[Slot]:
         return
     kind = data.get("type")
     holder = data.get("message") if kind == "message" else data if kind == "custom_message" else None
-    if not isinstance(holder, dict):
-        return
+    if not isinstance(holder, dict) or (kind == "message" and holder.get("role") not in _ROLES):
+        return  # a message of a role this library does not know is kept as it was written, never outlined
     content = holder.get("content")
     if not isinstance(content, list):
         if isinstance(content, (str, dict)):
@@ -78,10 +79,15 @@ def refs(line: bytes) -> list[dict[str, Any]]:
     return [ref for holder, key, _ in slots(data) if (ref := ref_of(holder.get(key))) is not None]
 
 
+def is_digest(value: Any) -> bool:
+    """Is ``value`` a SHA-256 digest as references name them (64 lowercase hex digits: safe in a path)?"""
+    return isinstance(value, str) and len(value) == 64 and not value.strip("0123456789abcdef")
+
+
 def check_ref(ref: dict[str, Any]) -> str | None:
     """What is wrong with a reference's fields, or None."""
-    digest, size = ref.get("sha256"), ref.get("size")
-    if not isinstance(digest, str) or len(digest) != 64 or digest.strip("0123456789abcdef"):
+    digest, size = str(ref.get("sha256")), ref.get("size")
+    if not is_digest(digest):
         return f"a content reference names no sha256 digest: {ref!r:.120}"
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         return f"content {digest[:12]} has no size"
@@ -124,10 +130,14 @@ def _canonical_base64(text: str) -> bytes | None:
 
 
 def unpacked(data: bytes, ref: dict[str, Any]) -> str:
-    """The slot's string again from a blob's bytes."""
+    """The slot's string again from a blob's bytes (``corrupt`` when a text's bytes are not UTF-8)."""
     if ref.get("encoding") == "base64":
         return base64.b64encode(data).decode("ascii")
-    return data.decode("utf-8")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SessionError("corrupt", f"content {str(ref.get('sha256'))[:12]} is not UTF-8 text, as its reference "
+                           "says") from None
 
 
 def outline(line: bytes, store: Any, put: list[tuple[str, bytes]] | None = None) -> bytes:
@@ -157,16 +167,16 @@ def outline(line: bytes, store: Any, put: list[tuple[str, bytes]] | None = None)
     return orjson.dumps(data) if changed else line
 
 
-def inline(line: bytes, store: Any, where: Callable[[], str] = lambda: "") -> bytes:
+def inline(line: bytes, store: Any, where: Callable[[], str] = lambda: "", read: Any = None) -> bytes:
     """``line`` with every reference replaced by its content read from ``store`` (``corrupt`` when it is missing or
-    does not match its digest)."""
+    does not match its digest), or by ``read(ref)`` when given (``blob_share.py``)."""
     if MARKER not in line:
         return line
     try:
         data = orjson.loads(line)
     except orjson.JSONDecodeError:
         return line  # the codec says what is wrong with it
-    return orjson.dumps(data) if resolve(data, store, where) else line
+    return orjson.dumps(data) if resolve(data, store if read is None or store is None else read, where) else line
 
 
 def resolve(data: Any, store: Any, where: Callable[[], str] = lambda: "") -> bool:
@@ -191,7 +201,7 @@ def fetch(store: Any, ref: dict[str, Any], where: Callable[[], str] = lambda: ""
     if problem is not None:
         raise SessionError("corrupt", where() + problem)
     digest = ref["sha256"]
-    data: bytes | None = store.get(digest)
+    data: bytes | None = store.get(digest, ref["size"])
     if data is None:
         raise SessionError("corrupt", f"{where()}content {digest[:12]} ({ref['size']} bytes) is missing from "
                            f"{store.location}")

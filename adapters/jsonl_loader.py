@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
+from sessiontree.adapters.blob_share import SharedContent
 from sessiontree.adapters.blobs import MARKER, inline
 from sessiontree.adapters.codec import Codec
 from sessiontree.domain.errors import SessionError
@@ -64,7 +65,8 @@ class LineLoader:
 
     def __init__(self, lines: Any, path: Any, session_id: str, codec: Codec, warned: list[str], blobs: Any = None) -> None:
         self.lines = lines
-        self.blobs = blobs  # where out-of-line content is read from (``blobs.py``)
+        self.blobs = blobs  # where out-of-line content is read from (``blobs.py``), each blob once (``blob_share.py``)
+        self.shared = SharedContent(blobs) if blobs is not None else None
         self.path = path
         self.session_id = session_id
         self.codec = codec
@@ -92,9 +94,12 @@ class LineLoader:
                     line = lines[pos + 1]
                     version = pos + 2
                     try:
-                        if MARKER in line:
-                            line = inline(line, self.blobs)  # its failure is named below, with the line
+                        shared = self.shared if MARKER in line else None
+                        if shared is not None:  # its failure is named below, with the line
+                            line = inline(line, self.blobs, read=shared.reader(lambda: ""))
                         entry = decode(line, sid, version, partial(self.warn_at, version))
+                        if shared is not None:
+                            shared.share(entry)
                     except SessionError as exc:
                         raise SessionError(exc.code, f"session {sid}: {exc.message}", path=str(self.path), line=version) from None
                     lines[pos + 1] = None

@@ -101,7 +101,8 @@ class JsonlStore(SessionStore):
         if storage.session_id != session_id:
             storage.close()
             raise SessionError("corrupt", f"the file holds session {storage.session_id}, not {session_id}", path=str(path))
-        if path.parent != self.root:  # a native file in a sub-folder keeps its own folder's blobs
+        if path.parent != self.root and storage.blobs is not None:  # a native file in a sub-folder: its own folder's
+            storage.blobs.threshold = self._blobs.threshold
             return storage
         return self._own(storage)
 

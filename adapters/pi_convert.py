@@ -55,8 +55,12 @@ def _notes(entry: Entry, dst: Codec) -> list[str]:
     return []
 
 
-def convert(src_path: str | os.PathLike[str], dest_path: str | os.PathLike[str], dst: Codec) -> Conversion:
-    """Write the session of ``src_path`` as a new file ``dest_path`` in ``dst``'s dialect."""
+def convert(
+    src_path: str | os.PathLike[str], dest_path: str | os.PathLike[str], dst: Codec, *, out_of_line: bool = False,
+) -> Conversion:
+    """Write the session of ``src_path`` as a new file ``dest_path`` in ``dst``'s dialect: whole, its content inline
+    (an export), or with ``out_of_line`` as a native repository writes it, large content in ``.blobs`` beside it (an
+    import: converting such a file again gives the same bytes)."""
     dest = Path(dest_path)
     source = JsonlSessionStorage.open(Path(src_path))
     try:
@@ -69,9 +73,11 @@ def convert(src_path: str | os.PathLike[str], dest_path: str | os.PathLike[str],
             lines.append(dst.encode_event(converted))
     finally:
         source.close()
-    if dst.dialect.name == "native":  # written as native files are: large content out of line, hash-chained
-        store = folder_for(dest)
-        lines = seal_lines([outline(line, store) for line in lines])[0]
+    if dst.dialect.name == "native":  # a new native file is hash-chained (adapters/chain.py)
+        if out_of_line:
+            store = folder_for(dest)
+            lines = [outline(line, store) for line in lines]
+        lines = seal_lines(lines)[0]
     data = b"\n".join(lines) + b"\n"
     try:
         with open(dest, "xb", opener=_private) as out:

@@ -171,11 +171,11 @@ class RecorderSessionStorage(SessionStorage):
     def _decoded(self, lines: list[bytes], *, observe: bool) -> tuple[SessionStarted, EntryLog]:
         if not lines:
             raise SessionError("not_found", f"session {self._session_id} not found at {self._location}")
-        sid, decode = self._session_id, self.codec.decode_line
+        sid, decode = self._session_id, self.decode_stored
         events = []
         for version, line in enumerate(lines, 1):
             try:
-                events.append(decode(self.inlined(line, version), sid, version))
+                events.append(decode(line, version))
             except SessionError as exc:
                 raise SessionError(exc.code, f"session {sid} event {version}: {exc.message}") from None
         header = events[0]

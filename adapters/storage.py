@@ -81,11 +81,17 @@ class SessionStorage(ABC):
         """Encoded lines with their large content put into the blob store first (``blobs.py``)."""
         return [blobs.outline(line, self.blobs) for line in lines]
 
-    def inlined(self, line: bytes, version: int) -> bytes:
-        """A stored line with its content read back from the blob store."""
-        if blobs.MARKER not in line:
-            return line
-        return blobs.inline(line, self.blobs, lambda: f"session {self.session_id} line {version}: ")
+    def decode_stored(self, line: bytes, version: int) -> Any:
+        """The event of a stored line, its content kept out of line read back (each blob once: ``blob_share.py``)."""
+        if self.blobs is None or blobs.MARKER not in line:
+            return self.codec.decode_line(line, self.session_id, version)
+        shared = self.__dict__.get("_shared")
+        if shared is None:
+            from sessiontree.adapters.blob_share import SharedContent
+
+            shared = self.__dict__.setdefault("_shared", SharedContent(self.blobs))
+        line = blobs.inline(line, self.blobs, read=shared.reader(lambda: ""))  # the caller names the session and line
+        return shared.share(self.codec.decode_line(line, self.session_id, version))
 
     def previous_digest(self, version: int) -> bytes | None:
         """The digest the line of ``version`` chains to (None: the log is not chained): the

@@ -15,6 +15,7 @@ import getpass
 from typing import Any
 
 from sessiontree.adapters.blob_gc import collect, digests_of
+from sessiontree.adapters.blobs import is_digest
 from sessiontree.domain import aggregate as commands
 from sessiontree.domain.erasure import PLACEHOLDER, RECORD_TYPE, STUB_KEY, erased, is_stub
 from sessiontree.domain.errors import SessionError
@@ -53,27 +54,32 @@ def redact(session: Any, entry_id: str, reason: str, by: str | None = None) -> s
         if is_stub(entry):
             if known is None:
                 raise SessionError("corrupt", f"entry {entry.id} is a redaction stub that no redaction record names")
+            _collect(storage, known.data.get("blobs"))  # an erasure interrupted after its line was rewritten
             return str(known.id)
         stub = storage.codec.encode_event(erased(entry))
+        gone = digests_of([storage.line_before(entry.version + 1)[0]])
         if known is None:
             data = {"entry_id": entry.id, "version": entry.version, "digest": digest, "reason": reason,
                     "by": by if by is not None else _who()}
+            if gone:  # its content kept out of line: what is deleted once the line is rewritten
+                data["blobs"] = gone
             # The record is written as it is: a redactor must not rewrite the digest it vouches with.
             record_id = session._run(lambda agg, id, now: commands.append_custom_entry(
                 agg, RECORD_TYPE, data, id=id, timestamp=now), None, redact=False)
         else:
             record_id = known.id
-        gone = digests_of([storage.line_before(entry.version + 1)[0]])
         storage.replace_line(entry.version, stub, digest)
-        collect(storage.blobs, blob_scope(storage), gone)  # its content, unless another entry still refers to it
+        _collect(storage, gone)
         session.reload()
         return str(record_id)
 
 
-def blob_scope(storage: Any) -> Any:
-    """The logs that share ``storage``'s blob store: its file's folder, or its recorder."""
-    path = getattr(storage, "path", None)
-    return path.parent if path is not None else storage.recorder
+def _collect(storage: Any, digests: Any) -> None:
+    """Delete the erased entry's blobs unless another entry of a log sharing the store still refers to them."""
+    if isinstance(digests, list) and digests:
+        path = getattr(storage, "path", None)  # the logs sharing the store: the file's folder, or the recorder
+        collect(storage.blobs, path.parent if path is not None else getattr(storage, "recorder", None),
+                [d for d in digests if is_digest(d)])
 
 
 def _who() -> str | None:

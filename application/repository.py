@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 import attrs
 
 from sessiontree import retention
-from sessiontree.adapters.blob_gc import digests_of
+from sessiontree.adapters.blob_gc import collect, scope_of
 from sessiontree.adapters.blob_stores import DEFAULT as BLOBS_DEFAULT
 from sessiontree.adapters.database import DatabaseStore
 from sessiontree.adapters.jsonl_repo import JsonlStore
@@ -31,7 +31,7 @@ from sessiontree.forking import fork_entries, fork_leaf
 from sessiontree.projections.context import SessionContextBuildOptions
 from sessiontree.redaction import DEFAULT, check_redactors, entry_redactor
 from sessiontree.session import Session
-from sessiontree.sources import salvaged_copy, verified_source
+from sessiontree.sources import copied_lines, removed, salvaged_copy, verified_source
 
 if TYPE_CHECKING:
     from sessiontree.search import SearchHit
@@ -137,8 +137,10 @@ class SessionRepo:
         return search(self, query, limit=limit, cwd=cwd, role=role, since=since, until=until, session=session)
 
     def delete(self, session_id: str) -> None:
-        """Delete a session; deleting one that does not exist is not an error."""
-        self.store.remove(check_session_id(session_id))
+        """Delete a session, and the content it kept out of line that no other session refers to; deleting one that
+        does not exist is not an error."""
+        deleted = removed(self.store, check_session_id(session_id))
+        collect(self.store.blobs, scope_of(self.store), deleted)
 
     prune = retention.prune  # repo.prune(older_than=..., keep_labelled=True, dry_run=..., archive=...): whole sessions
     apply_prune = retention.apply_prune  # carry out a plan that prune(..., dry_run=True) returned
@@ -189,11 +191,7 @@ class SessionRepo:
         storage, record, salvaged = verified_source(other.store, check_session_id(session_id), salvage)
         try:
             if salvaged is None and record["dialect"] == "native":
-                lines = storage.read_lines()
-                wanted = digests_of(lines)
-                if wanted:  # the copy carries its content kept out of line
-                    storage.blobs.copy_to(self.store.blobs, wanted)
-                return self._session(self.store.store_lines(session_id, lines))
+                return self._session(copied_lines(self.store, storage, session_id))
             if salvaged is None:
                 header, log = storage.load()
                 events = list(log)

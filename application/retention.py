@@ -18,9 +18,10 @@ from typing import Any
 
 import attrs
 
+from sessiontree.adapters import folders
 from sessiontree.adapters import retention as store_retention
 from sessiontree.adapters.archive import archive_name, write_archive
-from sessiontree.adapters.blob_gc import collect, digests_of
+from sessiontree.adapters.blob_gc import collect, digests_of, scope_of
 from sessiontree.adapters.checkpoints import SIDECAR_SUFFIX
 from sessiontree.adapters.retention import ChangedError, Survey
 from sessiontree.adapters.store import SessionInfo
@@ -129,6 +130,9 @@ def plan_prune(
         raise SessionError("storage", f"not pruned: {why}")
     cutoff = moment - age
     folder = None if archive is None else os.fspath(archive)
+    if folder is not None and folders.is_ours(folder):
+        raise SessionError("storage", f"not pruned: {folder} is a sessiontree repository; archives go into a folder of "
+                           "their own (they keep their content beside them, which the repository would collect)")
     chosen, protected = _select(repo, repo.list(cwd), cutoff, keep_labelled, keep_named, folder)
     return PruneResult(format_timestamp(cutoff), age, True, folder, keep_labelled, keep_named, tuple(chosen), tuple(protected))
 
@@ -213,5 +217,4 @@ def _prune_one(store: Any, item: PrunedSession, folder: str | None) -> None:
             written.unlink(missing_ok=True)
             Path(f"{written}{SIDECAR_SUFFIX}").unlink(missing_ok=True)
         raise
-    # its content goes too, unless another session refers to it
-    collect(store.blobs, getattr(store, "root", None) or store.recorder, digests_of(lines))
+    collect(store.blobs, scope_of(store), digests_of(lines))  # its content goes too, unless another session names it

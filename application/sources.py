@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 
+from sessiontree.adapters.blob_gc import digests_of
 from sessiontree.adapters.jsonl_salvage import salvage_log
 from sessiontree.adapters.memory import InMemorySessionStorage
 from sessiontree.adapters.storage import SessionStorage
@@ -53,3 +54,35 @@ def salvaged_copy(storage: SessionStorage, header: SessionStarted, entries: list
 
 
 __all__ = ["salvaged_copy", "verified_source"]
+
+
+def copied_lines(store: Any, storage: SessionStorage, session_id: str) -> SessionStorage:
+    """The native log of ``storage`` stored in ``store`` byte for byte, with the content it keeps out of line (put
+    before the lines, and again after them: a collection meanwhile cannot take what the copy names; blob_gc.py)."""
+    lines = storage.read_lines()
+    wanted, target = digests_of(lines), store.blobs
+    if not wanted or target is None:
+        return store.store_lines(session_id, lines)  # type: ignore[no-any-return]
+    with target.writing():
+        storage.blobs.copy_to(target, wanted)
+        copied = store.store_lines(session_id, lines)
+    storage.blobs.copy_to(target, wanted)
+    return copied  # type: ignore[no-any-return]
+
+
+def removed(store: Any, session_id: str) -> list[str]:
+    """Remove a session from ``store`` (if it is there); the digests of the blobs its log referred to."""
+    digests: list[str] = []
+    if store.blobs is not None:
+        try:
+            storage = store.attach(session_id)
+        except SessionError as exc:
+            if exc.code != "not_found":
+                raise
+        else:
+            try:
+                digests = digests_of(storage.read_lines())
+            finally:
+                storage.close()
+    store.remove(session_id)
+    return digests

@@ -6,6 +6,8 @@ the same repository with ``blob_threshold=None`` (everything inline, the baselin
 * ``disk``        -- bytes on disk after ``--images`` appends of the same 1 MiB image (issue 22: <= 3 MB);
 * ``append img``  -- p50 of one append of a message holding a 1 MiB image (distinct images);
 * ``open+ctx``    -- opening the session of ``disk`` in a fresh repository and building its context (every image read);
+* ``ctx memory``  -- the Python memory the context of that session holds (tracemalloc, after the open: 50 messages
+  that refer to one blob share one string);
 * ``append p50``  -- p50 of small appends (a question, an answer), where the store only looks at each line.
 """
 
@@ -17,6 +19,7 @@ import os
 import statistics
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +37,7 @@ def _image(seed: int) -> str:
 
 
 def measure(threshold: Any, args: argparse.Namespace) -> dict[str, float]:
-    out: dict[str, list[float]] = {"disk": [], "append img": [], "open+ctx": [], "append p50": []}
+    out: dict[str, list[float]] = {"disk": [], "append img": [], "open+ctx": [], "ctx memory": [], "append p50": []}
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory() as scratch:
             folder = Path(scratch)
@@ -49,6 +52,13 @@ def measure(threshold: Any, args: argparse.Namespace) -> dict[str, float]:
             reopened = JsonlSessionRepo(folder, blob_threshold=threshold).open(session.id)
             assert reopened.build_context().messages[-1].content[1].data == image
             out["open+ctx"].append((time.perf_counter() - start) * 1000)
+            reopened.close()
+            tracemalloc.start()
+            reopened = JsonlSessionRepo(folder, blob_threshold=threshold).open(session.id)
+            held = reopened.build_context().messages
+            out["ctx memory"].append(tracemalloc.get_traced_memory()[0])
+            tracemalloc.stop()
+            del held
             reopened.close()
             other = repo.create()
             images = [_image(n) for n in range(10)]
@@ -85,7 +95,7 @@ def main() -> None:
             base.setdefault(key, []).append(value)
         for key, value in measure(64 * 1024, one).items():
             store.setdefault(key, []).append(value)
-    units = {"disk": "MB", "append img": "ms", "open+ctx": "ms", "append p50": "us"}
+    units = {"disk": "MB", "append img": "ms", "open+ctx": "ms", "ctx memory": "MB", "append p50": "us"}
     print(f"{'row':<12} {'inline (baseline)':>18} {'blob store':>12} {'ratio':>7}")
     for key, unit in units.items():
         b, s = statistics.median(base[key]), statistics.median(store[key])

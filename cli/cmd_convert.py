@@ -83,7 +83,7 @@ def _import_one(repo: SessionRepo, name: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         # Convert to the native dialect first (keeps fields pi left out as left out), then copy into the
         # repository through its own API, whatever its backend.
-        conversion = _converter()(_unpacked(name, tmp), os.path.join(tmp, "native.jsonl"), _codec("native"))
+        conversion = _converter()(_unpacked(name, tmp), os.path.join(tmp, "native.jsonl"), _codec("native"), out_of_line=True)
         storage = storage_class.open(conversion.dest)
         try:
             sid = storage.session_id

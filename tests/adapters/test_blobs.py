@@ -352,3 +352,21 @@ def test_a_collector_waits_for_the_line_that_refers_to_a_blob_just_put(tmp_path:
     collectors[0].join(5)
     assert finished.is_set() and len(list(store.digests())) == 1
     assert verify(_file(repo, session)).ok and repo.open(session.id).entry(entry).message.content[0].data
+
+
+@pytest.mark.parametrize("url", ["jsonl", "sqlite", "memory"])
+def test_entries_that_refer_to_one_blob_share_its_string(url: str, tmp_path: Path) -> None:
+    """A screenshot sent 20 times is read once when the session is read back: every message holds the same string
+    object (its memory paid once), and each still equals what was appended."""
+    where = {"jsonl": f"jsonl:{tmp_path / 'r'}", "sqlite": f"sqlite:{tmp_path / 'r.db'}", "memory": "memory:"}[url]
+    with open_repo(where, blob_threshold=100) as repo:
+        session = repo.create()
+        image, text = _image(5000), "a long tool output " * 20
+        for n in range(20):
+            session.append_message(UserMessage([TextContent(f"step {n}"), ImageContent(image, "image/png")]))
+            session.append_message(ToolResultMessage(tool_call_id=f"c{n}", tool_name="t", content=(TextContent(text),)))
+        messages = repo.open(session.id).build_context().messages
+        images = [m.content[1].data for m in messages[::2]]
+        outputs = [m.content[0].text for m in messages[1::2]]
+        assert images[0] == image and all(data is images[0] for data in images)
+        assert outputs[0] == text and all(out is outputs[0] for out in outputs)

@@ -76,3 +76,23 @@ def test_real_pi_file_imports_and_exports_byte_for_byte(cli, cli_json, tmp_path:
     assert cli_json("context", item["session_id"])["messages"] == cli_json("context", str(source))["messages"]
     cli("export", item["session_id"], "--format", "pi", "-o", "back.jsonl")
     assert (tmp_path / "back.jsonl").read_bytes() == source.read_bytes()
+
+
+def test_an_export_writes_content_kept_out_of_line_inline(cli, tmp_path: Path) -> None:
+    """`export --format native` and `--format pi` give files that need nothing beside them: the image is inline."""
+    import base64
+
+    from sessiontree import ImageContent, JsonlSessionRepo, UserMessage, verify
+
+    image = base64.b64encode(b"a picture " * 300).decode()
+    repo = JsonlSessionRepo(tmp_path / ".sessions")
+    session = repo.create(cwd=str(tmp_path))
+    session.append_message(UserMessage([ImageContent(image, "image/png")]))
+    session.close()
+    (tmp_path / "out").mkdir()
+    for kind in ("native", "pi"):
+        target = tmp_path / "out" / f"{kind}.jsonl"
+        cli("export", "--format", kind, "-o", str(target), session.id)
+        assert image.encode() in target.read_bytes() and b"$blob" not in target.read_bytes()
+        assert verify(target).ok
+    assert not (tmp_path / "out" / ".blobs").exists()
