@@ -75,21 +75,27 @@ def fill(folder: Path, room: int = 0) -> Path:
     return filler
 
 
+@pytest.mark.parametrize("out_of_line", [False, True], ids=["inline", "out of line"])
 @pytest.mark.parametrize("room", [0, 64 * 1024], ids=["no room", "room for part of the line"])
-def test_a_full_tmpfs_during_a_jsonl_append(small_disk: Path, room: int) -> None:
-    """ENOSPC from a real file system, at once or after part of the line was written (a short
-    write, whose bytes are cut off again), leaves the file valid."""
+def test_a_full_tmpfs_during_a_jsonl_append(small_disk: Path, room: int, out_of_line: bool) -> None:
+    """ENOSPC from a real file system, at once or after part of the line (or of its content kept out of line) was
+    written (a short write, whose bytes are cut off again), leaves the file valid."""
     path = small_disk / "s.jsonl"
-    session = kit.open_session(JsonlSessionStorage.create(path))
+    storage = JsonlSessionStorage.create(path)
+    storage.blobs.threshold = 1024 if out_of_line else None  # type: ignore[union-attr]
+    session = kit.open_session(storage)
     session.append_message(kit.user("before the disk filled"))
     filler = fill(small_disk, room)
     error = expect_storage_error(session, lambda: session.append_message(kit.user(BIG)))
-    assert "No space left on device" in error.message and str(path) in str(error)
+    where = small_disk / ".blobs" if out_of_line else path
+    assert "No space left on device" in error.message and str(where) in str(error)
+    assert not out_of_line or not list(where.rglob("*.tmp"))  # no half-written blob left behind
     consistent(session, path)
     filler.unlink()
     session.append_message(kit.user("after space was freed"))
     consistent(session, path)
-    method = "tmpfs 512 kB, full" if not room else "tmpfs 512 kB, 64 kB left (short write)"
+    method = ("tmpfs 512 kB, full" if not room else "tmpfs 512 kB, 64 kB left (short write)") + (
+        ", content out of line" if out_of_line else "")
     faults.record("disk_full", backend="jsonl", method=method, code=error.code, message=error.message, lost=0)
 
 
