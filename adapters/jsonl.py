@@ -23,6 +23,7 @@ from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsonl_salvage import salvage_log
 from sessiontree.adapters.jsonl_scan import corrupt, read_header, scan
 from sessiontree.adapters.line_replace import FileLines
+from sessiontree.adapters.mapped import RereadingLoader
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError
@@ -190,8 +191,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         return storage
 
     def read_lines(self, count: int | None = None, *, strict: bool = False) -> list[bytes]:
-        """The whole lines of the file (the first ``count``), as they are on disk; ``strict``
-        refuses an over-long line (``corrupt``) and warns of a torn last line."""
+        """The file's whole lines (the first ``count``) as on disk; ``strict``: over-long is ``corrupt``, torn is warned of."""
         try:
             if count is None:
                 parts, tail, size = self._file.read_split(0)
@@ -241,7 +241,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         return self.header, self._scan(lines, self._loader(lines))
 
     def _loader(self, lines: Any) -> LineLoader:  # a list of lines, or the mapped ones (jsonl_indexed.py)
-        return LineLoader(lines, self.path, self.session_id, self.codec, self._file.warnings)
+        return RereadingLoader(lines, self.path, self.session_id, self.codec, self._file.warnings)
 
     def _scan(self, lines: Any, loader: LineLoader, found: Any = None) -> EntryLog:
         """The checked, lazy log of a file's lines (``found``: their envelopes, checked in bulk), the header checked

@@ -23,7 +23,8 @@ from sessiontree.adapters.jsonl_index import offsets_from_lengths
 from sessiontree.adapters.jsonl_salvage import read_entry
 from sessiontree.adapters.jsonl_scan import read_header
 from sessiontree.adapters.jsontext import MAX_LINE_BYTES, duplicate_key
-from sessiontree.adapters.mapped import ForwardLines, line_lengths, map_file
+from sessiontree.adapters.mapped import MappedLines, line_lengths, map_file
+from sessiontree.adapters.pi_migrate import CURRENT as PI_CURRENT
 from sessiontree.adapters.verify_erasures import check_signed_erasures, note_erasures
 from sessiontree.adapters.verify_report import Problem, VerifyReport
 from sessiontree.domain.errors import SessionError
@@ -128,7 +129,7 @@ def _lines(fd: int, path: Path) -> tuple[Any, bytes]:
         lines = _read_all(fd).split(b"\n")
         return lines, lines.pop()
     lengths, end = line_lengths(mapped, size)
-    return ForwardLines(mapped, offsets_from_lengths(lengths), []), mapped[end:size]
+    return MappedLines(mapped, offsets_from_lengths(lengths), []), mapped[end:size]
 
 
 def _read_all(fd: int) -> bytes:
@@ -166,16 +167,18 @@ def _check(lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set
     """The structure of every line, then the chain (a pi file has none, unless a native header was damaged)."""
     report.lines = len(lines)
     codec = native_codec()
+    version = None
     try:
         if len(lines[0]) > MAX_LINE_BYTES:
             raise SessionError("corrupt", f"the header line of {len(lines[0])} bytes is over the size limit")
         header, codec = read_header(lines[0], where)
         report.session_id = header.originator_id
         report.dialect = codec.dialect.name
+        version = header.version
     except SessionError as exc:
         report.problem(1, exc.message)
-    if report.dialect == "pi":
-        _check_pi(Path(where), lines, report)
+    if report.dialect == "pi" and version is not None and version < PI_CURRENT:
+        _check_old_pi(Path(where), lines, report)
     else:
         _check_entries(lines, report, codec)
     found = check_chain(lines, wanted, anchor)
@@ -187,42 +190,46 @@ def _check(lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set
 
 
 def _check_entries(lines: Sequence[bytes], report: VerifyReport, codec: Codec) -> None:
-    """Every entry line as salvage mode reads it; a bad line is reported, then skipped."""
+    """Every entry line as salvage mode reads it, one at a time (nothing kept but the ids); a bad line is reported,
+    then skipped. A pi line that repeats a key is a warning: pi reads its last value."""
     ids: set[str] = set()
+    pi = codec.dialect.name == "pi"
+    if pi:
+        _warn_duplicates(report, 1, lines[0])
     for lineno in range(2, len(lines) + 1):
-        found = read_entry(lines[lineno - 1], codec, report.session_id or "?", lineno, ids)
+        line = lines[lineno - 1]
+        version = report.entries + 2 if pi else lineno  # a pi file: numbered as salvage numbers what it keeps
+        found = read_entry(line, codec, report.session_id or "?", version, ids)
         if isinstance(found, str):
             report.problem(lineno, found)
         else:
             ids.add(found.id)
             report.entries += 1
+        if pi:
+            _warn_duplicates(report, lineno, line)
 
 
-def _check_pi(path: Path, lines: Sequence[bytes], report: VerifyReport) -> None:
-    """A pi file, read by the pi storage (salvage mode; strict for versions it cannot salvage)."""
+def _warn_duplicates(report: VerifyReport, lineno: int, line: bytes) -> None:
+    key = duplicate_key(line)
+    if key is not None:
+        report.warn(lineno, f"key {key!r} appears twice in one object; its last value is read, as pi does")
+
+
+def _check_old_pi(path: Path, lines: Sequence[bytes], report: VerifyReport) -> None:
+    """A pi file of version 1 or 2, read whole by the pi storage: its migration gives entries ids from their lines
+    (salvage reads version 3 only)."""
     from sessiontree.adapters.jsonl import JsonlSessionStorage
 
     try:
-        try:
-            storage = JsonlSessionStorage.open(path, salvage=True)
-        except SessionError as exc:
-            if exc.code != "unsupported_version":
-                raise
-            storage = JsonlSessionStorage.open(path)
+        storage = JsonlSessionStorage.open(path)
         try:
             report.entries = len(list(storage.load()[1]))  # every entry decoded
         finally:
             storage.close()
     except SessionError as exc:
         report.problem(exc.line, exc.message)
-    else:
-        for lineno, reason in storage.skipped:
-            if not reason.startswith("torn last line"):
-                report.problem(lineno, reason)
-    for lineno, line in enumerate(lines, 1):  # pi reads the last value: a warning, not damage
-        key = duplicate_key(line)
-        if key is not None:
-            report.warn(lineno, f"key {key!r} appears twice in one object; its last value is read, as pi does")
+    for lineno, line in enumerate(lines, 1):
+        _warn_duplicates(report, lineno, line)
 
 
 def _check_checkpoints(report: VerifyReport, checkpoints: list[Checkpoint], key: Any) -> None:
