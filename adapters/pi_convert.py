@@ -23,7 +23,7 @@ from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import ContextCompacted, Entry, SessionStarted, UnknownEntryAppended
 from sessiontree.domain.log import EntryLog
 
-BATCH = 256  # entries encoded and written together
+BATCH, BATCH_BYTES = 256, 4 << 20  # entries encoded and written together, at most
 
 
 @attrs.frozen
@@ -101,13 +101,15 @@ def _write_entries(
     digest = GENESIS
     notes: list[str] = []
     lines = [dst.encode_event(attrs.evolve(header, version=3))]
+    size = 0
     for entry in log.stream():
         converted = _convert_entry(entry, src, dst)
         notes.extend(_notes(converted, dst))
         lines.append(dst.encode_event(converted))
-        if len(lines) >= BATCH:
+        size += len(lines[-1])
+        if len(lines) >= BATCH or size >= BATCH_BYTES:
             digest = _flush(out, lines, digest if chained else None, advance)
-            lines = []
+            lines, size = [], 0
     _flush(out, lines, digest if chained else None, advance)
     return notes
 
@@ -115,7 +117,9 @@ def _write_entries(
 def _flush(out: BinaryIO, lines: list[bytes], digest: bytes | None, advance: Callable[[int], None] | None) -> bytes:
     if digest is not None:
         lines, digest = seal_lines(lines, digest)
-    out.write(b"".join(line + b"\n" for line in lines))
+    for line in lines:  # one by one: joining would copy a batch of long lines again
+        out.write(line)
+        out.write(b"\n")
     if advance is not None:
         advance(len(lines))
     return digest or GENESIS

@@ -157,13 +157,13 @@ class EntryLog:
             with self._loading:
                 self._passing -= 1
 
-    def stream(self, start: int = 0, limit: int | None = None) -> Iterator[Entry]:
-        """The entries from position ``start`` to ``limit`` in order, decoded in batches and not kept (see
-        :meth:`passing`)."""
+    def stream(self, start: int = 0, limit: int | None = None, batch: int = 64) -> Iterator[Entry]:
+        """The entries from position ``start`` to ``limit`` in order, decoded ``batch`` at a time and not kept (see
+        :meth:`passing`): a pass holds one batch (small, as one entry may be megabytes)."""
         end = len(self._items) if limit is None else min(limit, len(self._items))
         with self.passing():
-            for first in range(start, end, 256):
-                yield from self.get_many(range(first, min(first + 256, end)))
+            for first in range(start, end, batch):
+                yield from self.get_many(range(first, min(first + batch, end)))
 
     def iter_entries(self, limit: int | None = None) -> Iterator[Entry]:
         end = len(self._items) if limit is None else min(limit, len(self._items))
