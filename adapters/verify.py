@@ -10,7 +10,7 @@ digest at that line, which also catches lines removed from the end (a plain chai
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +35,18 @@ _UNCHAINED_PI = "pi-dialect file: pi's format has no chain, so it is not tamper-
 
 def verify(
     target: Any, *, key: Any = None, checkpoints: Iterable[Any] | None = None, require_chain: bool = False,
-    head: str | None = None, at_least: int | None = None,
+    head: str | None = None, at_least: int | None = None, progress: Callable[[int], None] | None = None,
 ) -> VerifyReport:
     """Check a session log (see the module documentation) and report what is wrong.
 
-    ``target``: a session file's path, a ``JsonlSessionStorage`` (its file is read again), a database or
-    in-memory storage, or a ``Session``. ``key`` (HMAC key bytes or an Ed25519 key) checks ``checkpoints`` (by
-    default, for a file, its ``<file>.checkpoints``). With ``require_chain`` an unchained log is a problem, not a
-    warning. Anchors kept outside the log catch a rollback (the log cut back, perhaps re-extended) that neither
-    the chain nor checkpoints beside the file can: ``head`` (a head digest ``verify`` or ``sign`` printed) must be
-    the log's digest at some line; ``at_least`` is the fewest lines the log may have. Raises ``SessionError`` only
-    when the log cannot be reached (``not_found``, ``storage``); everything wrong inside it is in the report.
+    ``target``: a session file's path, a ``JsonlSessionStorage`` (its file is read again), a database or in-memory
+    storage, or a ``Session``. ``key`` (HMAC key bytes or an Ed25519 key) checks ``checkpoints`` (by default, for a
+    file, its ``<file>.checkpoints``). With ``require_chain`` an unchained log is a problem, not a warning. Anchors
+    kept outside the log catch a rollback (the log cut back, perhaps re-extended) that neither the chain nor
+    checkpoints beside the file can: ``head`` (a head digest ``verify`` or ``sign`` printed) must be the log's digest
+    at some line; ``at_least`` is the fewest lines the log may have. ``progress(n)`` is told of every ``n`` lines
+    checked. Raises ``SessionError`` only when the log cannot be reached (``not_found``, ``storage``); everything
+    wrong inside it is in the report.
     """
     storage, path = _source(target)
     if checkpoints is None and key is not None and path is not None:
@@ -53,7 +54,9 @@ def verify(
     signed = parse_all(checkpoints or ())
     wanted = {cp.line for cp in signed}
     anchor = _anchor(head)
-    report = _verify_file(Path(path), wanted, anchor) if path is not None else _verify_records(storage, wanted, anchor)
+    tell = progress or (lambda n: None)
+    report = (_verify_file(Path(path), wanted, anchor, tell) if path is not None
+              else _verify_records(storage, wanted, anchor, tell))
     if not report.chained:
         (report.problem if require_chain else report.warn)(None, _UNCHAINED_PI if report.dialect == "pi" else _UNCHAINED)
     _check_checkpoints(report, signed, key)
@@ -90,7 +93,7 @@ def _check_anchors(report: VerifyReport, head: str | None, at_least: int | None)
                        f"have had: lines {report.lines + 1}..{at_least} were removed")
 
 
-def _verify_file(path: Path, wanted: set[int], anchor: bytes | None) -> VerifyReport:
+def _verify_file(path: Path, wanted: set[int], anchor: bytes | None, progress: Callable[[int], None]) -> VerifyReport:
     report = VerifyReport(str(path))
     try:
         fd = open_regular(path)
@@ -113,7 +116,7 @@ def _verify_file(path: Path, wanted: set[int], anchor: bytes | None) -> VerifyRe
     if not lines:
         report.problem(1, "the file is empty: no session header")
         return report
-    _check(lines, report, path, wanted, anchor)
+    _check(lines, report, path, wanted, anchor, progress)
     return report
 
 
@@ -142,7 +145,7 @@ def _read_all(fd: int) -> bytes:
     return b"".join(parts)
 
 
-def _verify_records(storage: Any, wanted: set[int], anchor: bytes | None) -> VerifyReport:
+def _verify_records(storage: Any, wanted: set[int], anchor: bytes | None, progress: Callable[[int], None]) -> VerifyReport:
     report = VerifyReport(storage.location, session_id=storage.session_id)
     from eventsourcing.persistence import PersistenceError
 
@@ -159,11 +162,14 @@ def _verify_records(storage: Any, wanted: set[int], anchor: bytes | None) -> Ver
             break
         lines.append(bytes(item.state))
     if lines:
-        _check(lines, report, storage.location, wanted, anchor)
+        _check(lines, report, storage.location, wanted, anchor, progress)
     return report
 
 
-def _check(lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set[int], anchor: bytes | None) -> None:
+def _check(
+    lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set[int], anchor: bytes | None,
+    progress: Callable[[int], None],
+) -> None:
     """The structure of every line, then the chain (a pi file has none, unless a native header was damaged)."""
     report.lines = len(lines)
     codec = native_codec()
@@ -180,7 +186,7 @@ def _check(lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set
     if report.dialect == "pi" and version is not None and version < PI_CURRENT:
         _check_old_pi(Path(where), lines, report)
     else:
-        _check_entries(lines, report, codec)
+        _check_entries(lines, report, codec, progress)
     found = check_chain(lines, wanted, anchor)
     report.chained, report.anchored_at, report.digests = found.chained, found.anchored_at, found.digests
     report.head = found.head.hex() if found.head is not None else None
@@ -189,7 +195,7 @@ def _check(lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set
     note_erasures(lines, report, found, codec)
 
 
-def _check_entries(lines: Sequence[bytes], report: VerifyReport, codec: Codec) -> None:
+def _check_entries(lines: Sequence[bytes], report: VerifyReport, codec: Codec, progress: Callable[[int], None]) -> None:
     """Every entry line as salvage mode reads it, one at a time (nothing kept but the ids); a bad line is reported,
     then skipped. A pi line that repeats a key is a warning: pi reads its last value."""
     ids: set[str] = set()
@@ -207,11 +213,13 @@ def _check_entries(lines: Sequence[bytes], report: VerifyReport, codec: Codec) -
             report.entries += 1
         if pi:
             _warn_duplicates(report, lineno, line)
+        if not lineno % 4096:
+            progress(4096)
+    progress(len(lines) % 4096)
 
 
 def _warn_duplicates(report: VerifyReport, lineno: int, line: bytes) -> None:
-    key = duplicate_key(line)
-    if key is not None:
+    if (key := duplicate_key(line)) is not None:
         report.warn(lineno, f"key {key!r} appears twice in one object; its last value is read, as pi does")
 
 

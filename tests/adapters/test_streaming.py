@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -130,4 +131,8 @@ def test_fingerprints_follow_equality_not_layout() -> None:
     """A dict's order does not count, a list is not a tuple, and 1 == 1.0 as for ``==``."""
     assert fingerprint({"a": 1, "b": [2]}) == fingerprint({"b": [2], "a": 1.0})
     assert fingerprint([1, 2]) != fingerprint((1, 2))
+    assert fingerprint({"a": 1}) != fingerprint({"a": 2}) and fingerprint({"a": 1}) != fingerprint({"b": 1})
     assert fingerprint(kit.user("x")) != fingerprint(kit.user("y"))
+    call = kit.assistant("x", tool_calls=[strat.m.ToolCall(id="c", name="read", arguments={"path": "a"})])
+    other = attrs.evolve(call, content=(call.content[0], attrs.evolve(call.content[1], arguments={"path": "b"})))
+    assert fingerprint(call) != fingerprint(other) and call != other
