@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--baseline", type=Path, help="a virtualenv with another build, measured alongside")
     parser.add_argument("--no-pi", action="store_true")
+    parser.add_argument("--only", help="the commands whose name contains this (e.g. replay)")
     args = parser.parse_args(argv)
     data = args.data or Path(tempfile.mkdtemp(prefix="sessiontree-stream-"))
     data.mkdir(parents=True, exist_ok=True)
@@ -86,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
             size = path.stat().st_size
             pi_rss = statistics.median(pi_child(pi_home, "open", path)["maxrss"] for _ in range(args.repeat)) if use_pi else None
             for command, template in COMMANDS.items():
+                if args.only and args.only not in command:
+                    continue
                 runs: dict[str, list[dict[str, float]]] = {side: [] for side in scripts}
                 for _ in range(args.repeat):
                     for side, script in scripts.items():

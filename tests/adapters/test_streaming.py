@@ -25,7 +25,7 @@ from sessiontree.adapters import pi_convert
 from sessiontree.adapters.codec import native_codec
 from sessiontree.adapters.pi import pi_codec
 from sessiontree.adapters.verify import verify
-from sessiontree.cli.replay_steps import fingerprint, steps
+from sessiontree.cli.replay_steps import fingerprint, mark_of, steps
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                           HealthCheck.function_scoped_fixture])
@@ -122,9 +122,11 @@ def test_a_pass_keeps_no_entry_and_gives_back_what_reads_give(tmp_path: Path) ->
 @settings(max_examples=200, deadline=None)
 @given(a=strat.messages, b=strat.messages)
 def test_fingerprints_are_equal_exactly_when_messages_are(a: Any, b: Any) -> None:
-    """Equal messages share a fingerprint (dicts in any order, an Extra like its plain dict); unequal ones do not."""
-    assert fingerprint(a) == fingerprint(copy.deepcopy(a))
-    assert (fingerprint(a) == fingerprint(b)) == (a == b)
+    """Equal messages share a fingerprint and a mark (dicts in any order, an Extra like its plain dict); unequal ones
+    do not."""
+    for mark in (fingerprint, mark_of):
+        assert mark(a) == mark(copy.deepcopy(a))
+        assert (mark(a) == mark(b)) == (a == b)
 
 
 def test_fingerprints_follow_equality_not_layout() -> None:
@@ -135,4 +137,7 @@ def test_fingerprints_follow_equality_not_layout() -> None:
     assert fingerprint(kit.user("x")) != fingerprint(kit.user("y"))
     call = kit.assistant("x", tool_calls=[strat.m.ToolCall(id="c", name="read", arguments={"path": "a"})])
     other = attrs.evolve(call, content=(call.content[0], attrs.evolve(call.content[1], arguments={"path": "b"})))
-    assert fingerprint(call) != fingerprint(other) and call != other
+    assert fingerprint(call) != fingerprint(other) and mark_of(call) != mark_of(other) and call != other
+    extra = strat.m.Extra({"z": 1, "y": [2]}, frozenset({"timestamp"}))
+    assert mark_of(attrs.evolve(call, extra=extra)) == mark_of(attrs.evolve(call, extra={"y": [2], "z": 1}))
+    assert mark_of(kit.user("x")) != mark_of(strat.m.CustomMessage(custom_type="x", content="x"))
