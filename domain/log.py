@@ -157,13 +157,16 @@ class EntryLog:
             with self._loading:
                 self._passing -= 1
 
-    def stream(self, start: int = 0, limit: int | None = None, batch: int = 64) -> Iterator[Entry]:
-        """The entries from position ``start`` to ``limit`` in order, decoded ``batch`` at a time and not kept (see
-        :meth:`passing`): a pass holds one batch (small, as one entry may be megabytes)."""
-        end = len(self._items) if limit is None else min(limit, len(self._items))
+    def stream(self, start: int = 0, limit: int | None = None) -> Iterator[Entry]:
+        """The entries from position ``start`` to ``limit`` in order, as :meth:`stream_at` gives them."""
+        return self.stream_at(range(start, len(self._items) if limit is None else min(limit, len(self._items))))
+
+    def stream_at(self, positions: Sequence[int], batch: int = 64) -> Iterator[Entry]:
+        """The entries at ``positions``, in that order, decoded ``batch`` at a time and not kept (see :meth:`passing`):
+        a pass holds one batch (small, as one entry may be megabytes)."""
         with self.passing():
-            for first in range(start, end, batch):
-                yield from self.get_many(range(first, min(first + batch, end)))
+            for first in range(0, len(positions), batch):
+                yield from self.get_many(list(positions[first : first + batch]))
 
     def iter_entries(self, limit: int | None = None) -> Iterator[Entry]:
         end = len(self._items) if limit is None else min(limit, len(self._items))
