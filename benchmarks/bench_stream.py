@@ -3,10 +3,11 @@
 Runs ``sessiontree verify``, ``export --format pi``, ``export --format native`` and ``replay --step --json`` (output
 to a file, as a pipe would take it) through the console script, each in a fresh process, on the 630 MB compacted pi
 session of ``bench_large.py`` and on the 100k-entry native and pi files of ``bench_data.py`` (``--data`` holds or
-receives them). Prints each command's wall time and peak RSS (``ru_maxrss`` of the child), the RSS against the
-file's size, and against pi 1.6.0 opening the same file (``pi_driver.mjs open``: pi has no verify, export or replay
-of its own; to read a session it loads it whole). ``--baseline DIR``: a virtualenv (or any folder with
-``bin/sessiontree``) with another build, measured in the same run, interleaved (e.g. the commit before the change).
+receives them; ``--entries N``: files of another size, and no large session). Prints each command's wall time and
+peak RSS (``ru_maxrss`` of the child), the RSS against the file's size, and against pi 1.6.0 opening the same file
+(``pi_driver.mjs open``: pi has no verify, export or replay of its own; to read a session it loads it whole).
+``--baseline DIR``: a virtualenv (or any folder with ``bin/sessiontree``) with another build, measured in the same
+run, interleaved (e.g. the commit before the change).
 """
 
 from __future__ import annotations
@@ -53,14 +54,18 @@ def run_script(script: Path, template: list[str], path: Path, folder: Path) -> d
     return {"ms": wall, "maxrss": usage.ru_maxrss * 1024}
 
 
-def files(data: Path, use_pi: bool) -> dict[str, Path]:
-    large = data / "large-pi.jsonl"
-    if not large.exists():
-        write_file(large)
+def files(data: Path, use_pi: bool, entries: int) -> dict[str, Path]:
+    """The 630 MB session (not with ``--entries``: a smoke run) and the native and pi files of ``entries``."""
     import bench_data
 
-    made = bench_data.prepare(data, [100_000], use_pi)[100_000]
-    return {"630 MB pi (compacted)": large, "100k native": made["native"], "100k pi": made["pi"]}
+    found = {}
+    if entries == 100_000:
+        found["630 MB pi (compacted)"] = large = data / "large-pi.jsonl"
+        if not large.exists():
+            write_file(large)
+    made = bench_data.prepare(data, [entries], use_pi)[entries]
+    label = f"{entries // 1000}k" if entries >= 1000 else str(entries)
+    return {**found, f"{label} native": made["native"], f"{label} pi": made["pi"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", type=Path, help="a virtualenv with another build, measured alongside")
     parser.add_argument("--no-pi", action="store_true")
     parser.add_argument("--only", help="the commands whose name contains this (e.g. replay)")
+    parser.add_argument("--entries", type=int, default=100_000, help="the size of the native and pi files; other than "
+                        "100000 (a smoke run), the 630 MB session is left out")
     args = parser.parse_args(argv)
     data = args.data or Path(tempfile.mkdtemp(prefix="sessiontree-stream-"))
     data.mkdir(parents=True, exist_ok=True)
@@ -81,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        for name, path in files(data, use_pi).items():
+        for name, path in files(data, use_pi, args.entries).items():
             remove_index(path)
             run_script(scripts["ours"], ["context", "{file}"], path, folder)  # writes the sidecar index, as a first open does
             size = path.stat().st_size
