@@ -200,13 +200,13 @@ def _step(session: Any, args: argparse.Namespace) -> None:
 
 class _JsonRows:
     """``{"session_id": ..., "steps": [...]}`` written as the steps come, CHUNK rows at a time, byte for byte as
-    ``print_json`` writes the whole object: a replay of any length holds a chunk of rows, not every row."""
+    ``print_json`` writes the whole object: a replay of any length holds a chunk of rows, not every row. Nothing is
+    written before the first chunk is complete, so a shorter replay that fails writes nothing, as before."""
 
     def __init__(self, session_id: str) -> None:
         self.out = sys.stdout.buffer
-        self.out.write(_json({"session_id": session_id})[:-2] + b',\n  "steps": [')
+        self.head: bytes | None = _json({"session_id": session_id})[:-2] + b',\n  "steps": ['
         self.rows: list[bytes] = []
-        self.first = True
 
     def add(self, row: dict[str, Any]) -> None:
         self.rows.append(b"\n    " + _json(row).replace(b"\n", b"\n    "))
@@ -215,12 +215,13 @@ class _JsonRows:
 
     def flush(self) -> None:
         if self.rows:
-            self.out.write((b"" if self.first else b",") + b",".join(self.rows))
-            self.first, self.rows = False, []
+            self.out.write((b"," if self.head is None else self.head) + b",".join(self.rows))
+            self.head, self.rows = None, []
 
     def close(self) -> None:
+        empty = self.head is not None and not self.rows
         self.flush()
-        self.out.write(b"]\n}\n" if self.first else b"\n  ]\n}\n")
+        self.out.write((self.head or b"") + b"]\n}\n" if empty else b"\n  ]\n}\n")
         self.out.flush()
 
 

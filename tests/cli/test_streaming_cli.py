@@ -105,3 +105,18 @@ def test_replay_and_verify_show_progress_on_a_terminal_only(long_pi_file: Path, 
         assert proc.returncode == 0 and label in shown, shown[-300:]
         piped, _ = _run(args, tmp_path)
         assert piped.returncode == 0 and piped.stderr == b"" and piped.stdout == proc.stdout
+
+
+def test_a_replay_that_fails_early_writes_no_partial_json(tmp_path: Path) -> None:
+    """A line whose body cannot be decoded (its envelope is sound, so the open succeeds) stops ``replay --step
+    --json`` with the error naming that line, and nothing on stdout: fewer steps than a chunk are never written."""
+    path = tmp_path / "s.jsonl"
+    with Session(JsonlSessionStorage.create(path, cwd="/p")) as session:
+        for n in range(5):
+            session.append_message(kit.user(f"q{n}"))
+    lines = path.read_bytes().split(b"\n")
+    lines[3] = lines[3].replace(b'"role":"user"', b'"role":5')
+    path.write_bytes(b"\n".join(lines))
+    proc, _ = _run(["replay", str(path), "--step", "--json"], tmp_path)
+    assert proc.returncode == 1 and proc.stdout == b""
+    assert f"{path.name}:4:".encode() in proc.stderr and b"corrupt" in proc.stderr
