@@ -16,13 +16,13 @@ import attrs
 
 from sessiontree.adapters import blob_stores, blobs, chain, jsontext
 from sessiontree.adapters.codec import Codec, native_codec
-from sessiontree.adapters.files import is_whole_line
 from sessiontree.adapters.jsonl_file import StaleFileError, TornLineWarning, check_durability
 from sessiontree.adapters.jsonl_lease import LeasedFile, append_error, check_wait
 from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsonl_salvage import salvage_log
 from sessiontree.adapters.jsonl_scan import corrupt, read_header, scan
 from sessiontree.adapters.line_replace import FileLines
+from sessiontree.adapters.mapped import RereadingLoader
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError
@@ -191,30 +191,6 @@ class JsonlSessionStorage(FileLines, SessionStorage):
             storage._salvage()
         return storage
 
-    def read_lines(self, count: int | None = None, *, strict: bool = False) -> list[bytes]:
-        """The whole lines of the file (the first ``count``), as they are on disk; ``strict``
-        refuses an over-long line (``corrupt``) and warns of a torn last line."""
-        try:
-            if count is None:
-                parts, tail, size = self._file.read_split(0)
-                self._file.observe_lines(0, size, len(parts), tail)
-            else:
-                data = self._file.read(0, lines=count)
-                parts = data.split(b"\n")
-                tail, size = parts.pop(), len(data)
-        except OSError as exc:
-            raise _storage_error("read the file", exc, self.path) from exc
-        limit = jsontext.MAX_LINE_BYTES
-        if strict and size > limit:  # only then can a line be too long
-            for number, part in enumerate(parts, 1):
-                if len(part) > limit:
-                    raise corrupt(self.path, number, f"line of {len(part)} bytes is over the {limit}-byte line limit")
-        if tail and is_whole_line(tail):
-            parts.append(tail)
-        elif tail and strict and count is None:
-            self._file.warn_torn(len(parts) + 1, tail)
-        return parts
-
     def load(self) -> tuple[SessionStarted, EntryLog]:
         """The header and every entry (held lazily), after checking every line of the file."""
         if self._salvaged is not None:
@@ -243,7 +219,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         return self.header, self._scan(lines, self._loader(lines))
 
     def _loader(self, lines: Any) -> LineLoader:  # a list of lines, or the mapped ones (jsonl_indexed.py)
-        return LineLoader(lines, self.path, self.session_id, self.codec, self._file.warnings, self.blobs)
+        return RereadingLoader(lines, self.path, self.session_id, self.codec, self._file.warnings, self.blobs)
 
     def _scan(self, lines: Any, loader: LineLoader, found: Any = None) -> EntryLog:
         """The checked, lazy log of a file's lines (``found``: their envelopes, checked in bulk), the header checked
@@ -263,12 +239,6 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         self._salvaged, self.skipped = entries, skipped
         if self._file.torn:
             skipped.append((self._file.count + 1, f"torn last line ({len(self._file.torn)} bytes)"))
-
-    def line_before(self, version: int) -> tuple[bytes, bytes | None]:
-        lines = self.read_lines(version - 1)
-        if len(lines) < version - 1:
-            raise self.conflict(version, f"there is no version {version - 1} to follow")
-        return lines[version - 2], lines[0]
 
     def _append(self, first: int, lines: list[bytes], digest: bytes | None) -> list[bytes]:
         if digest is not None:

@@ -3,7 +3,7 @@
 :class:`MappedLines` is a sequence of a file's lines that slices each line from the mapping when it is asked for, so
 a reader holds only the lines it is using. The mapping has a descriptor of its own (:func:`map_file`). Pages of the
 mapping that were read count in the process's resident memory until they are handed back: a forward pass over the
-whole file (:class:`ForwardLines`, :func:`line_lengths`) hands them back as it goes, so its memory stays bounded
+whole file (:class:`MappedLines` read forward, :func:`line_lengths`) hands them back as it goes, so its memory stays bounded
 whatever the file's size.
 """
 
@@ -14,6 +14,8 @@ import os
 from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any
+
+from sessiontree.adapters.jsonl_loader import LineLoader
 
 WINDOW = 1 << 20  # bytes of lines split at once
 RELEASE = 8 << 20  # bytes read between two hand-backs of the mapping's pages
@@ -80,12 +82,15 @@ def line_lengths(mapped: mmap.mmap, size: int) -> tuple[array[int], int]:
 
 class MappedLines:
     """A file's lines as a sequence: those at ``offsets`` sliced from the mapped file when asked (nothing held),
-    then the lines read or appended since, held. The loader's "drop this line" is a no-op for a mapped one."""
+    then the lines read or appended since, held. The loader's "drop this line" is a no-op for a mapped one. Reading
+    forward hands back the pages behind every so often, so a pass over the whole file (an export, a replay) stays
+    bounded; any order stays correct."""
 
-    __slots__ = ("_count", "_held", "_map", "offsets")
+    __slots__ = ("_count", "_held", "_map", "_released", "offsets")
 
     def __init__(self, mapped: mmap.mmap, offsets: Sequence[int], held: list[Any]) -> None:
         self._map, self.offsets, self._count, self._held = mapped, offsets, len(offsets) - 1, held
+        self._released = 0
 
     def __len__(self) -> int:
         return self._count + len(self._held)
@@ -95,7 +100,12 @@ class MappedLines:
             number += len(self)
         if number < self._count:
             offsets = self.offsets
-            return self._map[offsets[number] : offsets[number + 1] - 1]
+            offset = offsets[number]
+            if offset < self._released:  # a new pass from an earlier line
+                self._released = offset - offset % mmap.PAGESIZE
+            elif offset - self._released >= RELEASE:
+                self._released = release(self._map, self._released, offset)
+            return self._map[offset : offsets[number + 1] - 1]
         return self._held[number - self._count]
 
     def __setitem__(self, number: int, value: Any) -> None:
@@ -105,22 +115,16 @@ class MappedLines:
     def extend(self, lines: Sequence[bytes]) -> None:
         self._held.extend(lines)
 
+    def mapped(self, number: int) -> bool:
+        """Is line ``number`` (0-based) read from the mapping (so it can be read again)?"""
+        return 0 <= number < self._count
 
-class ForwardLines(MappedLines):
-    """:class:`MappedLines` for a reader that goes through the file in order (verify): the pages behind the line it
-    asks for are handed back every so often. Any order stays correct; only a forward pass stays bounded."""
 
-    __slots__ = ("_released",)
 
-    def __init__(self, mapped: mmap.mmap, offsets: Sequence[int], held: list[Any]) -> None:
-        super().__init__(mapped, offsets, held)
-        self._released = 0
+class RereadingLoader(LineLoader):
+    """The loader of a mapped file: it can decode an entry again when its line is in the mapping (not one it decoded
+    before the log asked, such as a leaf marker), which lets a pass over the log keep nothing (``EntryLog.passing``)."""
 
-    def __getitem__(self, number: int) -> Any:
-        if 0 <= number < self._count:
-            offset = self.offsets[number]
-            if offset < self._released:  # a new pass from an earlier line
-                self._released = offset - offset % mmap.PAGESIZE
-            elif offset - self._released >= RELEASE:
-                self._released = release(self._map, self._released, offset)
-        return super().__getitem__(number)
+    def reloadable(self, position: int) -> bool:
+        lines = self.lines
+        return isinstance(lines, MappedLines) and lines.mapped(position + 1) and position not in self.decoded

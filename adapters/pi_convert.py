@@ -9,18 +9,23 @@ files come back byte for byte after an import then an export (docs/pi.md).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import attrs
 
 from sessiontree.adapters.blob_stores import folder_for
 from sessiontree.adapters.blobs import outline
-from sessiontree.adapters.chain import seal_lines
+from sessiontree.adapters.chain import GENESIS, seal_lines
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.jsonl import JsonlSessionStorage
 from sessiontree.adapters.pi import PiCodec, pi_codec, rename_parent_key
 from sessiontree.domain.errors import SessionError
-from sessiontree.domain.events import ContextCompacted, Entry, UnknownEntryAppended
+from sessiontree.domain.events import ContextCompacted, Entry, SessionStarted, UnknownEntryAppended
+from sessiontree.domain.log import EntryLog
+
+BATCH, BATCH_BYTES = 256, 4 << 20  # entries encoded and written together, at most
 
 
 @attrs.frozen
@@ -56,40 +61,79 @@ def _notes(entry: Entry, dst: Codec) -> list[str]:
 
 
 def convert(
-    src_path: str | os.PathLike[str], dest_path: str | os.PathLike[str], dst: Codec, *, out_of_line: bool = False,
+    src_path: str | os.PathLike[str], dest_path: str | os.PathLike[str], dst: Codec,
+    advance: Callable[[int], None] | None = None, *, out_of_line: bool = False,
 ) -> Conversion:
-    """Write the session of ``src_path`` as a new file ``dest_path`` in ``dst``'s dialect: whole, its content inline
-    (an export), or with ``out_of_line`` as a native repository writes it, large content in ``.blobs`` beside it (an
+    """Write the session of ``src_path`` as a new file ``dest_path`` in ``dst``'s dialect, entry by entry: memory
+    follows a batch of entries, not the file (an older pi file, migrated whole, excepted). ``advance(n)`` is told of
+    each batch of ``n`` entries written. On any error no file is left at ``dest_path``. Content is written inline (an
+    export), or with ``out_of_line`` as a native repository writes it, large content in ``.blobs`` beside the file (an
     import: converting such a file again gives the same bytes)."""
     dest = Path(dest_path)
     source = JsonlSessionStorage.open(Path(src_path))
     try:
         src = source.codec
-        lines = [dst.encode_event(attrs.evolve(source.header, version=3))]  # an older pi file comes out migrated
-        notes: list[str] = []
-        for entry in source.load()[1]:
-            converted = _convert_entry(entry, src, dst)
-            notes.extend(_notes(converted, dst))
-            lines.append(dst.encode_event(converted))
+        log = source.load()[1]
+        try:
+            out = open(dest, "xb", opener=_private)  # noqa: SIM115  # closed below, removed on failure
+        except FileExistsError:
+            raise SessionError("already_exists", "a file already exists there", path=str(dest)) from None
+        except OSError as exc:
+            raise _write_error(dest, exc) from exc
+        try:
+            with out:
+                store = folder_for(dest) if out_of_line and dst.dialect.name == "native" else None
+                notes = _write_entries(out, source.header, log, src, dst, advance, store)
+        except BaseException as exc:
+            dest.unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise _write_error(dest, exc) from exc
+            raise
     finally:
         source.close()
-    if dst.dialect.name == "native":  # a new native file is hash-chained (adapters/chain.py)
-        if out_of_line:
-            store = folder_for(dest)
-            lines = [outline(line, store) for line in lines]
-        lines = seal_lines(lines)[0]
-    data = b"\n".join(lines) + b"\n"
-    try:
-        with open(dest, "xb", opener=_private) as out:
-            out.write(data)
-    except FileExistsError:
-        raise SessionError("already_exists", "a file already exists there", path=str(dest)) from None
-    except OSError as exc:
-        raise SessionError("storage", f"cannot write the file: {exc.strerror or exc}", path=str(dest)) from exc
     return Conversion(
         source=str(src_path), dest=str(dest), source_dialect=src.dialect.name, dest_dialect=dst.dialect.name,
-        entries=len(lines) - 1, notes=tuple(dict.fromkeys(notes)),
+        entries=len(log), notes=tuple(dict.fromkeys(notes)),
     )
+
+
+def _write_entries(
+    out: BinaryIO, header: SessionStarted, log: EntryLog, src: Codec, dst: Codec, advance: Callable[[int], None] | None,
+    store: Any = None,
+) -> list[str]:
+    """The header (an older pi file's comes out migrated) and every entry of ``log`` in ``dst``'s dialect, a batch at
+    a time (large content put into ``store``, when given); a new native file is hash-chained (adapters/chain.py)."""
+    chained = dst.dialect.name == "native"
+    digest = GENESIS
+    notes: list[str] = []
+    lines = [dst.encode_event(attrs.evolve(header, version=3))]
+    size = 0
+    for entry in log.stream():
+        converted = _convert_entry(entry, src, dst)
+        notes.extend(_notes(converted, dst))
+        line = dst.encode_event(converted)
+        lines.append(line if store is None else outline(line, store))
+        size += len(lines[-1])
+        if len(lines) >= BATCH or size >= BATCH_BYTES:
+            digest = _flush(out, lines, digest if chained else None, advance)
+            lines, size = [], 0
+    _flush(out, lines, digest if chained else None, advance)
+    return notes
+
+
+def _flush(out: BinaryIO, lines: list[bytes], digest: bytes | None, advance: Callable[[int], None] | None) -> bytes:
+    if digest is not None:
+        lines, digest = seal_lines(lines, digest)
+    for line in lines:  # one by one: joining would copy a batch of long lines again
+        out.write(line)
+        out.write(b"\n")
+    if advance is not None:
+        advance(len(lines))
+    return digest or GENESIS
+
+
+def _write_error(dest: Path, exc: OSError) -> SessionError:
+    return SessionError("storage", f"cannot write the file: {exc.strerror or exc}", path=str(dest))
 
 
 def _private(path: str, flags: int) -> int:

@@ -10,21 +10,23 @@ digest at that line, which also catches lines removed from the end (a plain chai
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from sessiontree.adapters.archive import GZIP_MAGIC, expand
 from sessiontree.adapters.blob_stores import BlobCheck, folder_for
 from sessiontree.adapters.chain import check_chain
-from sessiontree.adapters.checkpoints import Checkpoint, key_algorithm, load_checkpoints, parse_all, signature_valid
+from sessiontree.adapters.checkpoints import load_checkpoints, parse_all
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.files import is_whole_line, open_regular
 from sessiontree.adapters.jsonl_index import offsets_from_lengths
 from sessiontree.adapters.jsonl_salvage import read_entry
 from sessiontree.adapters.jsonl_scan import read_header
 from sessiontree.adapters.jsontext import MAX_LINE_BYTES, duplicate_key
-from sessiontree.adapters.mapped import ForwardLines, line_lengths, map_file
+from sessiontree.adapters.mapped import MappedLines, line_lengths, map_file
+from sessiontree.adapters.pi_migrate import CURRENT as PI_CURRENT
+from sessiontree.adapters.verify_checkpoints import check_checkpoints
 from sessiontree.adapters.verify_erasures import check_signed_erasures, note_erasures
 from sessiontree.adapters.verify_report import Problem, VerifyReport
 from sessiontree.domain.errors import SessionError
@@ -35,17 +37,18 @@ _UNCHAINED_PI = "pi-dialect file: pi's format has no chain, so it is not tamper-
 
 def verify(
     target: Any, *, key: Any = None, checkpoints: Iterable[Any] | None = None, require_chain: bool = False,
-    head: str | None = None, at_least: int | None = None,
+    head: str | None = None, at_least: int | None = None, progress: Callable[[int], None] | None = None,
 ) -> VerifyReport:
     """Check a session log (see the module documentation) and report what is wrong.
 
-    ``target``: a session file's path, a ``JsonlSessionStorage`` (its file is read again), a database or
-    in-memory storage, or a ``Session``. ``key`` (HMAC key bytes or an Ed25519 key) checks ``checkpoints`` (by
-    default, for a file, its ``<file>.checkpoints``). With ``require_chain`` an unchained log is a problem, not a
-    warning. Anchors kept outside the log catch a rollback (the log cut back, perhaps re-extended) that neither
-    the chain nor checkpoints beside the file can: ``head`` (a head digest ``verify`` or ``sign`` printed) must be
-    the log's digest at some line; ``at_least`` is the fewest lines the log may have. Raises ``SessionError`` only
-    when the log cannot be reached (``not_found``, ``storage``); everything wrong inside it is in the report.
+    ``target``: a session file's path, a ``JsonlSessionStorage`` (its file is read again), a database or in-memory
+    storage, or a ``Session``. ``key`` (HMAC key bytes or an Ed25519 key) checks ``checkpoints`` (by default, for a
+    file, its ``<file>.checkpoints``). With ``require_chain`` an unchained log is a problem, not a warning. Anchors
+    kept outside the log catch a rollback (the log cut back, perhaps re-extended) that neither the chain nor
+    checkpoints beside the file can: ``head`` (a head digest ``verify`` or ``sign`` printed) must be the log's digest
+    at some line; ``at_least`` is the fewest lines the log may have. ``progress(n)`` is told of every ``n`` lines
+    checked. Raises ``SessionError`` only when the log cannot be reached (``not_found``, ``storage``); everything
+    wrong inside it is in the report.
     """
     storage, path = _source(target)
     if checkpoints is None and key is not None and path is not None:
@@ -53,13 +56,12 @@ def verify(
     signed = parse_all(checkpoints or ())
     wanted = {cp.line for cp in signed}
     anchor = _anchor(head)
-    if path is not None:
-        report = _verify_file(Path(path), wanted, anchor)
-    else:
-        report = _verify_records(storage, wanted, anchor)
+    tell = progress or (lambda n: None)
+    report = (_verify_file(Path(path), wanted, anchor, tell) if path is not None
+              else _verify_records(storage, wanted, anchor, tell))
     if not report.chained:
         (report.problem if require_chain else report.warn)(None, _UNCHAINED_PI if report.dialect == "pi" else _UNCHAINED)
-    _check_checkpoints(report, signed, key)
+    check_checkpoints(report, signed, key)
     if signed and key is not None:
         check_signed_erasures(report, report.lines if report.unverified_from is None else report.unverified_from - 1)
     _check_anchors(report, head, at_least)
@@ -93,7 +95,7 @@ def _check_anchors(report: VerifyReport, head: str | None, at_least: int | None)
                        f"have had: lines {report.lines + 1}..{at_least} were removed")
 
 
-def _verify_file(path: Path, wanted: set[int], anchor: bytes | None) -> VerifyReport:
+def _verify_file(path: Path, wanted: set[int], anchor: bytes | None, progress: Callable[[int], None]) -> VerifyReport:
     report = VerifyReport(str(path))
     try:
         fd = open_regular(path)
@@ -116,7 +118,7 @@ def _verify_file(path: Path, wanted: set[int], anchor: bytes | None) -> VerifyRe
     if not lines:
         report.problem(1, "the file is empty: no session header")
         return report
-    _check(lines, report, path, wanted, anchor, folder_for(path))
+    _check(lines, report, path, wanted, anchor, progress, folder_for(path))
     return report
 
 
@@ -132,7 +134,7 @@ def _lines(fd: int, path: Path) -> tuple[Any, bytes]:
         lines = _read_all(fd).split(b"\n")
         return lines, lines.pop()
     lengths, end = line_lengths(mapped, size)
-    return ForwardLines(mapped, offsets_from_lengths(lengths), []), mapped[end:size]
+    return MappedLines(mapped, offsets_from_lengths(lengths), []), mapped[end:size]
 
 
 def _read_all(fd: int) -> bytes:
@@ -145,7 +147,7 @@ def _read_all(fd: int) -> bytes:
     return b"".join(parts)
 
 
-def _verify_records(storage: Any, wanted: set[int], anchor: bytes | None) -> VerifyReport:
+def _verify_records(storage: Any, wanted: set[int], anchor: bytes | None, progress: Callable[[int], None]) -> VerifyReport:
     report = VerifyReport(storage.location, session_id=storage.session_id)
     from eventsourcing.persistence import PersistenceError
 
@@ -162,29 +164,32 @@ def _verify_records(storage: Any, wanted: set[int], anchor: bytes | None) -> Ver
             break
         lines.append(bytes(item.state))
     if lines:
-        _check(lines, report, storage.location, wanted, anchor, storage.blobs)
+        _check(lines, report, storage.location, wanted, anchor, progress, storage.blobs)
     return report
 
 
 def _check(
-    lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set[int], anchor: bytes | None, blobs: Any,
+    lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set[int], anchor: bytes | None,
+    progress: Callable[[int], None], blobs: Any,
 ) -> None:
     """The structure of every line (with the content it keeps out of line, in ``blobs``), then the chain (a pi file
     has none, unless a native header was damaged)."""
     report.lines = len(lines)
     codec = native_codec()
+    version = None
     try:
         if len(lines[0]) > MAX_LINE_BYTES:
             raise SessionError("corrupt", f"the header line of {len(lines[0])} bytes is over the size limit")
         header, codec = read_header(lines[0], where)
         report.session_id = header.originator_id
         report.dialect = codec.dialect.name
+        version = header.version
     except SessionError as exc:
         report.problem(1, exc.message)
-    if report.dialect == "pi":
-        _check_pi(Path(where), lines, report)
+    if report.dialect == "pi" and version is not None and version < PI_CURRENT:
+        _check_old_pi(Path(where), lines, report)
     else:
-        _check_entries(lines, report, codec, BlobCheck(blobs, report))
+        _check_entries(lines, report, codec, progress, BlobCheck(blobs, report))
     found = check_chain(lines, wanted, anchor)
     report.chained, report.anchored_at, report.digests = found.chained, found.anchored_at, found.digests
     report.head = found.head.hex() if found.head is not None else None
@@ -193,101 +198,52 @@ def _check(
     note_erasures(lines, report, found, codec)
 
 
-def _check_entries(lines: Sequence[bytes], report: VerifyReport, codec: Codec, blobs: Any) -> None:
-    """Every entry line as salvage mode reads it; a bad line is reported, then skipped."""
+def _check_entries(
+    lines: Sequence[bytes], report: VerifyReport, codec: Codec, progress: Callable[[int], None], blobs: BlobCheck,
+) -> None:
+    """Every entry line as salvage mode reads it, one at a time (nothing kept but the ids; each blob read once); a bad
+    line is reported, then skipped. A pi line that repeats a key is a warning: pi reads its last value."""
     ids: set[str] = set()
+    pi = codec.dialect.name == "pi"
+    if pi:
+        _warn_duplicates(report, 1, lines[0])
     for lineno in range(2, len(lines) + 1):
+        line = lines[lineno - 1]
+        version = report.entries + 2 if pi else lineno  # a pi file: numbered as salvage numbers what it keeps
         blobs.line = lineno
-        found = read_entry(lines[lineno - 1], codec, report.session_id or "?", lineno, ids, blobs)
+        found = read_entry(line, codec, report.session_id or "?", version, ids, blobs)
         if isinstance(found, str):
             report.problem(lineno, found)
         else:
             ids.add(found.id)
             report.entries += 1
+        if pi:
+            _warn_duplicates(report, lineno, line)
+        if not lineno % 4096:
+            progress(4096)
+    progress(len(lines) % 4096)
 
 
-def _check_pi(path: Path, lines: Sequence[bytes], report: VerifyReport) -> None:
-    """A pi file, read by the pi storage (salvage mode; strict for versions it cannot salvage)."""
+def _warn_duplicates(report: VerifyReport, lineno: int, line: bytes) -> None:
+    if (key := duplicate_key(line)) is not None:
+        report.warn(lineno, f"key {key!r} appears twice in one object; its last value is read, as pi does")
+
+
+def _check_old_pi(path: Path, lines: Sequence[bytes], report: VerifyReport) -> None:
+    """A pi file of version 1 or 2, read whole by the pi storage: its migration gives entries ids from their lines
+    (salvage reads version 3 only)."""
     from sessiontree.adapters.jsonl import JsonlSessionStorage
 
     try:
-        try:
-            storage = JsonlSessionStorage.open(path, salvage=True)
-        except SessionError as exc:
-            if exc.code != "unsupported_version":
-                raise
-            storage = JsonlSessionStorage.open(path)
+        storage = JsonlSessionStorage.open(path)
         try:
             report.entries = len(list(storage.load()[1]))  # every entry decoded
         finally:
             storage.close()
     except SessionError as exc:
         report.problem(exc.line, exc.message)
-    else:
-        for lineno, reason in storage.skipped:
-            if not reason.startswith("torn last line"):
-                report.problem(lineno, reason)
-    for lineno, line in enumerate(lines, 1):  # pi reads the last value: a warning, not damage
-        key = duplicate_key(line)
-        if key is not None:
-            report.warn(lineno, f"key {key!r} appears twice in one object; its last value is read, as pi does")
-
-
-def _check_checkpoints(report: VerifyReport, checkpoints: list[Checkpoint], key: Any) -> None:
-    """Each checkpoint must be signed by ``key``, for this session, and match the log's digest at its line;
-    their sequence must have no gap; the lines after the last one are unverified."""
-    if not checkpoints:
-        if key is not None:
-            report.problem(None, "a key was given but there is no signed checkpoint to check the log against")
-        return
-    if key is None:
-        raise ValueError("checking signed checkpoints needs the key (key=...)")
-    good = [cp for cp in checkpoints if _check_one(report, cp, key)]
-    report.checkpoints = len(good)
-    _check_sequence(report, good)
-    last = max((cp.line for cp in good), default=0)
-    if good and last < report.lines:
-        report.unverified_from = last + 1
-
-
-def _check_one(report: VerifyReport, cp: Checkpoint, key: Any) -> bool:
-    where = f"checkpoint {cp.sequence or ''} of line {cp.line} signed {cp.created}".replace("checkpoint  ", "checkpoint ")
-    algorithm = key_algorithm(key)
-    if cp.algorithm != algorithm:
-        report.problem(None, f"{where} is {cp.algorithm}, but the key given is for {algorithm}")
-    elif not signature_valid(key, cp):
-        report.problem(None, f"{where}: the signature does not verify with this key (forged, or another key)")
-    elif cp.session_id != report.session_id:
-        report.problem(None, f"{where} is for session {cp.session_id}, not {report.session_id}")
-    elif cp.line > report.lines:
-        report.problem(report.lines + 1, f"the log ends at line {report.lines}, but a {where} vouches for {cp.line} "
-                       f"lines: lines {report.lines + 1}..{cp.line} were removed")
-    elif cp.line not in report.digests:
-        report.problem(cp.line, f"{where}: the log has no chain digest at that line")
-    elif report.digests[cp.line].hex() != cp.digest:
-        report.problem(cp.line, f"the log up to line {cp.line} differs from what the {where} vouches for")
-    else:
-        return True
-    return False
-
-
-def _check_sequence(report: VerifyReport, good: list[Checkpoint]) -> None:
-    """Numbered checkpoints must follow each other (..., 4, 5, 6, ...) with lines that never go back: a gap means
-    checkpoints were removed from the middle (an edit of the checkpoint file). A file may keep a later run only
-    (from 4 on); cutting off the last ones is a rollback, which only an anchor kept elsewhere shows (docs/audit.md)."""
-    numbered = sorted((cp.sequence, cp.line) for cp in good if cp.sequence is not None)
-    expected = numbered[0][0] if numbered else 1
-    previous_line = 0
-    for sequence, line in numbered:
-        if sequence > expected:
-            missing = f"{expected}" if sequence == expected + 1 else f"{expected}..{sequence - 1}"
-            report.problem(None, f"signed checkpoint(s) {missing} are missing (the sequence jumps to {sequence}): "
-                           "checkpoints were removed, or the checkpoint file was rolled back")
-        if line < previous_line:
-            report.problem(line, f"checkpoint {sequence} vouches for line {line}, before the line an earlier one "
-                           f"vouches for ({previous_line})")
-        expected = max(expected, sequence + 1)
-        previous_line = max(previous_line, line)
+    for lineno, line in enumerate(lines, 1):
+        _warn_duplicates(report, lineno, line)
 
 
 __all__ = ["Problem", "VerifyReport", "verify"]

@@ -277,14 +277,15 @@ class SessionReader:
             raise SessionError("invalid_entry", f"as_of needs a timezone-aware time, not {moment!r}")
         if parse_timestamp(self.header.timestamp) > moment:
             raise SessionError("not_found", f"session {self.id} did not exist yet at {moment.isoformat()}")
-        entries = self._agg.log.iter_entries(self._limit)
-        first_later = next((pos for pos, entry in enumerate(entries) if parse_timestamp(entry.timestamp) > moment), self._limit)
+        entries = enumerate(self._agg.log.stream(0, self._limit))  # a pass: decoded entries are not kept
+        first_later = next((pos for pos, entry in entries if parse_timestamp(entry.timestamp) > moment), self._limit)
         return SessionView(self._agg, first_later, self._options, self._projections)  # the entries before it
 
     def replay(self) -> Iterator[ReplayStep]:
-        """Step through the log: each event with a view of the session right after it."""
+        """Step through the log: each event with a view of the session right after it; while it runs, the entries
+        decoded for the session are not kept (``EntryLog.passing``), so memory follows what each step uses."""
         yield ReplayStep(1, self.header, self.at(1))
-        for pos, entry in enumerate(self._agg.log.iter_entries(self._limit)):
+        for pos, entry in enumerate(self._agg.log.stream(0, self._limit)):
             yield ReplayStep(pos + 2, entry, SessionView(self._agg, pos + 1, self._options, self._projections))
 
 

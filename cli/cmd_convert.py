@@ -32,6 +32,8 @@ from sessiontree.cli.target import feature, repo_url, session_for
 from sessiontree.domain.errors import SessionError
 from sessiontree.repository import SessionRepo
 
+COPY_CHUNK = 1 << 20
+
 
 def _converter() -> Any:
     return feature("sessiontree.adapters.pi_convert", "convert", "conversion between the pi and native dialects")
@@ -191,17 +193,21 @@ def _as_file(session: Any) -> Iterator[str]:
         yield dump
 
 
-def _convert_out(session: Any, kind: str, output: str | None) -> tuple[bytes | None, Any]:
-    """Write the session in dialect ``kind`` to ``output`` (or return the bytes for stdout)."""
+def _convert_out(session: Any, kind: str, output: str | None) -> tuple[int, Any]:
+    """Write the session in dialect ``kind`` to ``output`` (or stdout), entry by entry; the bytes written."""
     convert = _converter()
     with _as_file(session) as source, tempfile.TemporaryDirectory() as tmp:
         dest = os.path.join(tmp, "export.jsonl")
-        conversion = convert(source, dest, _codec(kind))
-        if output in (None, "-"):
-            return Path(dest).read_bytes(), conversion
-        with open(dest, "rb") as converted, _new_document(output) as out:
-            shutil.copyfileobj(converted, out)
-    return None, conversion
+        with progress("exporting", len(session) + 1) as advance:
+            conversion = convert(source, dest, _codec(kind), advance)
+        with open(dest, "rb") as converted:
+            if output in (None, "-"):
+                shutil.copyfileobj(converted, sys.stdout.buffer, COPY_CHUNK)
+                sys.stdout.flush()
+            else:
+                with _new_document(output) as out:
+                    shutil.copyfileobj(converted, out, COPY_CHUNK)
+        return os.path.getsize(dest), conversion
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -214,11 +220,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     size = None
     with session_for(args.repo, args.session, args) as session:  # --salvage, --leaf by prefix or label
         if args.format in ("pi", "native"):
-            data, conversion = _convert_out(session, args.format, args.output)
+            size, conversion = _convert_out(session, args.format, args.output)
             for note in conversion.notes:
                 warn(note)
-            if data is None:
-                size = os.path.getsize(args.output)
+            data = None
         else:
             document = share.branch_document(session, args.leaf, full=getattr(args, "full", False))
             text = share.to_markdown(document) if args.format == "markdown" else share.to_html(document)

@@ -7,17 +7,19 @@ adds its messages (when the session's context rules say appending extends the co
 as they do for a pi file except at a ``context_edit``); a leaf move, a compaction or such
 an event rebuilds it. Events before ``--from`` cost one context build, not a step each,
 and rows are laid out by hand (a rich table measures every cell of every row), so the
-work follows what is printed.
+work follows what is printed. The walk is one pass that keeps neither entries nor
+messages (``replay_steps.py``), and rows (``--json`` too) are written a chunk at a time,
+so memory follows a chunk of rows, not the session.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+import sys
 from datetime import datetime
-from itertools import islice
 from typing import Any
 
+import orjson
 from rich.cells import cell_len, set_cell_size
 from rich.console import Console
 from rich.control import strip_control_codes
@@ -27,11 +29,9 @@ from sessiontree.cli import clip, render, views
 from sessiontree.cli.cmd_inspect import check_limits, context_payload, tree_renderable
 from sessiontree.cli.describe import entry_text
 from sessiontree.cli.output import CliError, print_json, progress, stdout
+from sessiontree.cli.replay_steps import steps
 from sessiontree.cli.target import session_for
 from sessiontree.domain.errors import SessionError
-from sessiontree.projections.context import entry_to_messages
-
-_REBUILDS = frozenset({"leaf", "compaction"})
 
 
 def parse_time(text: str) -> datetime:
@@ -77,53 +77,7 @@ def _show_view(view: Any, args: argparse.Namespace) -> None:
     console.print(views.context_table(context))
 
 
-def common_prefix(a: list[Any], b: list[Any]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x is not y and x != y:
-            break
-        n += 1
-    return n
-
-
-Step = tuple[int, Any, str | None, str | None, int, list[Any], int]
-
-
-def _events(session: Any, first: int, end: int) -> Iterator[tuple[int, Any, Any]]:
-    """``(version, entry, view after it)`` for versions ``first..end`` (2 or more), decoding no entry before ``first``."""
-    if first == 2:  # from the start: the session's own replay decodes entries in batches
-        for step in islice(session.replay(), 1, end):
-            yield step.version, step.event, step.view
-        return
-    for version, head in enumerate(islice(session.iter_heads(), first - 2, end - 1), first):
-        yield version, session.entry(head.id), session.at(version)
-
-
-def steps(session: Any, start: int = 1, end: int | None = None) -> Iterator[Step]:
-    """Yield ``(version, event, leaf before, leaf after, removed, added, context size)`` for events ``start..end``."""
-    end = session.version if end is None else end
-    options = session.options
-    if start <= 1:
-        yield 1, session.header, None, None, 0, [], 0
-        leaf, messages = None, []
-    else:  # the session just before ``start``: one build, however many events come before it
-        before_start = session.at(start - 1)
-        leaf, messages = before_start.leaf_id, list(before_start.build_context().messages)
-    for version, event, view in _events(session, max(start, 2), end):
-        before, leaf = leaf, view.leaf_id
-        if event.type not in _REBUILDS and event.parent_id == before and options.extends_with(event):
-            # Appended at the leaf: the context grows by this entry's messages (no copy).
-            removed, added = 0, entry_to_messages(event, len(messages), [], options)
-            messages.extend(added)
-        else:
-            new = list(view.build_context().messages)
-            keep = common_prefix(messages, new)
-            removed, added = len(messages) - keep, new[keep:]
-            messages = new
-        yield version, event, before, leaf, removed, added, len(messages)
-
-
-def _change(removed: int, added: list[Any], size: int) -> Text:
+def _change(removed: int, added: list[str], size: int) -> Text:
     """``+1 assistant = 13``, ``-6 = 6``, ``-17 +12 = 12``, or ``·`` when nothing changed."""
     out = Text(no_wrap=True)
     if not removed and not added:
@@ -134,7 +88,7 @@ def _change(removed: int, added: list[Any], size: int) -> Text:
     if added:
         out.append(f"+{len(added)}", "green")
         if len(added) == 1:
-            out.append(f" {getattr(added[0], 'role', '?')}", "green")
+            out.append(f" {added[0]}", "green")
         out.append(" ")
     out.append(f"= {size}", "dim")
     return out
@@ -222,36 +176,57 @@ def _step(session: Any, args: argparse.Namespace) -> None:
             raise SessionError("not_found", f"session {session.id} has no event {event} (events are 1..{session.version})")
     if end is not None and end < args.start:
         raise CliError(f"--from {args.start} comes after --to {end}: nothing to step through")
-    rows: list[dict[str, Any]] = []
     lines: list[Row] = []
     console = stdout()
     total = (end or session.version) - args.start + 1
+    rows = _JsonRows(session.id) if args.json else None
     with progress("replaying", total if total > 2000 else None) as advance:
         for version, event, before, after, removed, added, size in steps(session, args.start, end):
             advance(1)
-            if args.json:
-                rows.append(
-                    {
-                        "version": version,
-                        "type": event.type,
-                        "id": event.id,
-                        "timestamp": event.timestamp,
-                        "leaf_before": before,
-                        "leaf_after": after,
-                        "removed": removed,
-                        "added": [getattr(m, "role", "?") for m in added],
-                        "context_size": size,
-                    }
-                )
+            if rows is not None:
+                rows.add({"version": version, "type": event.type, "id": event.id, "timestamp": event.timestamp,
+                          "leaf_before": before, "leaf_after": after, "removed": removed, "added": added,
+                          "context_size": size})
                 continue
             lines.append((*_row(version, event, before, after), _change(removed, added, size)))
             if len(lines) >= CHUNK:
                 _print_rows(console, lines)
                 lines = []
-    if args.json:
-        print_json({"session_id": session.id, "steps": rows})
+    if rows is not None:
+        rows.close()
     elif lines:
         _print_rows(console, lines)
+
+
+class _JsonRows:
+    """``{"session_id": ..., "steps": [...]}`` written as the steps come, CHUNK rows at a time, byte for byte as
+    ``print_json`` writes the whole object: a replay of any length holds a chunk of rows, not every row. Nothing is
+    written before the first chunk is complete, so a shorter replay that fails writes nothing, as before."""
+
+    def __init__(self, session_id: str) -> None:
+        self.out = sys.stdout.buffer
+        self.head: bytes | None = _json({"session_id": session_id})[:-2] + b',\n  "steps": ['
+        self.rows: list[bytes] = []
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows.append(b"\n    " + _json(row).replace(b"\n", b"\n    "))
+        if len(self.rows) >= CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows:
+            self.out.write((b"," if self.head is None else self.head) + b",".join(self.rows))
+            self.head, self.rows = None, []
+
+    def close(self) -> None:
+        empty = self.head is not None and not self.rows
+        self.flush()
+        self.out.write((self.head or b"") + b"]\n}\n" if empty else b"\n  ]\n}\n")
+        self.out.flush()
+
+
+def _json(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2)
 
 
 def _clock(timestamp: str) -> str:

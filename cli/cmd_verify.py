@@ -62,14 +62,15 @@ def _files(paths: list[str]) -> list[Path]:
     return out
 
 
-def _check(verify: Any, target: Any, args: argparse.Namespace, key: Any, where: str, kept: Any) -> Any:
+def _check(verify: Any, target: Any, args: argparse.Namespace, key: Any, where: str, kept: Any, advance: Any = None) -> Any:
     checkpoints = None
     if kept is not None:
         session_id = getattr(target, "id", None) or _session_id_of(target)
         checkpoints = [cp for cp in kept if cp.session_id == session_id]
     try:
         return verify(
-            target, key=key, require_chain=args.require_chain, checkpoints=checkpoints, head=args.head, at_least=args.at_least
+            target, key=key, require_chain=args.require_chain, checkpoints=checkpoints, head=args.head, at_least=args.at_least,
+            progress=advance,
         )
     except ValueError as exc:  # a key of the wrong kind or size, a malformed digest
         raise CliError(f"{where}: {exc}") from None
@@ -112,10 +113,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
             paths = [directory]
     if paths:
         files = _files(paths)
-        with progress("verifying", len(files)) as advance:
+        one = len(files) == 1  # one file: its lines are counted (a large session takes seconds)
+        with progress("verifying lines" if one else "verifying", None if one else len(files)) as advance:
             for path in files:
-                reports.append(_check(verify, path, args, key, str(path), kept))
-                advance(1)
+                reports.append(_check(verify, path, args, key, str(path), kept, advance if one else None))
+                if not one:
+                    advance(1)
     else:
         with open_repository(args.repo) as repo:
             infos = repo.list()

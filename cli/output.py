@@ -99,9 +99,10 @@ def _no_progress(n: int = 1) -> None:
 
 
 @contextmanager
-def progress(description: str, total: int | None, *, delay: float = SHOW_AFTER) -> Iterator[Callable[[int], None]]:
+def progress(description: str, total: int | None, *, delay: float | None = None) -> Iterator[Callable[[int], None]]:
     """A progress bar on stderr for long work: shown only when stderr is a terminal, never with ``--json``, and only
-    once the work has taken ``delay`` seconds (quick work shows nothing, and imports nothing of rich's).
+    once the work has taken ``delay`` seconds (default: ``$SESSIONTREE_PROGRESS_AFTER``, else 1; quick work shows
+    nothing, and imports nothing of rich's).
 
     Yields ``advance(n)``. The bar is transient: it disappears when the work is done, so
     piped or redirected output stays clean.
@@ -109,11 +110,19 @@ def progress(description: str, total: int | None, *, delay: float = SHOW_AFTER) 
     if JSON_ERRORS or not sys.stderr.isatty():
         yield _no_progress
         return
-    bar = _LateBar(description, total, time.monotonic() + delay)
+    bar = _LateBar(description, total, time.monotonic() + (show_after() if delay is None else delay))
     try:
         yield bar.advance
     finally:
         bar.stop()
+
+
+def show_after() -> float:
+    """Seconds of work before a bar appears: ``$SESSIONTREE_PROGRESS_AFTER`` (0: at once), else SHOW_AFTER."""
+    try:
+        return max(0.0, float(os.environ.get("SESSIONTREE_PROGRESS_AFTER", SHOW_AFTER)))
+    except ValueError:
+        return SHOW_AFTER
 
 
 class _LateBar:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import NamedTuple, Protocol
 
 from sessiontree.domain.errors import SessionError
@@ -32,11 +33,14 @@ class EntryLoader(Protocol):
 
     def load(self, positions: Sequence[int]) -> list[Entry]: ...
 
+    # Optional: ``reloadable(position) -> bool``, whether it can decode that position again after giving it once
+    # (then :meth:`EntryLog.passing` need not keep the entry).
+
 
 class EntryLog:
     """Entries in append order (position 0 is the first entry after the header)."""
 
-    __slots__ = ("_by_type", "_ids", "_index", "_items", "_loader", "_loading", "_orphans", "_ppos", "_types")
+    __slots__ = ("_by_type", "_ids", "_index", "_items", "_loader", "_loading", "_orphans", "_passing", "_ppos", "_types")
 
     def __init__(self) -> None:
         self._items: list[Entry | None] = []  # None: not decoded yet (the loader has it)
@@ -48,6 +52,7 @@ class EntryLog:
         self._by_type: dict[str, list[int]] = {}
         self._loader: EntryLoader | None = None
         self._loading = threading.Lock()
+        self._passing = 0  # > 0: inside passing(), entries decoded are not kept
 
     @classmethod
     def of(cls, entries: Iterable[Entry], context: str = "") -> EntryLog:
@@ -114,6 +119,8 @@ class EntryLog:
         items = self._items
         wanted = positions if isinstance(positions, list) else list(positions)
         missing = [pos for pos in wanted if items[pos] is None]
+        if missing and self._passing:
+            return self._pass(wanted, missing)
         if missing:
             with self._loading:  # one decode of each entry, also when threads ask at once
                 missing = [pos for pos in missing if items[pos] is None]
@@ -122,6 +129,44 @@ class EntryLog:
                     for pos, entry in zip(missing, self._loader.load(missing)):
                         items[pos] = entry
         return [items[pos] for pos in wanted]  # type: ignore[misc]  # every wanted position is decoded now
+
+    def _pass(self, wanted: list[int], missing: list[int]) -> list[Entry]:
+        """``get_many`` inside :meth:`passing`: the missing entries decoded and handed over, kept only where the loader
+        could not decode them again (its ``reloadable(position)``, if it has one; without it, all are kept)."""
+        items = self._items
+        with self._loading:
+            missing = [pos for pos in dict.fromkeys(missing) if items[pos] is None]
+            assert self._loader is not None
+            reloadable = getattr(self._loader, "reloadable", None)
+            keep = {pos for pos in missing if reloadable is None or not reloadable(pos)}
+            fresh = dict(zip(missing, self._loader.load(missing))) if missing else {}
+            for pos in keep:
+                items[pos] = fresh[pos]
+        return [fresh[pos] if items[pos] is None else items[pos] for pos in wanted]  # type: ignore[misc]
+
+    @contextmanager
+    def passing(self) -> Iterator[None]:
+        """While inside, entries decoded for any reader are handed over and not kept in the log, so one pass over a
+        large log (export, replay) holds the entries it is using, not every entry it went through. Nothing else
+        changes: an entry asked for again is decoded again."""
+        with self._loading:
+            self._passing += 1
+        try:
+            yield
+        finally:
+            with self._loading:
+                self._passing -= 1
+
+    def stream(self, start: int = 0, limit: int | None = None) -> Iterator[Entry]:
+        """The entries from position ``start`` to ``limit`` in order, as :meth:`stream_at` gives them."""
+        return self.stream_at(range(start, len(self._items) if limit is None else min(limit, len(self._items))))
+
+    def stream_at(self, positions: Sequence[int], batch: int = 64) -> Iterator[Entry]:
+        """The entries at ``positions``, in that order, decoded ``batch`` at a time and not kept (see :meth:`passing`):
+        a pass holds one batch (small, as one entry may be megabytes)."""
+        with self.passing():
+            for first in range(0, len(positions), batch):
+                yield from self.get_many(list(positions[first : first + batch]))
 
     def iter_entries(self, limit: int | None = None) -> Iterator[Entry]:
         end = len(self._items) if limit is None else min(limit, len(self._items))

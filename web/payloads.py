@@ -13,8 +13,8 @@ import attrs
 
 from sessiontree.cli import clip
 from sessiontree.cli.cmd_inspect import context_payload
-from sessiontree.cli.cmd_replay import common_prefix
 from sessiontree.cli.describe import entry_text, message_preview
+from sessiontree.cli.replay_steps import common_prefix
 from sessiontree.compaction import estimate_context_tokens
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.messages import ImageContent, TextContent, ThinkingContent, ToolCall
