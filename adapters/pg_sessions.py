@@ -31,6 +31,12 @@ _COLUMNS = ("session_id", "version", "cwd", "created", "modified", "sort_key", "
             "first_message", "parent_session")
 
 
+def _text(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Listing values as PostgreSQL's text columns can hold them: a NUL character (which a message may carry, and the
+    log keeps) is shown as U+FFFD in the listing."""
+    return tuple(v.replace("\x00", "\ufffd") if isinstance(v, str) and "\x00" in v else v for v in values)
+
+
 def _row(summary: Summary) -> tuple[Any, ...]:
     return (summary.id, summary.version, summary.cwd, summary.created, summary.modified, sortable(summary.modified),
             sortable(summary.created), summary.name, summary.message_count, summary.first_message, summary.parent_session)
@@ -97,18 +103,18 @@ class SessionRecorder(PostgresAggregateRecorder):
             if first == 1:
                 summary = fold_lines(bytes(e.state) for e in events)
                 if summary is not None and summary.id == str(sid):
-                    yield "new", _row(summary)
+                    yield "new", _text(_row(summary))
                 continue
             delta: Summary | None = Summary(id=str(sid), name=_UNSET, version=first - 1)
             for event in events:
                 delta = fold_line(delta, bytes(event.state))
             assert delta is not None  # folding entries into a summary always gives one
             modified = delta.modified or None
-            yield "more", (
+            yield "more", _text((
                 delta.version, modified, sortable(modified) if modified else None, delta.message_count,
                 delta.name != _UNSET, None if delta.name == _UNSET else delta.name, delta.first_message,
                 str(sid), delta.version,
-            )
+            ))
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
@@ -204,7 +210,7 @@ class SessionRecorder(PostgresAggregateRecorder):
             for sid, group in groupby(events, key=lambda r: r["originator_id"]):
                 summary = fold_lines(bytes(r["state"]) for r in group)
                 if summary is not None and summary.id == sid:
-                    rows.append(_row(summary))
+                    rows.append(_text(_row(summary)))
         if rows:
             curs.executemany(self._upsert, rows)
 

@@ -159,3 +159,14 @@ def test_context_options_reach_every_session_the_repo_opens(make_repo: Any) -> N
     assert len(session.build_context().messages) == 3
     assert len(repo.open(session.id).build_context().messages) == 3
     assert len(repo.fork(session.id).build_context().messages) == 3
+
+
+def test_a_nul_character_in_a_message_and_a_name_is_kept(repo: SessionRepo, backend: str) -> None:
+    """A NUL in text is stored and read back exactly on every backend; PostgreSQL's listing (text columns, which
+    cannot hold it) shows U+FFFD in its place."""
+    session = repo.create(cwd="/p", name="nul\x00name")
+    entry = session.append_message(kit.user("before\x00after"))
+    assert repo.open(session.id).entry(entry).message == kit.user("before\x00after")
+    (info,) = repo.list()
+    shown = "\ufffd" if backend.startswith("postgres") else "\x00"
+    assert (info.name, info.first_message) == (f"nul{shown}name", f"before{shown}after")
