@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Union
 
+import attrs
 import msgspec
 from msgspec import UNSET
 
@@ -88,19 +89,21 @@ class WireDecoder:
         self._convert[struct] = self._converter(schema)
         return struct
 
-    def _value(self, struct: Any) -> Any:
-        return self._convert[type(struct)](struct)
-
-    def _expression(self, f: Field, ns: dict[str, Any]) -> str:
+    def _expression(self, f: Field, ns: dict[str, Any], i: int) -> str:
+        """The conversion of a field's struct value ``v`` (nested values through their converters, called directly)."""
         kind = f.kind
-        if kind in ("value", "opt_value", "message"):
-            return "_v(v)"
+        if kind in ("value", "opt_value"):
+            # the ignore below: value fields always name their nested class
+            ns[f"_c{i}"] = self._convert[self._struct(f.nested)]  # type: ignore[arg-type]
+            return f"_c{i}(v)"
+        if kind == "message":
+            return "_C[v.__class__](v)"
         if kind == "names":
             return "tuple(v)"
         if kind in ("blocks", "messages"):
-            return "tuple([_v(x) for x in v])"
+            return "tuple([_C[x.__class__](x) for x in v])"
         if kind == "content":
-            return "v if v.__class__ is str else tuple([_v(x) for x in v])"
+            return "v if v.__class__ is str else tuple([_C[x.__class__](x) for x in v])"
         return "v"
 
     def _converter(self, schema: Schema) -> Callable[..., Any]:
@@ -109,32 +112,50 @@ class WireDecoder:
         out, and the shared ``extra`` that records what was left out or written as null."""
         cls, entry = schema.cls, issubclass(schema.cls, Entry)
         extras = _SharedExtras()
-        ns: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_U": UNSET, "_v": self._value,
-                              "_extra": extras.get, "_E": extras.get(frozenset(), frozenset())}
-        lines = ["def convert(s, sid='', version=0):", "    o = _new(_cls)", "    gone = nulls = ()"]
+        ns: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_U": UNSET, "_C": self._convert,
+                              "_extra": extras.get, "_E": extras.get(frozenset(), frozenset()), "_default": default_of}
+        tracked = any(not f.required or f.omit_none for f in schema.fields)
+        lines = ["def convert(s, sid='', version=0):", "    o = _new(_cls)"]
+        if tracked:
+            lines.append("    gone = nulls = ()")
         for i, f in enumerate(schema.fields):
             ns[f"_s{i}"] = _slot(cls, f.name)
+            expression = self._expression(f, ns, i)
+            nullable = not f.required or f.kind in ("opt_value", "messages") or f.omit_none
+            if not nullable:
+                direct = f"    _s{i}(o, s.{f.name})"
+                lines.append(direct if expression == "v" else f"    v = s.{f.name}\n    _s{i}(o, {expression})")
+                continue
             lines.append(f"    v = s.{f.name}")
             if not f.required:
-                ns[f"_d{i}"] = f
-                remember = "" if f.omit_none else f"\n        gone += ({f.name!r},)"
-                lines.append(f"    if v is _U:\n        v = _default(_d{i}){remember}")
-                lines.append(f"    elif v is not None:\n        v = {self._expression(f, ns)}")
-            elif f.kind in ("opt_value", "messages"):
-                lines.append(f"    if v is not None:\n        v = {self._expression(f, ns)}")
-            elif self._expression(f, ns) != "v":
-                lines.append(f"    v = {self._expression(f, ns)}")
+                if isinstance(f.default, attrs.Factory):  # type: ignore[arg-type]
+                    ns[f"_d{i}"] = f
+                    lines.append(f"    if v is _U:\n        v = _default(_d{i})")
+                else:  # an immutable default: the value itself
+                    ns[f"_k{i}"] = f.default
+                    lines.append(f"    if v is _U:\n        v = _k{i}")
+                if not f.omit_none:
+                    lines.append(f"        gone += ({f.name!r},)")
+                lines.append("    elif v is None:" if f.omit_none else "")
+            else:
+                lines.append("    if v is None:" if f.omit_none else "")
             if f.omit_none:
-                lines.append(f"    if v is None and s.{f.name} is None:\n        nulls += ({f.name!r},)")
+                lines.append(f"        nulls += ({f.name!r},)")
+            if expression != "v":
+                test = "else:" if f.omit_none else "elif v is not None:" if not f.required else "if v is not None:"
+                lines.append(f"    {test}\n        v = {expression}")
             lines.append(f"    _s{i}(o, v)")
         ns["_sx"] = _slot(cls, "extra")
-        ns["_default"] = default_of
-        lines.append("    _sx(o, _extra(frozenset(gone), frozenset(nulls)) if gone or nulls else _E)")
+        if tracked:
+            lines.append("    _sx(o, _extra(frozenset(gone), frozenset(nulls)) if gone or nulls else _E)")
+        else:
+            lines.append("    _sx(o, _E)")
         if entry:
             ns["_sid"], ns["_sver"] = _slot(cls, "originator_id"), _slot(cls, "originator_version")
             lines.append("    _sid(o, sid)\n    _sver(o, version)")
         lines.append("    return o")
-        exec(compiled("\n".join(lines), f"<sessiontree converter {cls.__name__}>"), ns)
+        source = "\n".join(line for line in lines if line)
+        exec(compiled(source, f"<sessiontree converter {cls.__name__}>"), ns)
         # the ignore below: exec fills the namespace with the generated function
         return ns["convert"]  # type: ignore[no-any-return]
 
