@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 import orjson
 
+from sessiontree.adapters import jsontext
 from sessiontree.adapters.encoders import Encoders, Writers
 from sessiontree.adapters.jsontext import exact_ints, line_problem, parse, repeated_key
 from sessiontree.adapters.schema import NATIVE, Dialect, schemas
@@ -100,9 +101,11 @@ class Codec:
         """The event of a line (the header at version 1): typed decoding first, the complete reading for what it
         refuses. A line that cannot be parsed safely, or (natively) that repeats a key in one object, is
         ``corrupt``; ``warn`` hears of a repeat in other dialects, whose readers take the last value."""
-        problem = line_problem(line, duplicates=False)
-        if problem is not None:
-            raise corrupt(problem)
+        size = len(line)
+        if size > jsontext.MAX_VALUES or size > jsontext.MAX_LINE_BYTES:  # a shorter line is within both limits
+            problem = line_problem(line, duplicates=False)
+            if problem is not None:
+                raise corrupt(problem)
         if version == 1:
             data = self._parse(line)
             if isinstance(data, dict) and self._chained:
