@@ -95,7 +95,11 @@ class Codec:
 
     def message_to_dict(self, message: Any) -> Any:
         """A message as its wire dict (``--json`` context output), plain JSON values."""
-        return orjson.loads(orjson.dumps(exact_ints(self.encoders.encode(message))))
+        data = self.encoders.encode(message)
+        try:
+            return orjson.loads(orjson.dumps(data))
+        except TypeError:  # an integer beyond 64 bits: written as its digits (rarely: walked only then)
+            return orjson.loads(orjson.dumps(exact_ints(data)))
 
     def decode_line(self, line: bytes, session_id: str, version: int, warn: Warn | None = None) -> Any:
         """The event of a line (the header at version 1): typed decoding first, the complete reading for what it
