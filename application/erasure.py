@@ -11,7 +11,6 @@ proves.
 
 from __future__ import annotations
 
-import getpass
 from typing import Any
 
 from sessiontree.domain import aggregate as commands
@@ -68,6 +67,8 @@ def redact(session: Any, entry_id: str, reason: str, by: str | None = None) -> s
 
 
 def _who() -> str | None:
+    import getpass  # here, not at import: it loads the terminal modules, which a reader never needs
+
     try:
         return getpass.getuser()
     except Exception:  # no user name in this environment (a container without passwd entry)
