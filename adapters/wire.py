@@ -16,7 +16,7 @@ import attrs
 import msgspec
 from msgspec import UNSET
 
-from sessiontree.adapters.codegen import compiled
+from sessiontree.adapters.codegen import compiled_all
 from sessiontree.adapters.schema import BLOCK_CLASSES, MESSAGE_CLASSES, Field, Schema, default_of
 from sessiontree.domain import messages as m
 from sessiontree.domain.events import Entry
@@ -35,10 +35,18 @@ class WireDecoder:
         self._structs: dict[type, type] = {}
         self._convert: dict[type, Callable[..., Any]] = {}
         self._chain_key = chain_key
+        self._sources: list[tuple[type, str, str, dict[str, Any]]] = []  # converters, compiled together at the end
         self._blocks = Union[tuple(self._struct(c) for c in BLOCK_CLASSES)]  # noqa: UP007 - a union built at run time
         self._messages = Union[tuple(self._struct(c) for c in MESSAGE_CLASSES)]  # noqa: UP007 - a union built at run time
         entries = [self._struct(cls) for cls in schemas if issubclass(cls, Entry)]
         self._decode = msgspec.json.Decoder(Union[tuple(entries)]).decode  # noqa: UP007 - a union built at run time
+        codes = compiled_all([(source, filename) for _, source, filename, _ in self._sources])
+        for (struct, _, _, ns), code in zip(self._sources, codes):
+            exec(code, ns)
+            self._convert[struct] = ns["convert"]
+        for _, _, _, ns in self._sources:  # a nested value's converter, called directly
+            ns.update({key: self._convert[value] for key, value in ns.items() if key.startswith("_nested")})
+        del self._sources
 
     def decode(self, line: bytes, session_id: str, version: int) -> tuple[Any, Any] | None:
         """The entry a line holds and its struct, or None when it is outside the typed shape."""
@@ -86,7 +94,7 @@ class WireDecoder:
             f"Wire{cls.__name__}", fields, rename=rename, forbid_unknown_fields=True, kw_only=True, **options
         )
         self._structs[cls] = struct
-        self._convert[struct] = self._converter(schema)
+        self._sources.append((struct, *self._converter(schema)))
         return struct
 
     def _expression(self, f: Field, ns: dict[str, Any], i: int) -> str:
@@ -94,8 +102,8 @@ class WireDecoder:
         kind = f.kind
         if kind in ("value", "opt_value"):
             # the ignore below: value fields always name their nested class
-            ns[f"_c{i}"] = self._convert[self._struct(f.nested)]  # type: ignore[arg-type]
-            return f"_c{i}(v)"
+            ns[f"_nested{i}"] = self._struct(f.nested)  # type: ignore[arg-type]  # its converter, once there is one
+            return f"_nested{i}(v)"
         if kind == "message":
             return "_C[v.__class__](v)"
         if kind == "names":
@@ -106,8 +114,9 @@ class WireDecoder:
             return "v if v.__class__ is str else tuple([_C[x.__class__](x) for x in v])"
         return "v"
 
-    def _converter(self, schema: Schema) -> Callable[..., Any]:
-        """A function from the struct to the domain object: slots set one by one in field order
+    def _converter(self, schema: Schema) -> tuple[str, str, dict[str, Any]]:
+        """The source (and its name and namespace) of a function from the struct to the domain object: slots set one by
+        one in field order
         (``object.__new__``: the types were checked by msgspec), defaults for what the line left
         out, and the shared ``extra`` that records what was left out or written as null."""
         cls, entry = schema.cls, issubclass(schema.cls, Entry)
@@ -154,10 +163,7 @@ class WireDecoder:
             ns["_sid"], ns["_sver"] = _slot(cls, "originator_id"), _slot(cls, "originator_version")
             lines.append("    _sid(o, sid)\n    _sver(o, version)")
         lines.append("    return o")
-        source = "\n".join(line for line in lines if line)
-        exec(compiled(source, f"<sessiontree converter {cls.__name__}>"), ns)
-        # the ignore below: exec fills the namespace with the generated function
-        return ns["convert"]  # type: ignore[no-any-return]
+        return "\n".join(line for line in lines if line), f"<sessiontree converter {cls.__name__}>", ns
 
 
 def _slot(cls: type, name: str) -> Callable[[Any, Any], None]:
