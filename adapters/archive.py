@@ -19,8 +19,9 @@ from typing import Any
 from eventsourcing.popo import POPOAggregateRecorder
 
 from sessiontree.adapters.checkpoints import SIDECAR_SUFFIX
-from sessiontree.adapters.files import GZIP_MAGIC, fsync_dir, make_private_dirs, open_regular
-from sessiontree.adapters.files import is_archive as is_archive  # its home is files.py: a reader need not import this
+from sessiontree.adapters.files import GZIP_MAGIC as GZIP_MAGIC  # both live in files.py: a reader need not import this
+from sessiontree.adapters.files import fsync_dir, make_private_dirs, open_regular
+from sessiontree.adapters.files import is_archive as is_archive
 from sessiontree.adapters.jsonl_scan import read_header
 from sessiontree.adapters.recorder import RecorderSessionStorage
 from sessiontree.domain.errors import SessionError
