@@ -27,6 +27,11 @@ _PLAIN: dict[str, Any] = {
 }
 
 
+# Each value of a list ``v`` through its converter; one or two values (most contents) without a comprehension's call.
+_EACH = ("(_C[v[0].__class__](v[0]),) if len(v) == 1 else (_C[v[0].__class__](v[0]), _C[v[1].__class__](v[1])) "
+         "if len(v) == 2 else tuple([_C[x.__class__](x) for x in v])")
+
+
 class WireDecoder:
     """Typed decoding of one dialect's entry lines (see the module documentation)."""
 
@@ -109,9 +114,9 @@ class WireDecoder:
         if kind == "names":
             return "tuple(v)"
         if kind in ("blocks", "messages"):
-            return "tuple([_C[x.__class__](x) for x in v])"
+            return _EACH
         if kind == "content":
-            return "v if v.__class__ is str else tuple([_C[x.__class__](x) for x in v])"
+            return f"v if v.__class__ is str else ({_EACH})"
         return "v"
 
     def _converter(self, schema: Schema) -> tuple[str, str, dict[str, Any]]:
