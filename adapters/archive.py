@@ -21,30 +21,19 @@ from eventsourcing.popo import POPOAggregateRecorder
 from sessiontree.adapters.blob_stores import FOLDER, FolderBlobs, folder_for
 from sessiontree.adapters.blobs import check_ref, refs
 from sessiontree.adapters.checkpoints import SIDECAR_SUFFIX
+from sessiontree.adapters.files import GZIP_MAGIC as GZIP_MAGIC  # both live in files.py: a reader need not import this
 from sessiontree.adapters.files import fsync_dir, make_private_dirs, open_regular
+from sessiontree.adapters.files import is_archive as is_archive
 from sessiontree.adapters.jsonl_scan import read_header
 from sessiontree.adapters.recorder import RecorderSessionStorage
 from sessiontree.domain.errors import SessionError
 
 ARCHIVE_SUFFIX = ".jsonl.gz"
-GZIP_MAGIC = b"\x1f\x8b"
 MAX_EXPANDED = 4 << 30  # an archive that expands past this is refused (a decompression bomb, not a session)
 
 
 def archive_name(session_id: str) -> str:
     return f"{session_id}{ARCHIVE_SUFFIX}"
-
-
-def is_archive(path: str | os.PathLike[str]) -> bool:
-    """Does ``path`` name a regular file that starts as a gzip stream does (an archive, whatever its name)?"""
-    try:
-        fd = open_regular(path)
-    except OSError:
-        return False
-    try:
-        return os.pread(fd, 2, 0) == GZIP_MAGIC
-    finally:
-        os.close(fd)
 
 
 def expand(data: bytes, path: Any) -> bytes:

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 import orjson
 
+from sessiontree.adapters import jsontext
 from sessiontree.adapters.encoders import Encoders, Writers
 from sessiontree.adapters.jsontext import exact_ints, line_problem, parse, repeated_key
 from sessiontree.adapters.schema import NATIVE, Dialect, schemas
@@ -94,15 +95,21 @@ class Codec:
 
     def message_to_dict(self, message: Any) -> Any:
         """A message as its wire dict (``--json`` context output), plain JSON values."""
-        return orjson.loads(orjson.dumps(exact_ints(self.encoders.encode(message))))
+        data = self.encoders.encode(message)
+        try:
+            return orjson.loads(orjson.dumps(data))
+        except TypeError:  # an integer beyond 64 bits: written as its digits (rarely: walked only then)
+            return orjson.loads(orjson.dumps(exact_ints(data)))
 
     def decode_line(self, line: bytes, session_id: str, version: int, warn: Warn | None = None) -> Any:
         """The event of a line (the header at version 1): typed decoding first, the complete reading for what it
         refuses. A line that cannot be parsed safely, or (natively) that repeats a key in one object, is
         ``corrupt``; ``warn`` hears of a repeat in other dialects, whose readers take the last value."""
-        problem = line_problem(line, duplicates=False)
-        if problem is not None:
-            raise corrupt(problem)
+        size = len(line)
+        if size > jsontext.MAX_VALUES or size > jsontext.MAX_LINE_BYTES:  # a shorter line is within both limits
+            problem = line_problem(line, duplicates=False)
+            if problem is not None:
+                raise corrupt(problem)
         if version == 1:
             data = self._parse(line)
             if isinstance(data, dict) and self._chained:

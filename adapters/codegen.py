@@ -14,26 +14,41 @@ import marshal
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from types import CodeType
 
 from sessiontree.adapters import folders
 from sessiontree.adapters.files import open_regular
 
 _TAG = f"{sys.implementation.cache_tag}-{sys.version}".encode()
-_MAX_BYTES = 1 << 20  # a generated function's code is a few KB
+_MAX_BYTES = 1 << 20  # a generated function's code is a few KB; a decoder's converters together ~100 KB
 
 
 def compiled(source: str, filename: str) -> CodeType:
     """``compile(source, filename, "exec")``, from the cache when it holds it."""
     path = _path(source, filename)
-    if path is not None:
-        code = _read(path, filename)
-        if code is not None:
-            return code
+    kept = _read(path) if path is not None else None
+    if isinstance(kept, CodeType) and kept.co_filename == filename:
+        return kept
     code = compile(source, filename, "exec")
     if path is not None:
         _write(path, code)
     return code
+
+
+def compiled_all(pieces: Sequence[tuple[str, str]]) -> list[CodeType]:
+    """:func:`compiled` of several ``(source, filename)`` at once, kept in one file (a decoder's converters: one read)."""
+    names = [filename for _, filename in pieces]
+    path = _path("\0".join(source for source, _ in pieces), "\0".join(names))
+    kept = _read(path) if path is not None else None
+    if isinstance(kept, tuple) and len(kept) == len(names) and all(
+        isinstance(code, CodeType) and code.co_filename == name for code, name in zip(kept, names)
+    ):
+        return list(kept)
+    codes = [compile(source, filename, "exec") for source, filename in pieces]
+    if path is not None:
+        _write(path, tuple(codes))
+    return codes
 
 
 def _path(source: str, filename: str) -> str | None:
@@ -44,20 +59,20 @@ def _path(source: str, filename: str) -> str | None:
     return os.path.join(base, "sessiontree", "code", f"{key}.marshal")
 
 
-def _read(path: str, filename: str) -> CodeType | None:
+def _read(path: str) -> object:
+    """What the file at ``path`` holds, unmarshalled (None if it cannot be read): the caller checks it."""
     try:
         fd = open_regular(path, follow=False)
         try:
             data = os.read(fd, _MAX_BYTES)
         finally:
             os.close(fd)
-        code = marshal.loads(data)
+        return marshal.loads(data)
     except (OSError, ValueError, EOFError, TypeError):
         return None
-    return code if isinstance(code, CodeType) and code.co_filename == filename else None
 
 
-def _write(path: str, code: CodeType) -> None:
+def _write(path: str, code: CodeType | tuple[CodeType, ...]) -> None:
     if not folders.private_parent(path):
         return
     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"

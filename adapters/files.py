@@ -15,6 +15,8 @@ from pathlib import Path
 
 import orjson
 
+GZIP_MAGIC = b"\x1f\x8b"  # how a pruned session's archive starts (adapters/archive.py)
+
 
 class NotRegularFileError(OSError):
     """The path names a FIFO, a device, a socket or a directory: no session log is read from
@@ -129,5 +131,17 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     except OSError:
         pass
+    finally:
+        os.close(fd)
+
+
+def is_archive(path: str | os.PathLike[str]) -> bool:
+    """Does ``path`` name a regular file that starts as a gzip stream does (an archive, whatever its name)?"""
+    try:
+        fd = open_regular(path)
+    except OSError:
+        return False
+    try:
+        return os.pread(fd, 2, 0) == GZIP_MAGIC
     finally:
         os.close(fd)

@@ -148,13 +148,13 @@ def _parse(body: memoryview) -> SidecarIndex | None:
         at = end
     ids = orjson.loads(body[at:])
     kinds = meta["kinds"]
-    if not (isinstance(ids, list) and len(ids) == count and all(type(i) is str for i in ids)):
+    if not (isinstance(ids, list) and len(ids) == count and set(map(type, ids)) <= {str}):  # checked in C
         return None
     if not all(type(k) is str for k in kinds) or (codes and max(codes) >= len(kinds)):
         return None
     index = SidecarIndex(
         dialect=meta["dialect"], size=meta["size"], device=meta["device"], inode=meta["inode"], mtime_ns=meta["mtime_ns"],
-        header_digest=meta["header"], last_digest=meta["last"], offsets=offsets, types=[kinds[c] for c in codes],
+        header_digest=meta["header"], last_digest=meta["last"], offsets=offsets, types=list(map(kinds.__getitem__, codes)),
         ids=ids, parents=parents, markers=[int(p) for p in meta["markers"]],
         orphans={int(pos): str(parent) for pos, parent in meta["orphans"]}, written_ns=meta["written_ns"],
     )

@@ -9,8 +9,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from eventsourcing.persistence import StoredEvent
-
 from sessiontree.adapters import chain, jsontext
 from sessiontree.adapters.files import fsync_dir, is_whole_line
 from sessiontree.adapters.jsonl_file import StaleFileError
@@ -122,6 +120,8 @@ def replace_recorded(recorder: Any, session_id: str, version: int, line: bytes) 
     """Replace the state of one stored event (the line of ``version``) in an eventsourcing recorder's table."""
     kinds = {cls.__module__ for cls in type(recorder).__mro__}  # ours may subclass eventsourcing's recorders
     if hasattr(recorder, "_stored_events_index"):  # POPO: the list the recorder reads from
+        from eventsourcing.persistence import StoredEvent  # not imported by a JSONL storage that never needs it
+
         with recorder._database_lock:
             index = recorder._stored_events_index[session_id].get(version)
             if index is None:

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Union
 
+import attrs
 import msgspec
 from msgspec import UNSET
 
-from sessiontree.adapters.codegen import compiled
+from sessiontree.adapters.codegen import compiled_all
 from sessiontree.adapters.schema import BLOCK_CLASSES, MESSAGE_CLASSES, Field, Schema, default_of
 from sessiontree.domain import messages as m
 from sessiontree.domain.events import Entry
@@ -26,6 +27,11 @@ _PLAIN: dict[str, Any] = {
 }
 
 
+# Each value of a list ``v`` through its converter; one or two values (most contents) without a comprehension's call.
+_EACH = ("(_C[v[0].__class__](v[0]),) if len(v) == 1 else (_C[v[0].__class__](v[0]), _C[v[1].__class__](v[1])) "
+         "if len(v) == 2 else tuple([_C[x.__class__](x) for x in v])")
+
+
 class WireDecoder:
     """Typed decoding of one dialect's entry lines (see the module documentation)."""
 
@@ -34,10 +40,18 @@ class WireDecoder:
         self._structs: dict[type, type] = {}
         self._convert: dict[type, Callable[..., Any]] = {}
         self._chain_key = chain_key
+        self._sources: list[tuple[type, str, str, dict[str, Any]]] = []  # converters, compiled together at the end
         self._blocks = Union[tuple(self._struct(c) for c in BLOCK_CLASSES)]  # noqa: UP007 - a union built at run time
         self._messages = Union[tuple(self._struct(c) for c in MESSAGE_CLASSES)]  # noqa: UP007 - a union built at run time
         entries = [self._struct(cls) for cls in schemas if issubclass(cls, Entry)]
         self._decode = msgspec.json.Decoder(Union[tuple(entries)]).decode  # noqa: UP007 - a union built at run time
+        codes = compiled_all([(source, filename) for _, source, filename, _ in self._sources])
+        for (struct, _, _, ns), code in zip(self._sources, codes):
+            exec(code, ns)
+            self._convert[struct] = ns["convert"]
+        for _, _, _, ns in self._sources:  # a nested value's converter, called directly
+            ns.update({key: self._convert[value] for key, value in ns.items() if key.startswith("_nested")})
+        del self._sources
 
     def decode(self, line: bytes, session_id: str, version: int) -> tuple[Any, Any] | None:
         """The entry a line holds and its struct, or None when it is outside the typed shape."""
@@ -85,58 +99,76 @@ class WireDecoder:
             f"Wire{cls.__name__}", fields, rename=rename, forbid_unknown_fields=True, kw_only=True, **options
         )
         self._structs[cls] = struct
-        self._convert[struct] = self._converter(schema)
+        self._sources.append((struct, *self._converter(schema)))
         return struct
 
-    def _value(self, struct: Any) -> Any:
-        return self._convert[type(struct)](struct)
-
-    def _expression(self, f: Field, ns: dict[str, Any]) -> str:
+    def _expression(self, f: Field, ns: dict[str, Any], i: int) -> str:
+        """The conversion of a field's struct value ``v`` (nested values through their converters, called directly)."""
         kind = f.kind
-        if kind in ("value", "opt_value", "message"):
-            return "_v(v)"
+        if kind in ("value", "opt_value"):
+            # the ignore below: value fields always name their nested class
+            ns[f"_nested{i}"] = self._struct(f.nested)  # type: ignore[arg-type]  # its converter, once there is one
+            return f"_nested{i}(v)"
+        if kind == "message":
+            return "_C[v.__class__](v)"
         if kind == "names":
             return "tuple(v)"
         if kind in ("blocks", "messages"):
-            return "tuple([_v(x) for x in v])"
+            return _EACH
         if kind == "content":
-            return "v if v.__class__ is str else tuple([_v(x) for x in v])"
+            return f"v if v.__class__ is str else ({_EACH})"
         return "v"
 
-    def _converter(self, schema: Schema) -> Callable[..., Any]:
-        """A function from the struct to the domain object: slots set one by one in field order
+    def _converter(self, schema: Schema) -> tuple[str, str, dict[str, Any]]:
+        """The source (and its name and namespace) of a function from the struct to the domain object: slots set one by
+        one in field order
         (``object.__new__``: the types were checked by msgspec), defaults for what the line left
         out, and the shared ``extra`` that records what was left out or written as null."""
         cls, entry = schema.cls, issubclass(schema.cls, Entry)
         extras = _SharedExtras()
-        ns: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_U": UNSET, "_v": self._value,
-                              "_extra": extras.get, "_E": extras.get(frozenset(), frozenset())}
-        lines = ["def convert(s, sid='', version=0):", "    o = _new(_cls)", "    gone = nulls = ()"]
+        ns: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_U": UNSET, "_C": self._convert,
+                              "_extra": extras.get, "_E": extras.get(frozenset(), frozenset()), "_default": default_of}
+        tracked = any(not f.required or f.omit_none for f in schema.fields)
+        lines = ["def convert(s, sid='', version=0):", "    o = _new(_cls)"]
+        if tracked:
+            lines.append("    gone = nulls = ()")
         for i, f in enumerate(schema.fields):
             ns[f"_s{i}"] = _slot(cls, f.name)
+            expression = self._expression(f, ns, i)
+            nullable = not f.required or f.kind in ("opt_value", "messages") or f.omit_none
+            if not nullable:
+                direct = f"    _s{i}(o, s.{f.name})"
+                lines.append(direct if expression == "v" else f"    v = s.{f.name}\n    _s{i}(o, {expression})")
+                continue
             lines.append(f"    v = s.{f.name}")
             if not f.required:
-                ns[f"_d{i}"] = f
-                remember = "" if f.omit_none else f"\n        gone += ({f.name!r},)"
-                lines.append(f"    if v is _U:\n        v = _default(_d{i}){remember}")
-                lines.append(f"    elif v is not None:\n        v = {self._expression(f, ns)}")
-            elif f.kind in ("opt_value", "messages"):
-                lines.append(f"    if v is not None:\n        v = {self._expression(f, ns)}")
-            elif self._expression(f, ns) != "v":
-                lines.append(f"    v = {self._expression(f, ns)}")
+                if isinstance(f.default, attrs.Factory):  # type: ignore[arg-type]
+                    ns[f"_d{i}"] = f
+                    lines.append(f"    if v is _U:\n        v = _default(_d{i})")
+                else:  # an immutable default: the value itself
+                    ns[f"_k{i}"] = f.default
+                    lines.append(f"    if v is _U:\n        v = _k{i}")
+                if not f.omit_none:
+                    lines.append(f"        gone += ({f.name!r},)")
+                lines.append("    elif v is None:" if f.omit_none else "")
+            else:
+                lines.append("    if v is None:" if f.omit_none else "")
             if f.omit_none:
-                lines.append(f"    if v is None and s.{f.name} is None:\n        nulls += ({f.name!r},)")
+                lines.append(f"        nulls += ({f.name!r},)")
+            if expression != "v":
+                test = "else:" if f.omit_none else "elif v is not None:" if not f.required else "if v is not None:"
+                lines.append(f"    {test}\n        v = {expression}")
             lines.append(f"    _s{i}(o, v)")
         ns["_sx"] = _slot(cls, "extra")
-        ns["_default"] = default_of
-        lines.append("    _sx(o, _extra(frozenset(gone), frozenset(nulls)) if gone or nulls else _E)")
+        if tracked:
+            lines.append("    _sx(o, _extra(frozenset(gone), frozenset(nulls)) if gone or nulls else _E)")
+        else:
+            lines.append("    _sx(o, _E)")
         if entry:
             ns["_sid"], ns["_sver"] = _slot(cls, "originator_id"), _slot(cls, "originator_version")
             lines.append("    _sid(o, sid)\n    _sver(o, version)")
         lines.append("    return o")
-        exec(compiled("\n".join(lines), f"<sessiontree converter {cls.__name__}>"), ns)
-        # the ignore below: exec fills the namespace with the generated function
-        return ns["convert"]  # type: ignore[no-any-return]
+        return "\n".join(line for line in lines if line), f"<sessiontree converter {cls.__name__}>", ns
 
 
 def _slot(cls: type, name: str) -> Callable[[Any, Any], None]:

@@ -11,7 +11,6 @@ proves.
 
 from __future__ import annotations
 
-import getpass
 from typing import Any
 
 from sessiontree.adapters.blob_gc import collect, digests_of
@@ -83,6 +82,8 @@ def _collect(storage: Any, digests: Any) -> None:
 
 
 def _who() -> str | None:
+    import getpass  # here, not at import: it loads the terminal modules, which a reader never needs
+
     try:
         return getpass.getuser()
     except Exception:  # no user name in this environment (a container without passwd entry)

@@ -24,7 +24,7 @@ from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS
 from sessiontree.projections.context import Built, ContextProjection, SessionContextBuildOptions
 from sessiontree.projections.tokens import TokenEstimator
 from sessiontree.reader import BUILTINS, SessionReader, check_id
-from sessiontree.redaction import DEFAULT, check_redactors, entry_redactor
+from sessiontree.redacting import DEFAULT, Redacting
 from sessiontree.retries import fresh_id, repeated
 from sessiontree.summary import branch_summary_fields
 
@@ -32,7 +32,7 @@ from sessiontree.summary import branch_summary_fields
 Command = Callable[[commands.SessionAggregate, str, str], Entry]
 
 
-class Session(SessionReader):
+class Session(Redacting, SessionReader):
     """A live session: every query of :class:`SessionReader`, plus the append commands.
 
     ``Session(storage)`` replays the storage's log. ``clock`` and ``id_generator`` are
@@ -71,8 +71,7 @@ class Session(SessionReader):
         self._kept: Built | None = None
         self._unseen: list[Entry] = []  # saved since the kept context was read
         self._lock = threading.RLock()
-        self.redactors = check_redactors(redactors)
-        self._redact: Callable[[Entry], Entry] = entry_redactor(self.redactors)
+        self._set_redactors(redactors)
         for projection in projections:
             self.register_projection(projection)
 

@@ -108,10 +108,12 @@ def open_file(path: str, **kwargs: Any) -> Any:
     if os.path.isdir(path):
         raise SessionError("not_found", f"{path} is a directory: pass it as --repo, not as a session")
     storage_class = feature("sessiontree.adapters.jsonl", "JsonlSessionStorage", "reading JSONL session files")
-    from sessiontree.adapters.archive import ArchiveSessionStorage, is_archive
+    from sessiontree.adapters.files import is_archive
     from sessiontree.session import Session
 
     if is_archive(path):  # a pruned session's archive: read-only, whole or refused (salvage reads no archive)
+        from sessiontree.adapters.archive import ArchiveSessionStorage
+
         return Session(ArchiveSessionStorage.open(path))
     storage = storage_class.open(path, **kwargs)
     _report_skipped(path, getattr(storage, "skipped", ()))

@@ -82,8 +82,14 @@ def test_an_append_makes_only_the_documented_calls_between_modules(tmp_path: Pat
 
 def test_the_first_append_takes_the_lease_and_catches_up(tmp_path: Path) -> None:
     """The recording sees more than the documented path when there is more: the first append
-    of a writer takes the lease and reads the file's end first."""
+    of a writer takes the lease and reads the file's end first, and makes the session's redactor
+    (a session that only reads makes none), which then redacts the entry."""
     session = Session(JsonlSessionStorage.create(tmp_path / "s.jsonl"))
     calls = record_append(session, kit.user("hello"))
     assert ("adapters/jsonl_lease.py", "adapters/jsonl_file.py", "LineFile.sync") in calls
-    assert [c for c in calls if c[1] not in ("adapters/jsonl_file.py", "adapters/files.py")] == DOCUMENTED
+    made = [c for c in calls if "application/redacting.py" in c[:2] or c[0] == "application/redaction.py"]
+    assert made[0] == ("application/session.py", "application/redacting.py", "Redacting._first_redact")
+    assert made[-1] == ("application/redacting.py", "application/redaction.py", "_Walk.entry")
+    redacted = ("application/session.py", *made[-1][1:])
+    rest = [redacted if c == made[-1] else c for c in calls if c not in made[:-1]]
+    assert [c for c in rest if c[1] not in ("adapters/jsonl_file.py", "adapters/files.py")] == DOCUMENTED

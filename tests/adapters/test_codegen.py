@@ -58,3 +58,41 @@ def test_without_a_usable_cache_it_still_compiles(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("HOME", str(tmp_path / "no-such-home"))
     assert _run(codegen.compiled(SOURCE, "<t>")) == 42
     assert not os.path.exists(tmp_path / "no-such-home")
+
+
+PIECES = [(SOURCE, "<a>"), (SOURCE.replace("2", "3"), "<b>")]
+
+
+def test_several_sources_are_kept_in_one_file_and_read_back(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert [_run(code) for code in codegen.compiled_all(PIECES)] == [42, 63]
+    (kept,) = cache.iterdir()
+    assert [code.co_filename for code in marshal.loads(kept.read_bytes())] == ["<a>", "<b>"]
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(codegen, "compile", refuse, raising=False)
+    assert [_run(code) for code in codegen.compiled_all(PIECES)] == [42, 63]
+    with pytest.raises(AssertionError, match="compiled again"):  # one source changed: not in the cache
+        codegen.compiled_all([PIECES[0], (SOURCE.replace("2", "4"), "<b>")])
+
+
+@pytest.mark.parametrize("damage", [b"\x00garbage", marshal.dumps(42), "one", "renamed"])
+def test_a_damaged_or_foreign_file_of_several_is_compiled_afresh(cache: Path, damage: object) -> None:
+    codegen.compiled_all(PIECES)
+    (kept,) = cache.iterdir()
+    code = compile(SOURCE, "<a>", "exec")
+    foreign = {"one": (code,), "renamed": (code, compile(SOURCE, "<c>", "exec"))}
+    kept.write_bytes(marshal.dumps(foreign[damage]) if damage in foreign else damage)  # type: ignore[arg-type]
+    assert [_run(code) for code in codegen.compiled_all(PIECES)] == [42, 63]
+    assert [_run(code) for code in marshal.loads(kept.read_bytes())] == [42, 63]  # and the file is written again
+
+
+def test_the_wire_decoder_reads_its_converters_from_one_file(cache: Path) -> None:
+    from sessiontree.adapters.codec import Codec
+
+    Codec()._typed()
+    (kept,) = cache.iterdir()
+    names = [code.co_filename for code in marshal.loads(kept.read_bytes())]
+    assert "<sessiontree converter AssistantMessage>" in names and len(names) == len(set(names)) > 20
+    assert kept.stat().st_size < codegen._MAX_BYTES

@@ -270,3 +270,28 @@ def test_an_index_that_contradicts_itself_is_ignored_even_when_its_digest_matche
     head = orjson.dumps(meta)
     body = blob[:start] + struct.pack("<Q", len(head)) + head + blob[start + 8 + length : -32]
     assert jsonl_index.decode(body + hashlib.sha256(body).digest()) is None
+
+
+@pytest.mark.parametrize("ids", [["a", 1], ["a", None], "ab", {"a": 1}])
+def test_an_index_whose_ids_are_not_strings_is_ignored(tmp_path: Path, ids: Any) -> None:
+    """The ids (the JSON at the end of the arrays) must be one string per entry, even in a resealed index."""
+    import hashlib
+
+    import orjson
+
+    path = tmp_path / "s.jsonl"
+    _write_session(path, [("user", "one"), ("user", "two")])
+    JsonlSessionStorage.open(path).load()
+    blob = Path(str(jsonl_index.sidecar_path(path))).read_bytes()
+    index = jsonl_index.decode(blob)
+    assert index is not None and len(index.ids) == 2
+    written = orjson.dumps(index.ids)
+    arrays = blob[:-32]
+    assert arrays.endswith(written)
+
+    def sealed(ids_json: bytes) -> bytes:
+        body = arrays[: -len(written)] + ids_json
+        return body + hashlib.sha256(body).digest()
+
+    assert jsonl_index.decode(sealed(written)) is not None  # resealing alone changes nothing
+    assert jsonl_index.decode(sealed(orjson.dumps(ids))) is None

@@ -14,15 +14,38 @@ def test_context_json_never_imports_rich(tmp_path):
     path = tmp_path / "s.jsonl"
     with Session(JsonlSessionStorage.create(path)) as session:
         session.append_message(UserMessage("hi"))
+    # what a reader never needs: rich, the write side's redactor, the archive reader, eventsourcing's recorders
+    unneeded = ("rich", "sessiontree.redaction", "sessiontree.secret_rules", "sessiontree.adapters.archive",
+                "eventsourcing.persistence")
     probe = (
         "import sys; from sessiontree.cli import main; status = main(['context', sys.argv[1], '--json']);"
-        "print(json.dumps({'status': status, 'rich': sorted(m for m in sys.modules if m.split('.')[0] == 'rich')}))"
+        f"print(json.dumps({{'status': status, 'loaded': sorted(m for m in sys.modules if m.startswith({unneeded!r}))}}))"
     )
     proc = subprocess.run([sys.executable, "-c", "import json; " + probe, str(path)], capture_output=True, text=True,
                           check=True, cwd=tmp_path)
     report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report == {"status": 0, "rich": []}
+    assert report == {"status": 0, "loaded": []}
     assert '"leaf_id"' in proc.stdout
+
+
+def test_the_default_redactor_is_made_by_the_first_append(tmp_path):
+    """A session that only reads never makes its redactor; the first append does, and redacts with it."""
+    path = tmp_path / "s.jsonl"
+    with Session(JsonlSessionStorage.create(path)) as session:
+        session.append_message(UserMessage("hi"))
+    probe = (
+        "import sys; from sessiontree import JsonlSessionStorage, Session, UserMessage;"
+        "s = Session(JsonlSessionStorage.open(sys.argv[1])); s.build_context(); before = 'sessiontree.redaction' in sys.modules;"
+        "s.append_message(UserMessage('key AKIAIOSFODNN7EXAMPLE')); after = 'sessiontree.redaction' in sys.modules;"
+        "print(before, after, len(s.redactors), s.build_context().messages[-1].content)"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True, cwd=tmp_path)
+    before, after, count, text = proc.stdout.split(maxsplit=3)
+    assert (before, after, count) == ("False", "True", "1")
+    assert "AKIAIOSFODNN7EXAMPLE" not in text and "[REDACTED:" in text
+    with Session(JsonlSessionStorage.open(path), redactors=None) as session:  # no redactors: nothing made, nothing changed
+        session.append_message(UserMessage("key AKIAIOSFODNN7EXAMPLE"))
+        assert session.redactors == () and session.build_context().messages[-1].content == "key AKIAIOSFODNN7EXAMPLE"
 
 
 def test_reading_makes_no_encoders_and_writing_makes_those_it_uses(tmp_path):
