@@ -53,9 +53,6 @@ def salvaged_copy(storage: SessionStorage, header: SessionStarted, entries: list
     return copy
 
 
-__all__ = ["salvaged_copy", "verified_source"]
-
-
 def copied_lines(store: Any, storage: SessionStorage, session_id: str) -> SessionStorage:
     """The native log of ``storage`` stored in ``store`` byte for byte, with the content it keeps out of line (put
     before the lines, and again after them: a collection meanwhile cannot take what the copy names; blob_gc.py)."""
@@ -86,3 +83,6 @@ def removed(store: Any, session_id: str) -> list[str]:
                 storage.close()
     store.remove(session_id)
     return digests
+
+
+__all__ = ["copied_lines", "removed", "salvaged_copy", "verified_source"]
