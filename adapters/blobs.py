@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from sessiontree.adapters.jsontext import exact_ints, parse
 from sessiontree.domain.errors import SessionError
 
 KEY = "$blob"
@@ -59,6 +60,14 @@ def slots(data: Any) -> Iterator[Slot]:
             yield block, "data", mime if isinstance(mime, str) else "application/octet-stream"
 
 
+def _dumps(data: Any) -> bytes:
+    """A parsed line written again as the codec writes it (an integer beyond 64 bits as its digits)."""
+    try:
+        return orjson.dumps(data)
+    except TypeError:
+        return orjson.dumps(exact_ints(data))
+
+
 def ref_of(value: Any) -> dict[str, Any] | None:
     """The reference a slot's value is, or None for content written inline."""
     if isinstance(value, dict) and len(value) == 1:
@@ -73,8 +82,8 @@ def refs(line: bytes) -> list[dict[str, Any]]:
     if MARKER not in line:
         return []
     try:
-        data = orjson.loads(line)
-    except orjson.JSONDecodeError:
+        data = parse(line)
+    except (ValueError, RecursionError):
         return []
     return [ref for holder, key, _ in slots(data) if (ref := ref_of(holder.get(key))) is not None]
 
@@ -148,8 +157,8 @@ def outline(line: bytes, store: Any, put: list[tuple[str, bytes]] | None = None)
     if threshold is None or (len(line) <= threshold and IMAGE not in line):
         return line
     try:
-        data = orjson.loads(line)
-    except orjson.JSONDecodeError:  # an integer beyond 64 bits: kept inline
+        data = parse(line)  # integers of any size kept exact (orjson would read those beyond 64 bits as floats)
+    except (ValueError, RecursionError):
         return line
     changed = False
     for holder, key, mime in slots(data):
@@ -164,7 +173,7 @@ def outline(line: bytes, store: Any, put: list[tuple[str, bytes]] | None = None)
             put.append((ref["sha256"], blob))
         holder[key] = {KEY: ref}
         changed = True
-    return orjson.dumps(data) if changed else line
+    return _dumps(data) if changed else line
 
 
 def inline(line: bytes, store: Any, where: Callable[[], str] = lambda: "", read: Any = None) -> bytes:
@@ -173,10 +182,10 @@ def inline(line: bytes, store: Any, where: Callable[[], str] = lambda: "", read:
     if MARKER not in line:
         return line
     try:
-        data = orjson.loads(line)
-    except orjson.JSONDecodeError:
+        data = parse(line)
+    except (ValueError, RecursionError):
         return line  # the codec says what is wrong with it
-    return orjson.dumps(data) if resolve(data, store if read is None or store is None else read, where) else line
+    return _dumps(data) if resolve(data, store if read is None or store is None else read, where) else line
 
 
 def resolve(data: Any, store: Any, where: Callable[[], str] = lambda: "") -> bool:
