@@ -8,6 +8,7 @@ writes nothing.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import secrets
 import stat
@@ -99,10 +100,11 @@ class BlobStore:
         return gone
 
     def copy_to(self, other: BlobStore, digests: Any) -> None:
-        """Put the blobs named by ``digests`` into ``other`` (a copied session carries its content)."""
+        """Put the blobs named by ``digests`` into ``other`` (a copied session carries its content); one that is
+        missing or altered here is not copied (the copy's verify then names the lines that refer to it)."""
         for digest in digests:
             data = self.get(digest)
-            if data is not None:
+            if data is not None and hashlib.sha256(data).hexdigest() == digest:
                 other.put(digest, data)
 
 
