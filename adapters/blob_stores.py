@@ -13,13 +13,14 @@ import os
 import secrets
 import stat
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sessiontree.adapters.blobs import DEFAULT_THRESHOLD, PREVIEW, check_ref, fetch
-from sessiontree.adapters.files import make_private_dirs
+from sessiontree.adapters.files import fsync_dir, make_private_dirs
 from sessiontree.domain.errors import SessionError
 
 FOLDER = ".blobs"  # in a JSONL repository's folder (a dot: listings and pi's layout checks skip it)
@@ -56,7 +57,7 @@ def check_threshold(threshold: Any) -> int | None:
     return threshold
 
 
-class BlobStore:
+class BlobStore(ABC):
     """The port: ``put``, ``get`` (None when missing), ``delete``, ``digests``; ``location`` names it in messages."""
 
     location = ""
@@ -64,19 +65,22 @@ class BlobStore:
     def __init__(self, threshold: Any = DEFAULT) -> None:
         self.threshold = check_threshold(threshold)
 
+    @abstractmethod
     def put(self, digest: str, data: bytes) -> None:
-        raise NotImplementedError
+        """See the class documentation."""
 
+    @abstractmethod
     def get(self, digest: str, size: int | None = None) -> bytes | None:
         """The blob's bytes (None: not held); ``size``: what the caller expects, so that a store need not read much
         more of a blob that is larger (what it returns then fails the caller's check)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def delete(self, digest: str) -> None:
-        raise NotImplementedError
+        """See the class documentation."""
 
+    @abstractmethod
     def digests(self) -> Iterator[str]:
-        raise NotImplementedError
+        """See the class documentation."""
 
     @contextmanager
     def writing(self) -> Iterator[None]:
@@ -148,7 +152,7 @@ class FolderBlobs(BlobStore):
             held = os.lstat(path)
             if stat.S_ISREG(held.st_mode) and held.st_size == len(data):
                 if self.fsync:  # held already, perhaps written by a writer that does not sync: on the disk now
-                    _sync(path, os.O_RDONLY | os.O_NOFOLLOW)
+                    _sync_file(path)
                 return  # (a damaged one of another size is written again)
         except FileNotFoundError:
             pass
@@ -170,7 +174,7 @@ class FolderBlobs(BlobStore):
             os.replace(temp, path)
             if self.fsync:  # the file's name, and the names of the folders made for it, on the disk too
                 for folder in dict.fromkeys([path.parent, *(made.parent for made in reversed(new_folders))]):
-                    _sync(folder, os.O_RDONLY | os.O_DIRECTORY)
+                    fsync_dir(folder)
         except OSError as exc:
             try:
                 os.unlink(temp)
@@ -222,8 +226,8 @@ class FolderBlobs(BlobStore):
                             path=str(self.folder))
 
 
-def _sync(path: Path, flags: int) -> None:
-    fd = os.open(path, flags | os.O_CLOEXEC)
+def _sync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         os.fsync(fd)
     finally:

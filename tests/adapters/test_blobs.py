@@ -8,8 +8,6 @@ import base64
 import hashlib
 import os
 import stat
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ from hypothesis import strategies as st
 
 from sessiontree import JsonlSessionRepo, SessionError, open_repo, verify
 from sessiontree.adapters import blobs
-from sessiontree.adapters.blob_stores import FolderBlobs, MemoryBlobs
+from sessiontree.adapters.blob_stores import MemoryBlobs
 from sessiontree.adapters.codec import native_codec
 from sessiontree.domain.events import MessageAppended
 from sessiontree.domain.messages import (
@@ -168,39 +166,6 @@ def test_the_blob_folder_is_private(tmp_path: Path) -> None:
     assert [s.id for s in repo.list()] == [session.id]  # the folder is not taken for sessions
 
 
-@pytest.mark.parametrize("url", ["jsonl", "sqlite", "memory", pytest.param("postgres", marks=pytest.mark.postgres)])
-def test_erasure_deletes_blobs_no_other_entry_refers_to(url: str, tmp_path: Path) -> None:
-    """``redact`` removes the erased entry's blobs, unless another entry (here, of another session) refers to them;
-    verify passes after each erasure and the content is gone from the store."""
-    import sessiontree_pg as pg
-
-    with pg.temp_schema("blobs") if url == "postgres" else _nothing() as schema:
-        repo = open_repo({"jsonl": f"jsonl:{tmp_path / 'r'}", "sqlite": f"sqlite:{tmp_path / 'r.db'}", "memory": "memory:",
-                          "postgres": pg.url(schema or "")}[url])
-        try:
-            shared, own = _image(3000), _image(3000)
-            first = repo.create()
-            keep = first.append_message(UserMessage([ImageContent(shared, "image/png"), ImageContent(own, "image/png")]))
-            second = repo.create()
-            second.append_message(UserMessage([ImageContent(shared, "image/png")]))
-            assert len(list(repo.store.blobs.digests())) == 2
-            first.redact(keep, reason="asked")
-            left = list(repo.store.blobs.digests())
-            assert left == [hashlib.sha256(base64.b64decode(shared)).hexdigest()]
-            assert verify(first).ok and verify(second).ok
-            assert verify(first).redactions and second.build_context().messages[0].content[0].data == shared
-        finally:
-            repo.close()
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
-
-
 def test_a_copy_carries_its_blobs_and_export_to_pi_inlines_them(tmp_path: Path) -> None:
     from sessiontree.adapters.pi_convert import convert
 
@@ -223,20 +188,6 @@ def _pi_codec() -> Any:
     from sessiontree.adapters.pi import pi_codec
 
     return pi_codec()
-
-
-def test_a_writer_holding_the_folder_keeps_collection_waiting(tmp_path: Path) -> None:
-    """A blob put for a line is not collected before the line is written: collecting waits for writers."""
-    store = FolderBlobs(tmp_path / ".blobs")
-    store.put("a" * 64, b"x")
-    done = threading.Event()
-    with store.writing():
-        worker = threading.Thread(target=lambda: (store.collect(["a" * 64], lambda d: False), done.set()))
-        worker.start()
-        time.sleep(0.2)
-        assert not done.is_set()
-    worker.join(5)
-    assert done.is_set() and store.get("a" * 64) is None
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -297,61 +248,6 @@ def test_an_image_is_kept_as_its_bytes_only_when_they_give_its_text_back(raw: by
     except ValueError:
         canonical_text = False
     assert (ref.get("encoding") == "base64") == canonical_text
-
-
-@pytest.mark.parametrize("url", ["sqlite", "memory", pytest.param("postgres", marks=pytest.mark.postgres)])
-def test_a_blob_collected_while_its_line_is_written_is_put_again(url: str, tmp_path: Path) -> None:
-    """A collector that runs after a database writer put a blob but before its line is stored deletes the blob (no
-    line names it yet); the writer puts it again once the line is stored, so nothing refers to a missing blob."""
-    import sessiontree_pg as pg
-
-    from sessiontree.adapters.blob_gc import collect
-
-    with pg.temp_schema("blobgc") if url == "postgres" else _nothing() as schema:
-        where = {"sqlite": f"sqlite:{tmp_path / 'r.db'}", "memory": "memory:", "postgres": pg.url(schema or "")}[url]
-        with open_repo(where) as repo:
-            session = repo.create()
-            recorder = session.storage.recorder  # type: ignore[attr-defined]
-            insert = recorder.insert_events
-            collected: list[str] = []
-
-            def insert_after_a_collection(stored: Any, **kwargs: Any) -> Any:
-                collected.extend(collect(repo.store.blobs, recorder, list(repo.store.blobs.digests())))
-                return insert(stored, **kwargs)
-
-            recorder.insert_events = insert_after_a_collection
-            image = _image(2000)
-            entry = session.append_message(UserMessage([ImageContent(image, "image/png")]))
-            recorder.insert_events = insert
-            assert collected  # the blob was taken between its put and the line
-            assert repo.open(session.id).entry(entry).message.content[0].data == image
-            assert verify(session).ok
-
-
-
-def test_a_collector_waits_for_the_line_that_refers_to_a_blob_just_put(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Right after a writer puts a blob, another thread collects it: it waits until the writer's line is written,
-    then sees the line and keeps the blob (without the folder's lock it would delete a blob about to be named)."""
-    from sessiontree.adapters.blob_gc import collect
-
-    repo = JsonlSessionRepo(tmp_path)
-    session = repo.create()
-    store = repo.store.blobs
-    put, finished = store.put, threading.Event()
-    collectors: list[threading.Thread] = []
-
-    def put_then_collect(digest: str, data: bytes) -> None:
-        put(digest, data)
-        worker = threading.Thread(target=lambda: (collect(store, tmp_path, [digest]), finished.set()))
-        worker.start()
-        collectors.append(worker)
-        finished.wait(0.5)  # a collector not held back deletes the blob now, before the line is written
-
-    monkeypatch.setattr(store, "put", put_then_collect)
-    entry = session.append_message(UserMessage([ImageContent(_image(3000), "image/png")]))
-    collectors[0].join(5)
-    assert finished.is_set() and len(list(store.digests())) == 1
-    assert verify(_file(repo, session)).ok and repo.open(session.id).entry(entry).message.content[0].data
 
 
 @pytest.mark.parametrize("url", ["jsonl", "sqlite", "memory"])
