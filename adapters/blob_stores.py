@@ -10,7 +10,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import secrets
 import stat
 import threading
 from abc import ABC, abstractmethod
@@ -161,7 +160,7 @@ class FolderBlobs(BlobStore):
         try:
             new_folders = [p for p in (self.folder, path.parent.parent, path.parent) if not p.exists()]
             make_private_dirs(path.parent)
-            temp = path.with_name(f".{digest[2:10]}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+            temp = path.with_name(f".{digest[2:10]}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
                 view = memoryview(data)

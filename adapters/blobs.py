@@ -14,7 +14,6 @@ store when its entry is decoded.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 from collections.abc import Callable, Iterator
@@ -141,7 +140,7 @@ def _canonical_base64(text: str) -> bytes | None:
 def unpacked(data: bytes, ref: dict[str, Any]) -> str:
     """The slot's string again from a blob's bytes (``corrupt`` when a text's bytes are not UTF-8)."""
     if ref.get("encoding") == "base64":
-        return base64.b64encode(data).decode("ascii")
+        return binascii.b2a_base64(data, newline=False).decode("ascii")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from sessiontree.cli import output
 from sessiontree.cli.output import PROG, CliError, error_line, warn
-from sessiontree.cli.parser import COMMANDS, build_parser
+from sessiontree.cli.parser import COMMANDS, build_parser, command_of
 
 # The positional forms of label/name/move/redact, by (command, --clear) and word count: the session, when given, comes first.
 _WORD_FORMS: dict[tuple[str, bool], dict[int, tuple[str, ...]]] = {
@@ -60,7 +60,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default: ``sys.argv[1:]``), run the command, return the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     output.JSON_ERRORS = "--json" in argv  # before parsing: a usage error is JSON too
-    parser = build_parser()
+    parser = build_parser(command_of(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:

@@ -14,9 +14,10 @@ def test_context_json_never_imports_rich(tmp_path):
     path = tmp_path / "s.jsonl"
     with Session(JsonlSessionStorage.create(path)) as session:
         session.append_message(UserMessage("hi"))
-    # what a reader never needs: rich, the write side's redactor, the archive reader, eventsourcing's recorders
+    # what a reader never needs: rich, the write side's redactor, the archive reader, eventsourcing (its recorders,
+    # and its domain module, whose errors only a refused event raises)
     unneeded = ("rich", "sessiontree.redaction", "sessiontree.secret_rules", "sessiontree.adapters.archive",
-                "eventsourcing.persistence")
+                "eventsourcing")
     probe = (
         "import sys; from sessiontree.cli import main; status = main(['context', sys.argv[1], '--json']);"
         f"print(json.dumps({{'status': status, 'loaded': sorted(m for m in sys.modules if m.startswith({unneeded!r}))}}))"
