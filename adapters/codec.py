@@ -44,6 +44,7 @@ class Codec:
         self.written_as_dicts: frozenset[type] = frozenset()  # entry types ``event_dict`` writes (a dialect's own)
         # Native lines carry the hash chain's field; readers read past it (adapters/chain.py).
         self._chained = dialect.name == "native"
+        self.warns = not self._chained  # a repeated key is warned of (pi's dialect), not refused: decode_line's ``warn``
         self.structurer = Structurer(self.schemas, dialect.parent_key)
         self._wire: WireDecoder | None = None  # built on first use: a header-only open needs none
         self._canonical = msgspec.json.Encoder().encode

@@ -86,24 +86,27 @@ class LineLoader:
     def load(self, positions: Sequence[int]) -> list[Entry]:
         out = []
         dropped = 0
-        lines, decode, sid = self.lines, self.codec.decode_line, self.session_id
+        lines, decode, sid, shared = self.lines, self.codec.decode_line, self.session_id, self.shared
+        decoded, warns = self.decoded, self.codec.warns
+        expected = self.expected if self.expected is not None else ()
+        known = len(expected)
         with pausing_collector():
             for pos in positions:
-                entry = self.decoded.pop(pos, None)
+                entry = decoded.pop(pos, None) if decoded else None
                 if entry is None:
                     line = lines[pos + 1]
                     version = pos + 2
-                    try:
-                        shared = self.shared if MARKER in line else None
-                        if shared is not None:  # its failure is named below, with the line
-                            line = inline(line, self.blobs, read=shared.reader(lambda: ""))
-                        entry = decode(line, sid, version, partial(self.warn_at, version))
-                        if shared is not None:
+                    try:  # only a dialect that warns of a repeated key gets the warning's callback (made per line)
+                        warn = partial(self.warn_at, version) if warns else None
+                        if shared is not None and MARKER in line:  # a failure to read its content is named below
+                            entry = decode(inline(line, self.blobs, read=shared.reader(lambda: "")), sid, version, warn)
                             shared.share(entry)
+                        else:
+                            entry = decode(line, sid, version, warn)
                     except SessionError as exc:
                         raise SessionError(exc.code, f"session {sid}: {exc.message}", path=str(self.path), line=version) from None
                     lines[pos + 1] = None
-                    if self.expected is not None and pos < len(self.expected) and entry.id != self.expected[pos]:
+                    if pos < known and entry.id != expected[pos]:
                         raise self.moved(version, entry.id)
                     dropped += 1
                     if dropped % RELEASE_EVERY == 0:
