@@ -149,10 +149,11 @@ class FolderBlobs(BlobStore):
         path = self.path(digest)
         try:
             held = os.lstat(path)
-            if stat.S_ISREG(held.st_mode) and held.st_size == len(data):
-                if self.fsync:  # held already, perhaps written by a writer that does not sync: on the disk now
+            # held already (a damaged one, of any size, is written again: these bytes are the content's own)
+            if stat.S_ISREG(held.st_mode) and held.st_size == len(data) and self.get(digest, len(data)) == data:
+                if self.fsync:  # perhaps written by a writer that does not sync: on the disk now
                     _sync_file(path)
-                return  # (a damaged one of another size is written again)
+                return
         except FileNotFoundError:
             pass
         except OSError as exc:

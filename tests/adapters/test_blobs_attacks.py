@@ -178,6 +178,26 @@ def test_verify_checks_each_reference_to_a_blob_not_only_the_first(tmp_path: Pat
     assert [p.line for p in report.problems] == [3] and "2999" in report.problems[0].message
 
 
+def test_a_damaged_blob_of_its_own_size_is_written_again_by_the_next_put(tmp_path: Path) -> None:
+    """Bytes flipped in a blob file (its size kept) are found by verify, and the next writer of that content, which
+    holds the true bytes, puts them back: nothing stays lost."""
+    repo = JsonlSessionRepo(tmp_path)
+    image = _image()
+    first, entry = _with_image(repo, image)
+    first.close()
+    [held] = _blob_files(tmp_path)
+    damaged = bytearray(held.read_bytes())
+    damaged[100] ^= 0xFF
+    held.write_bytes(bytes(damaged))
+    path = Path(repo.path_for(first.id))
+    assert [p.line for p in verify(path).problems] == [2]
+    second, _ = _with_image(repo, image)
+    second.close()
+    assert held.read_bytes() == base64.b64decode(image) and not verify(path).problems
+    with repo.open(first.id) as session:
+        assert session.get_entry(entry).message.content[1].data == image
+
+
 def test_a_session_in_a_sub_folder_follows_the_repository_threshold(tmp_path: Path) -> None:
     first = JsonlSessionRepo(tmp_path / "project")
     session = first.create()
