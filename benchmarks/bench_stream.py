@@ -1,11 +1,12 @@
 """Whole-session commands in bounded memory (issue 19, part 4): ``python benchmarks/bench_stream.py [--data DIR]``.
 
-Runs ``sessiontree verify``, ``export --format pi``, ``export --format native`` and ``replay --step --json`` (output
-to a file, as a pipe would take it) through the console script, each in a fresh process, on the 630 MB compacted pi
-session of ``bench_large.py`` and on the 100k-entry native and pi files of ``bench_data.py`` (``--data`` holds or
-receives them; ``--entries N``: files of another size, and no large session). Prints each command's wall time and
-peak RSS (``ru_maxrss`` of the child), the RSS against the file's size, and against pi 1.6.0 opening the same file
-(``pi_driver.mjs open``: pi has no verify, export or replay of its own; to read a session it loads it whole).
+Runs ``sessiontree verify``, ``export --format pi``, ``export --format native``, ``replay --step --json``, ``stats``,
+``stats --json``, ``show`` and ``show --json`` (output to a file, as a pipe would take it) through the console
+script, each in a fresh process, on the 630 MB compacted pi session of ``bench_large.py`` and on the 100k-entry
+native and pi files of ``bench_data.py`` (``--data`` holds or receives them; ``--entries N``: files of another size,
+and no large session). Prints each command's wall time and peak RSS (``ru_maxrss`` of the child), the RSS against
+the file's size, and against pi 1.6.0 opening the same file (``pi_driver.mjs open``: pi has no verify, export,
+replay or stats of its own; to read a session it loads it whole).
 ``--baseline DIR``: a virtualenv (or any folder with ``bin/sessiontree``) with another build, measured in the same
 run, interleaved (e.g. the commit before the change).
 """
@@ -32,6 +33,10 @@ COMMANDS = {
     "export pi": ["export", "{file}", "--format", "pi", "-o", "{out}"],
     "export native": ["export", "{file}", "--format", "native", "-o", "{out}"],
     "replay --step --json": ["replay", "{file}", "--step", "--json"],
+    "stats": ["stats", "{file}"],
+    "stats --json": ["stats", "{file}", "--json"],
+    "show": ["show", "{file}"],
+    "show --json": ["show", "{file}", "--json"],
 }
 
 
@@ -74,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--baseline", type=Path, help="a virtualenv with another build, measured alongside")
     parser.add_argument("--no-pi", action="store_true")
-    parser.add_argument("--only", help="the commands whose name contains this (e.g. replay)")
+    parser.add_argument("--only", help="the commands whose name contains this, or one of these (e.g. replay or stats,show)")
     parser.add_argument("--entries", type=int, default=100_000, help="the size of the native and pi files; other than "
                         "100000 (a smoke run), the 630 MB session is left out")
     args = parser.parse_args(argv)
@@ -94,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             size = path.stat().st_size
             pi_rss = statistics.median(pi_child(pi_home, "open", path)["maxrss"] for _ in range(args.repeat)) if use_pi else None
             for command, template in COMMANDS.items():
-                if args.only and args.only not in command:
+                if args.only and not any(part in command for part in args.only.split(",")):
                     continue
                 runs: dict[str, list[dict[str, float]]] = {side: [] for side in scripts}
                 for _ in range(args.repeat):

@@ -7,11 +7,11 @@ from typing import Any
 
 import attrs
 
+from sessiontree import streaming
 from sessiontree.adapters.codec import native_codec
-from sessiontree.cli.output import CliError, print_json, stdout
+from sessiontree.cli.output import CliError, JsonRows, print_json, stdout
 from sessiontree.cli.target import open_repository, repo_url, session_for
 from sessiontree.compaction import estimate_context_tokens
-from sessiontree.projections.stats import stats_of
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
@@ -54,24 +54,22 @@ def check_limits(args: argparse.Namespace) -> None:
 
 
 def show_reader(reader: Any, args: argparse.Namespace) -> None:
-    """Print (or ``--json``) the tree of a session."""
+    """Print (or ``--json``) the tree of a session. A pass: the entries it decodes (the rows, and the messages a
+    filter looks at) are not kept, and ``--json`` rows are written as they are made."""
     from sessiontree.cli import render, treeview
 
     check_limits(args)
-    if args.json:
+    with streaming.passing(reader):
+        if not args.json:
+            stdout().print(tree_renderable(reader, args))
+            return
         roots = treeview.build(reader, args.filter)
-        print_json(
-            {
-                "session_id": reader.id,
-                "name": reader.get_session_name(),
-                "version": reader.version,
-                "leaf_id": reader.leaf_id,
-                "filter": args.filter,
-                "rows": render.tree_rows(roots, native_codec(), window=args.window or 0),
-            }
-        )
-        return
-    stdout().print(tree_renderable(reader, args))
+        head = {"session_id": reader.id, "name": reader.get_session_name(), "version": reader.version,
+                "leaf_id": reader.leaf_id, "filter": args.filter}
+        rows = JsonRows(head, "rows")
+        for row in render.tree_rows(roots, native_codec(), window=args.window or 0):
+            rows.add(row)
+        rows.close()
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -136,12 +134,6 @@ def cmd_context(args: argparse.Namespace) -> int:
     return 0
 
 
-def branch_tips(reader: Any) -> list[str]:
-    """The last entry of every branch (tree nodes without children), in log order."""
-    tree = reader.projection("tree")
-    return [e.id for e in reader.get_entries() if e.type != "leaf" and not tree.get(e.id)]
-
-
 def _stats_json(stats: Any) -> dict[str, Any]:
     data = attrs.asdict(stats, recurse=True)
     data.pop("branch", None)
@@ -150,13 +142,8 @@ def _stats_json(stats: Any) -> dict[str, Any]:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     with session_for(args.repo, args.session, args) as session:
-        stats = session.get_session_stats()
-        branch = session.get_branch()
-        current = branch[-1].id if branch else None
-        tips = branch_tips(session)
-        if current is not None and current not in tips:  # the leaf sits inside the tree
-            tips.append(current)
-        branches = [(tip, tip == current, stats_of(session.get_branch(tip))) for tip in tips]
+        folded = streaming.stats(session)  # one pass: no entry kept, each branch summed as the pass goes
+        stats, branches = folded.whole, folded.branches
         if args.json:
             print_json(
                 {

@@ -15,11 +15,9 @@ so memory follows a chunk of rows, not the session.
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import datetime
 from typing import Any
 
-import orjson
 from rich.cells import cell_len, set_cell_size
 from rich.console import Console
 from rich.control import strip_control_codes
@@ -28,7 +26,7 @@ from rich.text import Text
 from sessiontree.cli import clip, render, views
 from sessiontree.cli.cmd_inspect import check_limits, context_payload, tree_renderable
 from sessiontree.cli.describe import entry_text
-from sessiontree.cli.output import CliError, print_json, progress, stdout
+from sessiontree.cli.output import CliError, JsonRows, print_json, progress, stdout
 from sessiontree.cli.replay_steps import steps
 from sessiontree.cli.target import session_for
 from sessiontree.domain.errors import SessionError
@@ -179,7 +177,7 @@ def _step(session: Any, args: argparse.Namespace) -> None:
     lines: list[Row] = []
     console = stdout()
     total = (end or session.version) - args.start + 1
-    rows = _JsonRows(session.id) if args.json else None
+    rows = JsonRows({"session_id": session.id}, "steps", rows=CHUNK) if args.json else None
     with progress("replaying", total if total > 2000 else None) as advance:
         for version, event, before, after, removed, added, size in steps(session, args.start, end):
             advance(1)
@@ -196,37 +194,6 @@ def _step(session: Any, args: argparse.Namespace) -> None:
         rows.close()
     elif lines:
         _print_rows(console, lines)
-
-
-class _JsonRows:
-    """``{"session_id": ..., "steps": [...]}`` written as the steps come, CHUNK rows at a time, byte for byte as
-    ``print_json`` writes the whole object: a replay of any length holds a chunk of rows, not every row. Nothing is
-    written before the first chunk is complete, so a shorter replay that fails writes nothing, as before."""
-
-    def __init__(self, session_id: str) -> None:
-        self.out = sys.stdout.buffer
-        self.head: bytes | None = _json({"session_id": session_id})[:-2] + b',\n  "steps": ['
-        self.rows: list[bytes] = []
-
-    def add(self, row: dict[str, Any]) -> None:
-        self.rows.append(b"\n    " + _json(row).replace(b"\n", b"\n    "))
-        if len(self.rows) >= CHUNK:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.rows:
-            self.out.write((b"," if self.head is None else self.head) + b",".join(self.rows))
-            self.head, self.rows = None, []
-
-    def close(self) -> None:
-        empty = self.head is not None and not self.rows
-        self.flush()
-        self.out.write((self.head or b"") + b"]\n}\n" if empty else b"\n  ]\n}\n")
-        self.out.flush()
-
-
-def _json(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2)
 
 
 def _clock(timestamp: str) -> str:

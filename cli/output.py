@@ -63,9 +63,42 @@ def stderr() -> Console:
 
 def print_json(value: Any) -> None:
     """Pretty JSON on stdout (UTF-8, keys in insertion order, a final newline)."""
-    data = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=_default)
-    sys.stdout.buffer.write(data + b"\n")
+    sys.stdout.buffer.write(_dumps(value) + b"\n")
     sys.stdout.flush()
+
+
+def _dumps(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=_default)
+
+
+class JsonRows:
+    """``print_json({**head, key: rows})`` written as the rows come, byte for byte, so a command holds a chunk of
+    rows (``rows`` of them, or ``size`` bytes), never all of them. Nothing is written before the first chunk is
+    complete: a short output that fails writes nothing, as a whole ``print_json`` did."""
+
+    def __init__(self, head: dict[str, Any], key: str, *, rows: int = 500, size: int = 4 << 20) -> None:
+        self.out = sys.stdout.buffer
+        self.head: bytes | None = (_dumps(head)[:-2] + b",\n  " if head else b"{\n  ") + _dumps(key) + b": ["
+        self.rows: list[bytes] = []
+        self.size, self.max_rows, self.max_size = 0, rows, size
+
+    def add(self, row: Any) -> None:
+        data = b"\n    " + _dumps(row).replace(b"\n", b"\n    ")  # JSON strings hold no raw newline
+        self.rows.append(data)
+        self.size += len(data)
+        if len(self.rows) >= self.max_rows or self.size >= self.max_size:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows:
+            self.out.write((b"," if self.head is None else self.head) + b",".join(self.rows))
+            self.head, self.rows, self.size = None, [], 0
+
+    def close(self) -> None:
+        empty = self.head is not None and not self.rows
+        self.flush()
+        self.out.write((self.head or b"") + b"]\n}\n" if empty else b"\n  ]\n}\n")
+        self.out.flush()
 
 
 def _default(value: Any) -> Any:

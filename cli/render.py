@@ -7,6 +7,7 @@ session with 10,000 turns and two branches is two levels deep on screen, not 10,
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -145,13 +146,13 @@ def tree(
     return Group(top, LEGEND)
 
 
-def tree_rows(roots: list[Node], codec: Any, *, window: int = 0) -> list[dict[str, Any]]:
-    """The ``--json`` form of ``show``: visible rows in display order, each with its entry."""
-    rows, _, _ = treeview.window(roots, window) if window > 0 else (list(treeview.walk(roots)), 0, 0)
-    out = []
+def tree_rows(roots: list[Node], codec: Any, *, window: int = 0) -> Iterator[dict[str, Any]]:
+    """The ``--json`` form of ``show``: visible rows in display order, each with its entry (decoded as its row is
+    made, so a caller that writes rows as they come holds none of them)."""
+    rows, _, _ = treeview.window(roots, window) if window > 0 else (treeview.walk(roots), 0, 0)
     for node in rows:
         entry = node.entry
-        out.append(
+        yield (
             {
                 "id": entry.id,
                 "type": entry.type,
@@ -165,4 +166,3 @@ def tree_rows(roots: list[Node], codec: Any, *, window: int = 0) -> list[dict[st
                 "entry": codec.event_dict(entry),
             }
         )
-    return out

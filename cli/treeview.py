@@ -24,7 +24,8 @@ class Node:
     """A visible entry with its visible children (hidden entries skipped).
 
     ``head`` has the entry's ``type``, ``id`` and ``parent_id`` only; ``entry`` decodes the
-    whole entry on first use, so a windowed view of a huge session decodes only its rows.
+    whole entry when asked, so a windowed view of a huge session decodes only its rows, and
+    (not kept here) a view that uses each row once holds none of them.
     """
 
     head: Any
@@ -37,13 +38,10 @@ class Node:
     parent: Node | None = None
     subtree_size: int = 1
     branch_depth: int = 0  # how many branch points lie above this node
-    _entry: Any = None
 
     @property
     def entry(self) -> Any:
-        if self._entry is None:
-            self._entry = self.reader.entry(self.head.id)
-        return self._entry
+        return self.reader.entry(self.head.id)
 
 
 def _role(reader: Any, head: Any) -> str | None:

@@ -34,8 +34,8 @@ def test_run_prints_the_table(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_stream_prints_the_table(tmp_path: Path) -> None:
-    """`benchmarks/bench_stream.py --entries 200 --no-pi --repeat 1` runs verify, export and replay through the console
-    script on both files, and the commit before (here: the same build, as --baseline) alongside."""
+    """`benchmarks/bench_stream.py --entries 200 --no-pi --repeat 1` runs verify, export, replay, stats and show through
+    the console script on both files, and the commit before (here: the same build, as --baseline) alongside."""
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "bench_stream.py"), "--entries", "200", "--no-pi", "--repeat", "1",
          "--data", str(tmp_path / "data"), "--baseline", str(Path(sys.executable).parents[1])],
@@ -44,7 +44,8 @@ def test_stream_prints_the_table(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     rows = [line for line in out.stdout.splitlines() if line.startswith("| 200 ")]
     for name in ("native", "pi"):
-        for command in ("verify", "export pi", "export native", "replay --step --json"):
+        for command in ("verify", "export pi", "export native", "replay --step --json", "stats", "stats --json", "show",
+                        "show --json"):
             for side in ("ours", "baseline"):
                 assert any(row.startswith(f"| 200 {name} | {command} | {side} |") for row in rows), (name, command, side)
 
