@@ -7,7 +7,6 @@ from typing import Any
 
 import attrs
 
-from sessiontree import streaming
 from sessiontree.adapters.codec import native_codec
 from sessiontree.cli.output import CliError, JsonRows, print_json, stdout
 from sessiontree.cli.target import open_repository, repo_url, session_for
@@ -56,6 +55,7 @@ def check_limits(args: argparse.Namespace) -> None:
 def show_reader(reader: Any, args: argparse.Namespace) -> None:
     """Print (or ``--json``) the tree of a session. A pass: the entries it decodes (the rows, and the messages a
     filter looks at) are not kept, and ``--json`` rows are written as they are made."""
+    from sessiontree import streaming
     from sessiontree.cli import render, treeview
 
     check_limits(args)
@@ -141,6 +141,8 @@ def _stats_json(stats: Any) -> dict[str, Any]:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    from sessiontree import streaming
+
     with session_for(args.repo, args.session, args) as session:
         folded = streaming.stats(session)  # one pass: no entry kept, each branch summed as the pass goes
         stats, branches = folded.whole, folded.branches
