@@ -4,10 +4,14 @@ leaves a stored line naming a collected blob (docs/file-format.md, *Content out 
 from __future__ import annotations
 
 import base64
+import hashlib
+import inspect
 import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -15,7 +19,7 @@ from typing import Any
 import pytest
 import sessiontree_pg as pg
 
-from sessiontree import open_repo, verify
+from sessiontree import ImageContent, UserMessage, open_repo, verify
 from sessiontree.adapters.blob_gc import digests_of
 
 # The writer, in its own process: an image another session also holds is appended; between encoding the line and
@@ -86,3 +90,117 @@ def test_a_writer_killed_after_storing_its_line_never_leaves_it_naming_a_collect
             session = repo.open(writer_id)
             assert session.build_context().messages[0].content[0].data == image
             assert verify(session).ok
+
+
+@pytest.mark.postgres
+def test_a_postgres_writer_waits_for_a_collector_that_locked_the_blob_first(tmp_path: Path) -> None:
+    """A collector has locked a blob and found no line naming it; a writer storing that content now must wait (an
+    ``ON CONFLICT DO NOTHING`` would not: its line would commit, then the collector delete the blob it names), and once
+    the collector has deleted the blob, the writer's transaction inserts it again with its line."""
+    with pg.temp_schema("blobwait") as schema, open_repo(pg.url(schema)) as repo:
+        image = _image()
+        holder = repo.create()
+        held = holder.append_message(UserMessage([ImageContent(image, "image/png")]))
+        writer = repo.create()
+        store: Any = repo.store.blobs
+        query, checked, go = store._q, threading.Event(), threading.Event()
+
+        def pause_before_deleting(template: str) -> Any:
+            if template.startswith("DELETE") and threading.current_thread().name == "collector":
+                checked.set()  # the row is locked and no stored line names it
+                go.wait(10)
+            return query(template)
+
+        store._q = pause_before_deleting
+        collector = threading.Thread(target=lambda: holder.redact(held, reason="test"), name="collector")
+        collector.start()
+        assert checked.wait(10)
+        done: list[str] = []
+        appender = threading.Thread(target=lambda: done.append(writer.append_message(
+            UserMessage([ImageContent(image, "image/png")]))))
+        appender.start()
+        time.sleep(1.0)
+        waited = not done
+        go.set()
+        collector.join(10)
+        appender.join(10)
+        assert waited and done
+        assert _missing(repo) == [] and len(list(store.digests())) == 1
+        assert repo.open(writer.id).entry(done[0]).message.content[0].data == image
+        assert verify(repo.open(writer.id)).ok
+
+
+def _recorders(url: str, repo: Any) -> list[Any]:
+    """The recorders a database writer may store through: the store's, and eventsourcing's own on PostgreSQL."""
+    return [repo.store.recorder] + ([repo.store.app.recorder] if url == "postgres" else [])
+
+
+@pytest.mark.parametrize("url", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_blobs_and_events_commit_or_roll_back_together(url: str, tmp_path: Path) -> None:
+    """Pins eventsourcing's private insert-within-a-transaction methods (blob_tables.py): they still exist, take the
+    cursor first, and commit nothing of their own, so a taken version rolls the blobs back with the events."""
+    from eventsourcing.persistence import IntegrityError
+    from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteApplicationRecorder
+
+    from sessiontree.adapters.blob_tables import TableBlobs
+    from sessiontree.adapters.recorder import stored_event
+
+    for cls in (SQLiteAggregateRecorder, SQLiteApplicationRecorder):
+        assert list(inspect.signature(cls._insert_events).parameters)[:3] == ["self", "c", "stored_events"]
+    if url == "postgres":
+        from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder
+
+        for pg_cls in (PostgresAggregateRecorder, PostgresApplicationRecorder):
+            assert list(inspect.signature(pg_cls._insert_stored_events).parameters)[:3] == ["self", "curs", "stored_events"]
+    with pg.temp_schema("blobtx") if url == "postgres" else nullcontext() as schema, \
+            open_repo(_where(url, tmp_path, schema)) as repo:
+        session = repo.create()
+        for recorder in _recorders(url, repo):
+            table = TableBlobs(recorder, "eventsourcing.postgres" if url == "postgres" else "eventsourcing.sqlite")
+            assert table.joins(recorder)
+            data = os.urandom(100)
+            digest = hashlib.sha256(data).hexdigest()
+            taken = stored_event(session.id, 1, b'{"type":"custom"}')
+            with pytest.raises(IntegrityError):
+                table.insert_with(recorder, [taken], [(digest, data)])
+            assert table.get(digest) is None  # rolled back with the events
+            other = stored_event(f"other-{digest[:8]}", 1, b'{"type":"custom"}')
+            table.insert_with(recorder, [other], [(digest, data)])
+            assert table.get(digest) == data and recorder.select_events(other.originator_id) == [other]
+
+
+@pytest.mark.parametrize("url", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_writers_and_collectors_of_the_same_content_at_once_leave_no_line_without_its_blob(url: str, tmp_path: Path) -> None:
+    """Threads, each on its own connection, append the same few images to new sessions and erase or delete them
+    again at once (each erasure and deletion collects what no stored line names): in the end every stored line's
+    blobs are there and every session verifies."""
+    images = [_image(2000) for _ in range(2)]
+    with pg.temp_schema("blobmany") if url == "postgres" else nullcontext() as schema:
+        where = _where(url, tmp_path, schema)
+        with open_repo(where) as repo:
+            repo.create()  # the tables, before the threads race for them
+        errors: list[BaseException] = []
+
+        def work(seed: int) -> None:
+            with open_repo(where) as mine:
+                for i in range(12):
+                    try:
+                        session = mine.create()
+                        entry = session.append_message(UserMessage([ImageContent(images[(seed + i) % 2], "image/png")]))
+                        if i % 3 == 0:
+                            session.redact(entry, reason="test")
+                        elif i % 3 == 1:
+                            mine.delete(session.id)
+                    except BaseException as exc:  # reported by the main thread
+                        errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert errors == []
+        with open_repo(where) as repo:
+            assert _missing(repo) == []
+            sessions = [repo.open(info.id) for info in repo.list()]
+            assert len(sessions) == 1 + 4 * 8 and all(verify(s).ok for s in sessions)
