@@ -22,38 +22,51 @@ import sessiontree_pg as pg
 from sessiontree import ImageContent, UserMessage, open_repo, verify
 from sessiontree.adapters.blob_gc import digests_of
 
-# The writer, in its own process: an image another session also holds is appended; between encoding the line and
-# storing it, that other session erases its entry (collecting the image, which no stored line names yet); the writer
-# dies the moment it puts a blob after that, i.e. after its line is stored (the old design's second put).
+# The writer, in its own process: an image another session also holds is appended (or a session naming it copied in);
+# between encoding the line and storing it, that other session erases its entry (collecting the image, which no
+# stored line names yet); the writer dies the moment it puts a blob after that, i.e. after its line is stored (the
+# old design's second put).
 _WRITER = textwrap.dedent("""
     import base64, os, sys
-    from sessiontree import ImageContent, UserMessage, open_repo
+    from sessiontree import ImageContent, JsonlSessionRepo, UserMessage, open_repo
     from sessiontree.adapters.blob_tables import TableBlobs
 
-    url, image = sys.argv[1], open(sys.argv[2]).read()
+    url, image, how = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3]
     repo = open_repo(url)
     holder = repo.create()
     entry = holder.append_message(UserMessage([ImageContent(image, "image/png")]))
-    writer = repo.create()
-    print(writer.id, flush=True)
-    storage, phase = writer.storage, []
-    sealed_lines, put = storage.sealed_lines, TableBlobs.put
+    phase, put = [], TableBlobs.put
 
-    def sealed_then_erased(*args, **kwargs):
-        found = sealed_lines(*args, **kwargs)
-        holder.redact(entry, reason="the other session's erasure, at the worst moment")
-        phase.append("storing")
-        return found
+    def then_erased(write):
+        def wrapped(*args, **kwargs):
+            if not phase:
+                found = write(*args, **kwargs) if how == "append" else None
+                holder.redact(entry, reason="the other session's erasure, at the worst moment")
+                phase.append("storing")
+                if how == "append":
+                    return found
+            return write(*args, **kwargs)
+        return wrapped
 
     def put_or_die(self, digest, data):
         if phase:
             os._exit(3)  # killed after its line is stored, before any later put
         return put(self, digest, data)
 
-    storage.sealed_lines = sealed_then_erased
     TableBlobs.put = put_or_die
-    writer.append_message(UserMessage([ImageContent(image, "image/png")]))
-    print("appended", flush=True)
+    if how == "append":
+        writer = repo.create()
+        print(writer.id, flush=True)
+        writer.storage.sealed_lines = then_erased(writer.storage.sealed_lines)
+        writer.append_message(UserMessage([ImageContent(image, "image/png")]))
+    else:
+        source = JsonlSessionRepo(sys.argv[4])
+        original = source.create()
+        original.append_message(UserMessage([ImageContent(image, "image/png")]))
+        print(original.id, flush=True)
+        repo.store.store_lines = then_erased(repo.store.store_lines)
+        repo.copy_from(source, original.id)
+    print("stored", flush=True)
 """)
 
 
@@ -72,16 +85,18 @@ def _missing(repo: Any) -> list[str]:
     return [d for d in named if d not in held]
 
 
+@pytest.mark.parametrize("how", ["append", "copy"])
 @pytest.mark.parametrize("url", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def test_a_writer_killed_after_storing_its_line_never_leaves_it_naming_a_collected_blob(url: str, tmp_path: Path) -> None:
+def test_a_writer_killed_after_storing_its_line_never_leaves_it_naming_a_collected_blob(url: str, how: str,
+                                                                                         tmp_path: Path) -> None:
     """The attack of the old design (put, store the line, put again): a collection between the put and the line, then
     the writer killed before its second put, left the line naming a missing blob. Blobs and line now commit together."""
     image = _image()
     (tmp_path / "image").write_text(image)
     with pg.temp_schema("blobkill") if url == "postgres" else nullcontext() as schema:
         where = _where(url, tmp_path, schema)
-        run = subprocess.run([sys.executable, "-c", _WRITER, where, str(tmp_path / "image")], capture_output=True,
-                             text=True, timeout=120)
+        run = subprocess.run([sys.executable, "-c", _WRITER, where, str(tmp_path / "image"), how, str(tmp_path / "src")],
+                             capture_output=True, text=True, timeout=120)
         assert run.returncode in (0, 3), run.stderr
         writer_id = run.stdout.split()[0]
         with open_repo(where) as repo:
