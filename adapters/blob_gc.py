@@ -5,9 +5,9 @@ Whether a blob is still referred to is asked of every log that shares its store:
 folder (``.blobs`` is the folder's), or every stored event of the database. The digest's hex is looked for in the
 stored bytes as a reference lays it out (``"sha256":"<hex>"``); text cannot fake it (its quotes are escaped), and
 another producer's field of that name keeps the blob, which errs on the side of keeping content. A folder's
-blobs are deleted while its lock is held for collecting, so no writer can put one to use meanwhile; in memory and in
-a database a writer puts its blobs again once its line is stored, and the check and the deletion are one step
-(``blob_stores.py``, ``blob_tables.py``).
+blobs are deleted while its lock is held for collecting, so no writer can put one to use meanwhile; in a database a
+writer stores its blobs in the transaction of its line, and in memory puts them again once its line is stored; there
+the check and the deletion are one step (``blob_tables.py``, ``blob_stores.py``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,12 @@
-"""Out-of-line content in the database that holds the sessions (``blob_stores.py`` has the port and the others)."""
+"""Out-of-line content in the database that holds the sessions (``blob_stores.py`` has the port and the others).
+
+A writer stores its blobs in the transaction that stores the lines naming them (``insert_with``), and a collector
+checks the events and deletes in one step (``collect``), so a collector sees a line with its blobs or neither: no crash
+or interleaving leaves a stored line naming a collected blob. That transaction needs eventsourcing's private
+insert-within-a-transaction methods (``_insert_events`` of its SQLite recorders, ``_insert_stored_events`` of its
+PostgreSQL ones; our own PostgreSQL recorder takes a ``before`` step instead): they are used here only, and
+tests/adapters/test_blobs_atomic.py fails if eventsourcing changes them.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +21,7 @@ from sessiontree.domain.errors import SessionError
 
 class TableBlobs(BlobStore):
     """Blobs in a table of the database that holds the sessions (eventsourcing's SQLite or PostgreSQL datastore),
-    written in their own transaction before the events that refer to them."""
+    written in the transaction of the events that refer to them (see the module doc)."""
 
     def __init__(self, recorder: Any, module: str, *, threshold: Any = DEFAULT) -> None:
         super().__init__(threshold)
@@ -69,6 +77,39 @@ class TableBlobs(BlobStore):
         self._guard("write", lambda: self._run(f"INSERT INTO {{t}} (digest, data) VALUES (?, ?) {conflict}",
                                                (digest, data), commit=True))
 
+    def joins(self, recorder: Any) -> bool:
+        """Can the blobs be written in the transaction of ``recorder``'s events? (Else the writer puts them before
+        and again after its events: ``recorder.py``.)"""
+        hook = "_insert_stored_events" if self.postgres else "_insert_events"
+        return getattr(recorder, "takes_before", False) or callable(getattr(recorder, hook, None))
+
+    def insert_with(self, recorder: Any, stored: Any, put: Any) -> None:
+        """Insert the events ``stored`` and the blobs ``put`` (digest, bytes) in one transaction; eventsourcing's
+        errors pass through, as from ``insert_events``. In PostgreSQL (read committed) a blob already there is locked
+        (``DO UPDATE ... WHERE false`` locks without writing), so a collector that locked it first is waited for and,
+        once it has deleted it, the row is inserted anew; a collector that comes later waits for this transaction,
+        then sees its events. ``DO NOTHING`` would neither wait nor lock: the blob could go before the events commit."""
+        if not self._ready:
+            self._guard("write", self._create)
+            self._ready = True
+        rows = sorted(dict(put).items())  # one order for every writer: two writers never wait on each other's locks
+        if not self.postgres:  # one writer at a time: whatever a collector deleted before is inserted again here
+            with self.datastore.transaction(commit=True) as cursor:
+                cursor.executemany(self._q("INSERT INTO {t} (digest, data) VALUES (?, ?) ON CONFLICT DO NOTHING"), rows)
+                recorder._insert_events(cursor, stored)
+            return
+        upsert = self._q("INSERT INTO {t} (digest, data) VALUES (?, ?) ON CONFLICT (digest) DO UPDATE SET digest = "
+                         "excluded.digest WHERE false")
+
+        def before(cursor: Any) -> None:
+            for row in rows:
+                cursor.execute(upsert, row)
+
+        if getattr(recorder, "takes_before", False):  # pg_sessions.SessionRecorder
+            recorder.insert_events(stored, before=before)
+        else:
+            _pg_insert(self.datastore, recorder, stored, before)
+
     def get(self, digest: str, size: int | None = None) -> bytes | None:
         rows = self._guard("read", lambda: self._run("SELECT data FROM {t} WHERE digest = ?", (digest,)))
         return bytes(rows[0][0] if not isinstance(rows[0], dict) else rows[0]["data"]) if rows else None
@@ -79,7 +120,7 @@ class TableBlobs(BlobStore):
     def collect(self, digests: Any, referenced: Any) -> list[str]:
         """Delete the blobs among ``digests`` that no stored event names, asking the database itself: in SQLite one
         statement; in PostgreSQL the blob's row locked first, then the events read by a later statement, so a writer
-        putting the blob again after storing its line (``recorder.py``) either waits or is seen."""
+        storing the blob with its line (``insert_with``) either waits or is seen."""
         if not self._ready:
             self._guard("write", self._create)
             self._ready = True
@@ -120,6 +161,21 @@ class TableBlobs(BlobStore):
             return run()
         except PersistenceError as exc:
             raise SessionError("storage", f"cannot {what} content in {self.location}: {exc}") from exc
+
+
+def _pg_insert(datastore: Any, recorder: Any, stored: Any, before: Any) -> None:
+    """As eventsourcing's PostgreSQL ``insert_events`` (tried again when the connection or a lock fails), with
+    ``before`` run first in its transaction."""
+    from eventsourcing.persistence import InterfaceError, OperationalError
+    from eventsourcing.utils import retry
+
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    def insert() -> None:
+        with datastore.transaction(commit=True) as cursor:
+            before(cursor)
+            recorder._insert_stored_events(cursor, stored)
+
+    insert()
 
 
 def blobs_of(recorder: Any) -> BlobStore:

@@ -148,10 +148,11 @@ def unpacked(data: bytes, ref: dict[str, Any]) -> str:
                            "says") from None
 
 
-def outline(line: bytes, store: Any, put: list[tuple[str, bytes]] | None = None) -> bytes:
+def outline(line: bytes, store: Any, put: list[tuple[str, bytes]] | None = None, *, defer: bool = False) -> bytes:
     """``line`` with its large content put into ``store`` and replaced by references (the same line when it has none).
     The store's blobs are written before the line that refers to them, as durably as the store writes; ``put`` gets
-    each ``(digest, bytes)`` (a database writer puts them again once its line is stored: ``recorder.py``)."""
+    each ``(digest, bytes)``; ``defer``: only there, not in the store (a database writer stores them with its line:
+    ``recorder.py``)."""
     threshold = store.threshold
     if threshold is None or (len(line) <= threshold and IMAGE not in line):
         return line
@@ -167,7 +168,8 @@ def outline(line: bytes, store: Any, put: list[tuple[str, bytes]] | None = None)
         if mime is None and (len(value) <= threshold // 4 or len(value.encode("utf-8")) <= threshold):
             continue  # text within the threshold (four bytes a character at most)
         blob, ref = packed(value, mime)
-        store.put(ref["sha256"], blob)
+        if not defer:
+            store.put(ref["sha256"], blob)
         if put is not None:
             put.append((ref["sha256"], blob))
         holder[key] = {KEY: ref}

@@ -23,6 +23,7 @@ from eventsourcing.domain import EventSourcingError
 from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent, Tracking
 
 from sessiontree.adapters import database_index as db_index
+from sessiontree.adapters.blob_tables import TableBlobs
 from sessiontree.adapters.files import make_private_dirs
 from sessiontree.adapters.recorder import RecorderSessionStorage
 from sessiontree.adapters.storage import SessionStorage
@@ -120,10 +121,17 @@ class DatabaseStore(SessionStore):
             raise
         return storage
 
-    def store_lines(self, session_id: str, lines: Sequence[bytes]) -> SessionStorage:
+    def store_lines(self, session_id: str, lines: Sequence[bytes], blobs: Sequence[tuple[str, bytes]] = ()) -> SessionStorage:
+        """As the port's; ``blobs`` (digest, bytes): the content the lines name, stored in their transaction."""
         storage = self._storage(check_session_id(session_id))
-        storage.write_lines(lines)
+        storage.write_lines(lines, blobs)
         return storage
+
+    @property
+    def joins_blobs(self) -> bool:
+        """Does ``store_lines`` store ``blobs`` in the transaction of the lines (SQLite, PostgreSQL)?"""
+        blobs = self.blobs
+        return isinstance(blobs, TableBlobs) and blobs.joins(self.recorder)
 
     def _exists(self, session_id: str) -> bool:
         try:

@@ -11,7 +11,7 @@ the listing is never behind its sessions; and a follower (a search index) sees w
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import groupby
 from typing import Any
 
@@ -59,6 +59,8 @@ def _columns(events: Sequence[StoredEvent], one: bool) -> tuple[Any, ...]:
 
 class SessionRecorder(PostgresAggregateRecorder):
     """eventsourcing's aggregate recorder, plus the listing row of each session it writes (see the module doc)."""
+
+    takes_before = True  # insert_events(..., before=step): the blob store's rows go in the events' transaction
 
     def __init__(self, datastore: PostgresDatastore, *, events_table_name: str) -> None:
         super().__init__(datastore, events_table_name=events_table_name)
@@ -117,13 +119,15 @@ class SessionRecorder(PostgresAggregateRecorder):
             ))
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        """The events and their listing rows, atomically. One session's (every append) is one statement: the insert
-        as a data-modifying ``WITH`` before the listing change, so one round trip, no explicit transaction."""
+    def insert_events(self, stored_events: Sequence[StoredEvent], *, before: Callable[[Any], None] | None = None,
+                      **kwargs: Any) -> Sequence[int] | None:
+        """The events and their listing rows, atomically. One session's (most appends) is one statement: the insert
+        as a data-modifying ``WITH`` before the listing change, so one round trip, no explicit transaction.
+        ``before(cursor)`` runs first in the same transaction (the blobs the lines name: ``blob_tables.py``)."""
         if not stored_events:
             return None
         listing = list(self._listing_changes(stored_events))
-        if len(listing) == 1 and all(e.originator_id == stored_events[0].originator_id for e in stored_events):
+        if before is None and len(listing) == 1 and all(e.originator_id == stored_events[0].originator_id for e in stored_events):
             kind, params = listing[0]
             with self.datastore.get_connection() as conn, conn.cursor() as curs:
                 one = len(stored_events) == 1
@@ -133,6 +137,8 @@ class SessionRecorder(PostgresAggregateRecorder):
         with self.datastore.get_connection() as conn:
             with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
                 try:
+                    if before is not None:
+                        before(curs)
                     curs.execute(self._insert[False], _columns(stored_events, False), prepare=True)
                     for kind, params in listing:
                         curs.execute(self._alone[kind], params, prepare=True)

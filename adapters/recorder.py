@@ -21,7 +21,7 @@ from eventsourcing.persistence import (
 )
 
 from sessiontree.adapters import chain
-from sessiontree.adapters.blob_tables import blobs_of
+from sessiontree.adapters.blob_tables import TableBlobs, blobs_of
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.line_replace import replace_recorded, sealed_stub
 from sessiontree.adapters.storage import SessionStorage
@@ -102,10 +102,15 @@ class RecorderSessionStorage(SessionStorage):
             return
         first = events[0].originator_version
         put: list[tuple[str, bytes]] = []
-        lines, digest = self.sealed_lines(events, self.previous_digest(first), put)
+        # a database's blobs go in the transaction of the lines (blob_tables.py); elsewhere put before and after them
+        table = self.blobs if self.joins_blobs and isinstance(self.blobs, TableBlobs) else None
+        lines, digest = self.sealed_lines(events, self.previous_digest(first), put, defer=table is not None)
         stored = [stored_event(self._session_id, first + i, line) for i, line in enumerate(lines)]
         try:
-            self.recorder.insert_events(stored)
+            if table is not None and put:
+                table.insert_with(self.recorder, stored, put)
+            else:
+                self.recorder.insert_events(stored)
         except IntegrityError:
             if not self._landed(lines, first):
                 raise self.conflict(first) from None
@@ -115,8 +120,8 @@ class RecorderSessionStorage(SessionStorage):
             landed = self._landed(lines, first)
             if not landed:
                 raise self._failed(exc, events if landed is None else ()) from exc
-        for blob_digest, blob in put:  # again, now that the line refers to it: a collector may have taken it meanwhile
-            self.blobs.put(blob_digest, blob)
+        for blob_digest, blob in put if table is None else ():  # again, now that the line refers to it: a collector
+            self.blobs.put(blob_digest, blob)  # may have taken it meanwhile
         self.chain_head.set(first + len(lines) - 1, digest)
 
     def _landed(self, lines: list[bytes], first: int) -> bool | None:
@@ -136,17 +141,27 @@ class RecorderSessionStorage(SessionStorage):
         return SessionError("storage", f"{why}; whether it was saved is unknown (the check failed too): append again with "
                             f"entry_id={ids} to retry without writing it twice")
 
-    def write_lines(self, lines: Sequence[bytes]) -> None:
+    def write_lines(self, lines: Sequence[bytes], blobs: Sequence[tuple[str, bytes]] = ()) -> None:
         """Store a whole new log given as its lines (the header first), exactly as they are:
-        a verified copy keeps its source's bytes, chain digests included."""
+        a verified copy keeps its source's bytes, chain digests included. ``blobs`` (digest, bytes): the content
+        they name, stored in the same transaction (``joins_blobs``)."""
         stored = [stored_event(self._session_id, v, line) for v, line in enumerate(lines, 1)]
         try:
-            self.recorder.insert_events(stored)
+            if blobs:
+                assert isinstance(self.blobs, TableBlobs)  # the caller asked joins_blobs
+                self.blobs.insert_with(self.recorder, stored, blobs)
+            else:
+                self.recorder.insert_events(stored)
         except IntegrityError:
             raise SessionError("already_exists", f"session {self._session_id} already exists at {self._location}") from None
         except (PersistenceError, ConnectionPoolClosedError) as exc:
             raise self._failed(exc) from exc
         self.chain_head.observe(len(lines), lines[-1], header=lines[0])
+
+    @property
+    def joins_blobs(self) -> bool:
+        """Are blobs stored in the transaction of the lines naming them (a database: ``blob_tables.py``)?"""
+        return isinstance(self.blobs, TableBlobs) and self.blobs.joins(self.recorder)
 
     def read_lines(self) -> list[bytes]:
         return self._select()

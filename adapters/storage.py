@@ -67,12 +67,14 @@ class SessionStorage(ABC):
 
     def sealed_lines(
         self, events: Sequence[Any], digest: bytes | None, put: list[tuple[str, bytes]] | None = None,
+        *, defer: bool = False,
     ) -> tuple[list[bytes], bytes | None]:
         """The lines of ``events``, each sealed after the one before (``digest``: the digest of
-        the line the first one follows; None: the log is not chained; ``put``: gets the blobs put)."""
+        the line the first one follows; None: the log is not chained; ``put``: gets the blobs put,
+        or only listed with ``defer``)."""
         lines = [self.codec.encode_event(event) for event in events]
         if self.blobs is not None:
-            lines = [blobs.outline(line, self.blobs, put) for line in lines]
+            lines = [blobs.outline(line, self.blobs, put, defer=defer) for line in lines]
         if digest is None:
             return lines, None
         return chain.seal_lines(lines, digest)

@@ -3,6 +3,7 @@ their provenance*), or, when asked, what salvage mode reads of it, held in memor
 
 from __future__ import annotations
 
+from hashlib import sha256
 from typing import Any
 
 import attrs
@@ -54,12 +55,16 @@ def salvaged_copy(storage: SessionStorage, header: SessionStarted, entries: list
 
 
 def copied_lines(store: Any, storage: SessionStorage, session_id: str) -> SessionStorage:
-    """The native log of ``storage`` stored in ``store`` byte for byte, with the content it keeps out of line (put
-    before the lines, and again after them: a collection meanwhile cannot take what the copy names; blob_gc.py)."""
+    """The native log of ``storage`` stored in ``store`` byte for byte, with the content it keeps out of line (in a
+    database, in the transaction of the lines; elsewhere put before the lines, and again after them: a collection
+    meanwhile cannot take what the copy names; blob_gc.py). A blob missing or altered in the source is not copied."""
     lines = storage.read_lines()
     wanted, target = digests_of(lines), store.blobs
     if not wanted or target is None:
         return store.store_lines(session_id, lines)  # type: ignore[no-any-return]
+    if getattr(store, "joins_blobs", False):
+        held = [(d, data) for d in wanted if (data := storage.blobs.get(d)) is not None and sha256(data).hexdigest() == d]
+        return store.store_lines(session_id, lines, held)  # type: ignore[no-any-return]
     with target.writing():
         storage.blobs.copy_to(target, wanted)
         copied = store.store_lines(session_id, lines)

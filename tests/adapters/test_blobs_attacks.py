@@ -7,6 +7,7 @@ import base64
 import hashlib
 import os
 import threading
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -53,25 +54,27 @@ def test_an_archive_folder_must_not_be_a_repository(tmp_path: Path) -> None:
     assert len(_blob_files(tmp_path / "r")) == 1
 
 
-@pytest.mark.parametrize("url", ["jsonl", "sqlite", "memory"])
+@pytest.mark.parametrize("url", ["jsonl", "sqlite", "memory", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_a_copy_keeps_its_blobs_when_they_are_collected_while_it_is_stored(url: str, tmp_path: Path) -> None:
     """The target erases its only other entry naming the image while the copy is being stored: the copy keeps it."""
     image = _image()
     source = JsonlSessionRepo(tmp_path / "src")
     copied, _ = _with_image(source, image)
-    where = {"jsonl": f"jsonl:{tmp_path / 'dst'}", "sqlite": f"sqlite:{tmp_path / 'dst.db'}", "memory": "memory:"}[url]
-    with open_repo(where) as target:
+    with pg.temp_schema("blobcopy") if url == "postgres" else nullcontext() as schema, open_repo({
+        "jsonl": f"jsonl:{tmp_path / 'dst'}", "sqlite": f"sqlite:{tmp_path / 'dst.db'}", "memory": "memory:",
+        "postgres": pg.url(schema or ""),
+    }[url]) as target:
         holder, entry = _with_image(target, image)
         store_lines = target.store.store_lines
         done: list[bool] = []
 
-        def erase_first(session_id: str, lines: Any) -> Any:
+        def erase_first(session_id: str, lines: Any, *blobs: Any) -> Any:
             if not done:  # another writer's erasure at the worst moment (in a thread, so a lock it waits on is seen)
                 worker = threading.Thread(target=lambda: holder.redact(entry, reason="test"))
                 worker.start()
                 worker.join(0.5)
                 done.append(True)
-            return store_lines(session_id, lines)
+            return store_lines(session_id, lines, *blobs)
 
         target.store.store_lines = erase_first  # type: ignore[method-assign]
         copy = target.copy_from(source, copied.id)

@@ -67,29 +67,31 @@ def test_a_writer_holding_the_folder_keeps_collection_waiting(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("url", ["sqlite", "memory", pytest.param("postgres", marks=pytest.mark.postgres)])
-def test_a_blob_collected_while_its_line_is_written_is_put_again(url: str, tmp_path: Path) -> None:
-    """A collector that runs after a database writer put a blob but before its line is stored deletes the blob (no
-    line names it yet); the writer puts it again once the line is stored, so nothing refers to a missing blob."""
-
-    from sessiontree.adapters.blob_gc import collect
-
+def test_a_blob_collected_while_its_line_is_written_is_stored_with_it(url: str, tmp_path: Path) -> None:
+    """Another session's erasure collects a blob after a writer's line was encoded but before it is stored (no line
+    names the blob then); the writer stores the blob with its line (a database: in one transaction; memory: a second
+    put), so nothing refers to a missing blob."""
     with pg.temp_schema("blobgc") if url == "postgres" else nullcontext() as schema:
         where = {"sqlite": f"sqlite:{tmp_path / 'r.db'}", "memory": "memory:", "postgres": pg.url(schema or "")}[url]
         with open_repo(where) as repo:
-            session = repo.create()
-            recorder = session.storage.recorder  # type: ignore[attr-defined]
-            insert = recorder.insert_events
-            collected: list[str] = []
-
-            def insert_after_a_collection(stored: Any, **kwargs: Any) -> Any:
-                collected.extend(collect(repo.store.blobs, recorder, list(repo.store.blobs.digests())))
-                return insert(stored, **kwargs)
-
-            recorder.insert_events = insert_after_a_collection
             image = _image(2000)
+            holder = repo.create()
+            held = holder.append_message(UserMessage([ImageContent(image, "image/png")]))
+            session = repo.create()
+            storage: Any = session.storage
+            sealed_lines, left = storage.sealed_lines, []
+
+            def sealed_then_collected(*args: Any, **kwargs: Any) -> Any:
+                found = sealed_lines(*args, **kwargs)
+                holder.redact(held, reason="test")
+                left.append(list(repo.store.blobs.digests()))
+                return found
+
+            storage.sealed_lines = sealed_then_collected
             entry = session.append_message(UserMessage([ImageContent(image, "image/png")]))
-            recorder.insert_events = insert
-            assert collected  # the blob was taken between its put and the line
+            storage.sealed_lines = sealed_lines
+            assert left == [[]]  # the blob was taken between encoding the line and storing it
+            assert len(list(repo.store.blobs.digests())) == 1
             assert repo.open(session.id).entry(entry).message.content[0].data == image
             assert verify(session).ok
 
