@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sessiontree.adapters.blobs import DEFAULT_THRESHOLD, PREVIEW, check_ref, fetch
+from sessiontree.adapters.blobs import DEFAULT_THRESHOLD
 from sessiontree.adapters.files import fsync_dir, make_private_dirs
 from sessiontree.domain.errors import SessionError
 
@@ -150,7 +150,7 @@ class FolderBlobs(BlobStore):
         try:
             held = os.lstat(path)
             # held already (a damaged one, of any size, is written again: these bytes are the content's own)
-            if stat.S_ISREG(held.st_mode) and held.st_size == len(data) and self.get(digest, len(data)) == data:
+            if stat.S_ISREG(held.st_mode) and held.st_size == len(data) and self._holds(digest, data):
                 if self.fsync:  # perhaps written by a writer that does not sync: on the disk now
                     _sync_file(path)
                 return
@@ -181,6 +181,14 @@ class FolderBlobs(BlobStore):
             except (OSError, UnboundLocalError):
                 pass
             raise self._error("write", exc) from exc
+
+    def _holds(self, digest: str, data: bytes) -> bool:
+        """Is the held blob ``data``? Anything unreadable in its place (swapped for a link or a FIFO meanwhile, not
+        readable) is not: it is replaced, atomically, by ``put``."""
+        try:
+            return self.get(digest, len(data)) == data
+        except SessionError:
+            return False
 
     def get(self, digest: str, size: int | None = None) -> bytes | None:
         path = self.path(digest)
@@ -265,41 +273,3 @@ class MemoryBlobs(BlobStore):
 
     def collecting(self) -> Any:
         return self._lock
-
-
-class BlobCheck:
-    """What verify reads out-of-line content with: each blob once, checked against its digest (a missing or altered
-    one is a problem of every line that refers to it, ``line``), then each reference against what was read (its size
-    and preview); given back as an empty string for the line's structure check (the entry itself stays in the tree)."""
-
-    def __init__(self, store: BlobStore | None, report: Any) -> None:
-        self.store = store
-        self.report = report
-        self.line = 0
-        self.seen: dict[str, tuple[str | None, int, bytes]] = {}  # digest: (its problem, its size, its first bytes)
-
-    def __call__(self, ref: dict[str, Any]) -> str:
-        problem = check_ref(ref)
-        if problem is None:
-            digest = ref["sha256"]
-            if digest not in self.seen:
-                self.seen[digest] = self._read(ref)
-                self.report.blobs += self.seen[digest][0] is None
-            problem, size, head = self.seen[digest]
-            preview = ref.get("preview")
-            if problem is None and size != ref["size"]:
-                problem = f"content {digest[:12]} is {size} bytes, not the {ref['size']} its reference says"
-            elif problem is None and preview and not head.decode("utf-8", "ignore").startswith(preview):
-                problem = f"content {digest[:12]}: the preview in the line is not how it starts"
-        if problem is not None:
-            self.report.problem(self.line, problem)
-        return ""
-
-    def _read(self, ref: dict[str, Any]) -> tuple[str | None, int, bytes]:
-        if self.store is None:
-            return f"content {ref['sha256'][:12]} is out of line, and this log has no content store to read it from", 0, b""
-        try:
-            data = fetch(self.store, {**ref, "preview": ""})
-        except SessionError as exc:
-            return exc.message, 0, b""
-        return None, len(data), data[: 4 * PREVIEW + 4]

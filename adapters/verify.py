@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from sessiontree.adapters.archive import GZIP_MAGIC, expand
-from sessiontree.adapters.blob_stores import BlobCheck, folder_for
+from sessiontree.adapters.blob_check import BlobCheck
+from sessiontree.adapters.blob_stores import folder_for
 from sessiontree.adapters.chain import check_chain
 from sessiontree.adapters.checkpoints import load_checkpoints, parse_all
 from sessiontree.adapters.codec import Codec, native_codec

@@ -201,6 +201,29 @@ def test_a_damaged_blob_of_its_own_size_is_written_again_by_the_next_put(tmp_pat
         assert session.get_entry(entry).message.content[1].data == image
 
 
+def test_a_blob_that_cannot_be_read_back_is_replaced_by_the_next_put(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A blob of the right size that a put cannot compare (swapped for a FIFO or a link after its ``lstat``, or not
+    readable) is written again through a new file, not an error of the append."""
+    from sessiontree.adapters.blob_stores import FolderBlobs
+
+    repo = JsonlSessionRepo(tmp_path)
+    image = _image()
+    first, _ = _with_image(repo, image)
+    first.close()
+    [held] = _blob_files(tmp_path)
+    held.write_bytes(bytes(len(held.read_bytes())))  # damaged, and unreadable below: replaced either way
+    inode = held.stat().st_ino
+
+    def unreadable(self: Any, digest: str, size: int | None = None) -> bytes | None:
+        raise SessionError("corrupt", "not a regular file")
+
+    monkeypatch.setattr(FolderBlobs, "get", unreadable)
+    second, _ = _with_image(repo, image)
+    second.close()
+    monkeypatch.undo()
+    assert held.read_bytes() == base64.b64decode(image) and held.stat().st_ino != inode
+
+
 def test_a_session_in_a_sub_folder_follows_the_repository_threshold(tmp_path: Path) -> None:
     first = JsonlSessionRepo(tmp_path / "project")
     session = first.create()
