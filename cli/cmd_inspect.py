@@ -145,20 +145,24 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
     with session_for(args.repo, args.session, args) as session:
         folded = streaming.stats(session)  # one pass: no entry kept, each branch summed as the pass goes
-        stats, branches = folded.whole, folded.branches
-        if args.json:
-            print_json(
-                {
-                    "session_id": session.id,
-                    "whole": _stats_json(stats),
-                    "current_branch": _stats_json(stats.branch) if stats.branch else None,
-                    "branches": [{"tip": tip, "current": cur, **_stats_json(s)} for tip, cur, s in branches],
-                }
-            )
-            return 0
-        from sessiontree.cli import render, views  # rich: only for people
-
-        console = stdout()
-        console.print(render.session_title(session))
-        console.print(views.stats_view(stats, branches))
+        print_stats(session, folded.whole, folded.branches, as_json=args.json)
     return 0
+
+
+def print_stats(session: Any, stats: Any, branches: list[tuple[str, bool, Any]], *, as_json: bool) -> None:
+    """The whole session's stats (``.branch``: the current branch's) and ``(tip, is current, stats)`` per branch."""
+    if as_json:
+        print_json(
+            {
+                "session_id": session.id,
+                "whole": _stats_json(stats),
+                "current_branch": _stats_json(stats.branch) if stats.branch else None,
+                "branches": [{"tip": tip, "current": cur, **_stats_json(s)} for tip, cur, s in branches],
+            }
+        )
+        return
+    from sessiontree.cli import render, views  # rich: only for people
+
+    console = stdout()
+    console.print(render.session_title(session))
+    console.print(views.stats_view(stats, branches))

@@ -13,7 +13,7 @@ import argparse
 from typing import Any
 
 from sessiontree.adapters.codec import native_codec
-from sessiontree.cli.cmd_inspect import _stats_json, check_limits, tree_renderable
+from sessiontree.cli.cmd_inspect import check_limits, print_stats, tree_renderable
 from sessiontree.cli.output import print_json, stdout
 from sessiontree.cli.target import session_for
 from sessiontree.domain.log import EntryLog
@@ -51,21 +51,7 @@ def old_cmd_stats(args: argparse.Namespace) -> int:
         if current is not None and current not in tips:  # the leaf sits inside the tree
             tips.append(current)
         branches = [(tip, tip == current, stats_of(session.get_branch(tip))) for tip in tips]
-        if args.json:
-            print_json(
-                {
-                    "session_id": session.id,
-                    "whole": _stats_json(stats),
-                    "current_branch": _stats_json(stats.branch) if stats.branch else None,
-                    "branches": [{"tip": tip, "current": cur, **_stats_json(s)} for tip, cur, s in branches],
-                }
-            )
-            return 0
-        from sessiontree.cli import render, views
-
-        console = stdout()
-        console.print(render.session_title(session))
-        console.print(views.stats_view(stats, branches))
+        print_stats(session, stats, branches, as_json=args.json)  # the computation is the oracle, not the printing
     return 0
 
 
