@@ -133,8 +133,28 @@ class Session(Redacting, SessionReader):
         self._projections[name] = projection
 
     def projection(self, name: str) -> Any:
+        self._caught_up()
         with self._lock:
             return super().projection(name)
+
+    # Reads of the whole log (these, and every projection: labels, names, the tree, stats) take in what other writers
+    # appended first, where that is cheap (``_caught_up``). Reads of this object's branch (the context, get_branch)
+    # need not: another writer's entry is never on it.
+    def get_entries(self) -> list[Entry]:
+        self._caught_up()
+        return super().get_entries()
+
+    def iter_heads(self) -> Any:
+        self._caught_up()
+        return super().iter_heads()
+
+    def find_entries(self, entry_type: str) -> list[Entry]:
+        self._caught_up()
+        return super().find_entries(entry_type)
+
+    def get_children(self, entry_id: str | None) -> list[Entry]:
+        self._caught_up()
+        return super().get_children(entry_id)
 
     def _current_context(self) -> Built:
         """The kept context, extended first with the entries saved since it was last read."""
@@ -151,6 +171,7 @@ class Session(Redacting, SessionReader):
             return kept
 
     def get_session_stats(self) -> Any:
+        self._caught_up()
         with self._lock:
             return super().get_session_stats()
 
@@ -221,6 +242,30 @@ class Session(Redacting, SessionReader):
                         raise
                     return repeated(self, entry_id, command)
             raise SessionError("conflict", f"session {self.id}: other writers kept taking the ids drawn; nothing was written")
+
+    def _run_all(self, batch: Sequence[Command], *, follow: bool = False) -> list[str]:
+        """Run several append commands as one write: each entry under the one before, the first under this object's
+        leaf (``follow``: the log's leaf at write time), saved together, so no other writer's entry comes between them."""
+        with self._lock:
+            if follow:
+                self._agg.leaf_id = self.log_leaf_id
+            agg, events = self._agg, []
+            ids: set[str] = set()
+            for command in batch:
+                new_id = self._new_id()
+                while new_id in agg or new_id in ids:
+                    new_id = self._new_id()
+                ids.add(new_id)
+                event = self._redact(command(agg, new_id, self._now()))
+                parent = events[-1].id if events else agg.leaf_id
+                events.append(attrs.evolve(event, originator_version=agg.version + 1 + len(events), parent_id=parent))
+            if not events:
+                return []
+            try:
+                return [event.id for event in self._save(events, None, follow)]
+            except _IdTaken:
+                raise SessionError("conflict", f"session {self.id}: another writer appended an entry with an id this "
+                                   "append drew; nothing was written, retry") from None
 
     def _save(self, events: Sequence[Entry], if_version: int | None = None, follow: bool = False) -> list[Entry]:
         """Save ``events`` through the storage and fold them in, after the entries other writers appended meanwhile
