@@ -29,7 +29,11 @@ from sessiontree.domain.log import EntryLog
 # caller knew), fold them in and return the caller's events made again to follow them.
 Rebase = Callable[[list[Any]], Sequence[Any]]
 
-APPEND_TRIES = 20  # a database append retried after a taken version, with a small random backoff, before ``conflict``
+# A database append that finds its version taken catches up and tries again, with a random backoff, for at least
+# APPEND_TRIES tries and APPEND_WAIT seconds (as long as a JSONL append waits for the file's lock), then ``conflict``.
+APPEND_TRIES = 20
+APPEND_WAIT = 10.0
+_BACKOFF_CAP = 0.02  # seconds: the longest pause between two tries
 
 
 class VersionTaken(SessionError):
@@ -79,7 +83,10 @@ class SessionStorage(ABC):
         entries are handed to ``rebase``, which returns the events to write instead (None: ``conflict``). With
         ``if_version`` the log must be at that version: otherwise ``conflict`` and nothing is written. Here: a
         database's version constraint refuses a taken version, and the append catches up and retries (bounded)."""
-        for attempt in range(APPEND_TRIES):
+        deadline = time.monotonic() + APPEND_WAIT
+        attempt = 0
+        while attempt < APPEND_TRIES or time.monotonic() < deadline:
+            attempt += 1
             try:
                 self.save(events)
                 return list(events)
@@ -94,10 +101,10 @@ class SessionStorage(ABC):
                     raise
                 assert rebase is not None
                 events = rebase(foreign)
-            if attempt:  # writers racing for one version: spread them out
-                time.sleep(random.uniform(0, 0.0005 * min(attempt, 8)))
-        raise SessionError("conflict", f"session {self.session_id}: {APPEND_TRIES} appends in a row found their version "
-                           "taken by another writer; nothing was written, retry")
+            if attempt > 1:  # writers racing for one version: spread them out (exponential, with full jitter)
+                time.sleep(random.uniform(0, min(_BACKOFF_CAP, 0.0005 * 2 ** min(attempt, 16))))
+        raise SessionError("conflict", f"session {self.session_id}: {attempt} tries in {APPEND_WAIT:g} s all found their "
+                           "version taken by another writer; nothing was written, retry")
 
     def entries_after(self, version: int) -> list[Any]:
         """The entries after ``version`` (what other writers appended since the caller read that far), decoded."""
