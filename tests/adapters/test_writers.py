@@ -6,7 +6,6 @@ A JSONL append takes the file's lock for that append only; the OS drops it with 
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import subprocess
@@ -323,7 +322,7 @@ def _model_leaf(model: list[tuple[str, str | None]]) -> str | None:
     """The log's leaf in the model: the last entry's, or where its last move went."""
     if not model:
         return None
-    last, parent = model[-1]
+    last = model[-1][0]
     if last != "<leaf>":
         return last
     return _moved_to(model)
