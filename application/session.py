@@ -233,7 +233,8 @@ class Session(Redacting, SessionReader):
                 try:
                     return self._save((event,), if_version, follow)[-1].id
                 except _IdTaken:  # another writer's entry has this id: a retry that landed, or a new id is drawn
-                    if entry_id is not None:
+                    self._refresh_quietly()
+                    if entry_id is not None and entry_id in self._agg:
                         return repeated(self, entry_id, command)
                 except SessionError as exc:
                     # A retry whose earlier attempt did land (its acknowledgement was lost): the
@@ -264,26 +265,27 @@ class Session(Redacting, SessionReader):
             try:
                 return [event.id for event in self._save(events, None, follow)]
             except _IdTaken:
+                self._refresh_quietly()
                 raise SessionError("conflict", f"session {self.id}: another writer appended an entry with an id this "
                                    "append drew; nothing was written, retry") from None
 
     def _save(self, events: Sequence[Entry], if_version: int | None = None, follow: bool = False) -> list[Entry]:
         """Save ``events`` through the storage and fold them in, after the entries other writers appended meanwhile
-        (handed over at write time: folded in first, and the events numbered after them)."""
+        (the storage numbers the events after those at write time; they are folded in first)."""
         ids = {event.id for event in events}
 
-        def rebase(foreign: list[Any]) -> list[Entry]:
-            self._take_in(foreign)
-            if any(entry.id in ids for entry in foreign):
+        def rebase(foreign: list[str], log_leaf: str | None) -> list[Entry]:  # under the storage's lock: renumber only
+            if not ids.isdisjoint(foreign):
                 raise _IdTaken
-            first = self._agg.version + 1
+            first = self._agg.version + len(foreign) + 1
             out = [attrs.evolve(event, originator_version=first + i) for i, event in enumerate(events)]
             if follow and out:
-                self._agg.leaf_id = self.log_leaf_id
-                out[0] = attrs.evolve(out[0], parent_id=self._agg.leaf_id)
+                out[0] = attrs.evolve(out[0], parent_id=log_leaf)
             return out
 
-        written = self._storage.append(events, rebase, if_version=if_version)
+        taken, written = self._storage.append(events, rebase, if_version=if_version)
+        if taken:
+            self._take_in(taken)
         self._fold(written)
         return written
 
@@ -429,6 +431,7 @@ class Session(Redacting, SessionReader):
             try:
                 events = self._save(events, if_version)
             except _IdTaken:
+                self._refresh_quietly()
                 raise SessionError("conflict", f"session {self.id}: another writer appended an entry with an id this "
                                    "move drew; nothing was written, retry") from None
             return events[1].id if len(events) > 1 else None
