@@ -250,7 +250,8 @@ class Session(Redacting, SessionReader):
         with self._lock:
             if follow:
                 self._agg.leaf_id = self.log_leaf_id
-            agg, events = self._agg, []
+            agg = self._agg
+            events: list[Entry] = []
             ids: set[str] = set()
             for command in batch:
                 new_id = self._new_id()
