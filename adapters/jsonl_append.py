@@ -25,6 +25,7 @@ from sessiontree.adapters.jsonl_file import LineFile, StaleFileError, TornLineWa
 from sessiontree.domain.errors import SessionError
 
 DEFAULT_WAIT = 10.0  # seconds an append waits for another append's lock (each holds it for microseconds)
+_FIRST_POLL, _LAST_POLL = 0.00005, 0.001  # seconds between two tries for a taken lock: doubling, up to 1 ms
 
 
 class _Forks:
@@ -118,24 +119,15 @@ class AppendingFile(LineFile):
         os.close(old)  # the parent's description stays open in the parent, with its lock
         self._identity = None
 
-    def _flock(self) -> None:
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            pass
-        # Polled, not blocking: an flock cannot time out (and signals are the host's). An append holds the lock for
-        # tens of microseconds, so the first tries only yield the CPU (a sleep is 50 us at least, often more, and the
-        # lock would sit free meanwhile); then sleeps, growing to 1 ms.
+    def _wait_for_lock(self) -> None:
+        # Polled, not blocking: an flock cannot time out (and signals are the host's). Sleeps, not sched_yield: on a
+        # busy machine a yielding waiter takes the CPU from the holder (measured: 4 writers at 0.3x one, against
+        # 0.6-0.75x with sleeps; fairness 0.89 against 0.99).
         deadline = time.monotonic() + self.wait
-        tries, delay = 0, 0.00005
+        delay = _FIRST_POLL
         while True:
-            if tries < 200:
-                os.sched_yield()
-            else:
-                time.sleep(delay)
-                delay = min(delay * 2, 0.001)
-            tries += 1
+            time.sleep(delay)
+            delay = min(delay * 2, _LAST_POLL)
             try:
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return
@@ -148,12 +140,16 @@ class AppendingFile(LineFile):
     def lock(self) -> None:
         """Take this object's mutex and the file's exclusive lock for one append, and check that the path still names
         the open file (``FileGoneError`` if a prune deleted it or a rewrite replaced it); :meth:`unlock` after."""
-        self._own_descriptor()
+        if self._generation != _Forks.generation:
+            self._own_descriptor()
         self._mutex.acquire()
         try:
             if self.fd < 0:
                 raise StaleFileError(f"{self.path} was closed")
-            self._flock()
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self._wait_for_lock()
         except BaseException:
             self._mutex.release()
             raise

@@ -206,7 +206,8 @@ class Session(Redacting, SessionReader):
         """Run an append command (``command(aggregate, id, timestamp)``), save its event, fold it in; returns the id.
         ``redact=False`` only for the library's own records (a redaction record's digest); ``follow``: the entry hangs
         under the log's leaf at write time, not this object's."""
-        if_version = check_if_version(if_version)
+        if if_version is not None:
+            check_if_version(if_version)
         with self._lock:
             if entry_id is not None and not check_id("entry_id", entry_id):
                 raise SessionError("invalid_entry", "entry_id must not be empty")
