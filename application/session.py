@@ -313,7 +313,10 @@ class Session(Redacting, SessionReader):
         grew = getattr(self._storage, "grew", None)
         if grew is not None and grew():
             with self._lock:
-                self._take_in(self._storage.entries_after(self._agg.version))
+                try:
+                    self._take_in(self._storage.entries_after(self._agg.version))
+                except SessionError:  # a damaged or replaced file: the read answers as it would have; an append or
+                    pass  # refresh() reports it
 
     def refresh(self, *, follow: bool = False) -> int:
         """Take in the entries other writers appended since this session read its log; returns how many. This object's
