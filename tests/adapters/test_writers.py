@@ -332,3 +332,22 @@ def _moved_to(model: list[tuple[str, str | None]]) -> str | None:
     # a move's target is the parent of what it left (move_back): recorded as the leaf it left; its target is that
     # entry's parent
     return dict(model)[model[-1][1]] if model[-1][1] is not None else None
+
+
+def test_a_session_deleted_and_created_again_is_never_appended_to_through_the_old_file(tmp_path: Path) -> None:
+    """``repo.delete`` then a new session under the same id, while an old object is still open: its next append is
+    refused (the path names another file now), never written into the deleted file or mixed into the new one."""
+    from sessiontree import open_repo
+
+    repo = open_repo(str(tmp_path / "repo"))
+    old = repo.create(cwd="/p", session_id="chat-1")
+    old.append_message(kit.user("before"))
+    repo.delete("chat-1")
+    with pytest.raises(SessionError) as caught:
+        old.append_message(kit.user("into the deleted file?"))
+    assert caught.value.code == "not_found"
+    new = repo.create(cwd="/p", session_id="chat-1")
+    with pytest.raises(SessionError) as caught:
+        old.append_message(kit.user("into the new file?"))
+    assert caught.value.code == "conflict" and "open it again" in caught.value.message
+    assert [e.id for e in repo.open("chat-1").get_entries()] == [e.id for e in new.get_entries()] == []
