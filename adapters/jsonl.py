@@ -315,7 +315,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         self.chain_head.set(first + len(lines) - 1, digest)
         taken = self._take_in(known, foreign) if foreign else []
         self._extend_live(first, lines, events)
-        return taken, list(events)
+        return taken, events if isinstance(events, list) else list(events)
 
     def _lines_after(self, known: int, new: list[bytes]) -> list[bytes]:
         """Lines ``known + 1`` to the file's count (``new``: the last of them, just read)."""

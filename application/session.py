@@ -274,10 +274,8 @@ class Session(Redacting, SessionReader):
     def _save(self, events: Sequence[Entry], if_version: int | None = None, follow: bool = False) -> list[Entry]:
         """Save ``events`` through the storage and fold them in, after the entries other writers appended meanwhile
         (the storage numbers the events after those at write time; they are folded in first)."""
-        ids = {event.id for event in events}
-
         def rebase(foreign: list[str], log_leaf: str | None) -> list[Entry]:  # under the storage's lock: renumber only
-            if not ids.isdisjoint(foreign):
+            if not {event.id for event in events}.isdisjoint(foreign):
                 raise _IdTaken
             first = self._agg.version + len(foreign) + 1
             out = [attrs.evolve(event, originator_version=first + i) for i, event in enumerate(events)]
