@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -27,6 +28,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+MADE: list[Path] = []  # temporary folders, removed at the end
+
+
+def temporary(prefix: str) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    MADE.append(folder)
+    return folder
 
 APPEND = r"""
 import json, sys, tempfile, time
@@ -35,6 +43,8 @@ from sessiontree import AssistantMessage, JsonlSessionStorage, Session, TextCont
 count, warmup = int(sys.argv[1]), int(sys.argv[2])
 folder = Path(tempfile.mkdtemp())
 session = Session(JsonlSessionStorage.create(folder / "s.jsonl"))
+import atexit, shutil
+atexit.register(shutil.rmtree, folder, True)
 def message(n):
     if n % 2:
         return AssistantMessage(content=[TextContent(text=f"answer {n} " + "x" * 400)], provider="p", model="m",
@@ -74,7 +84,7 @@ SUBPACKAGES = ("domain", "projections", "adapters", "cli", "web")  # pyproject's
 
 def shim(tree: Path) -> Path:
     """A folder where ``import sessiontree`` finds the package laid out in ``tree`` (pyproject.toml's package-dir)."""
-    folder = Path(tempfile.mkdtemp(prefix="bench-writers-"))
+    folder = temporary("bench-writers-")
     package = folder / "sessiontree"
     package.mkdir()
     for item in (tree / "application").iterdir():
@@ -86,7 +96,7 @@ def shim(tree: Path) -> Path:
 
 def extract(rev: str) -> Path:
     """The tree of git revision ``rev``, extracted to a temporary folder."""
-    folder = Path(tempfile.mkdtemp(prefix="bench-writers-rev-"))
+    folder = temporary("bench-writers-rev-")
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
     tar = folder / "tree.tar"
     tar.write_bytes(archive)
@@ -104,7 +114,7 @@ def python(code: str, path: Path, *args: Any) -> dict[str, Any]:
 
 
 def session_file(path: Path) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="bench-writers-file-"))
+    folder = temporary("bench-writers-file-")
     code = ("import sys\nfrom sessiontree import JsonlSessionStorage\n"
             "JsonlSessionStorage.create(sys.argv[1]).close()\n")
     env = {**os.environ, "PYTHONPATH": str(path)}
@@ -181,4 +191,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    finally:
+        for made in MADE:
+            shutil.rmtree(made, ignore_errors=True)
