@@ -9,7 +9,6 @@ torn last line (a writer mid-append) waits for the next search.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import threading
@@ -20,6 +19,7 @@ import orjson
 
 from sessiontree.adapters import folders, jsontext
 from sessiontree.adapters.blob_stores import folder_for
+from sessiontree.adapters.cache_files import cache_file
 from sessiontree.adapters.files import open_regular, read_lines
 from sessiontree.adapters.search_sqlite import SqliteSearchIndex
 from sessiontree.adapters.search_state import Change, Filters, Hit, SourceState
@@ -32,12 +32,8 @@ def index_path(root: str) -> tuple[str | None, str | None]:
     """Where the search index of ``root`` is kept, and the folder it must name (None: it is in the folder itself)."""
     if folders.is_ours(root):
         return os.path.join(root, INDEX_FILE), None
-    base = folders.cache_home()
-    if base is None:
-        return None, None
-    real = os.path.realpath(root)
-    key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
-    return os.path.join(base, "sessiontree", "search", f"{key}.sqlite"), real
+    path = cache_file("search", root, ".sqlite", 32)
+    return (path, os.path.realpath(root)) if path is not None else (None, None)
 
 
 def _stamp(st: os.stat_result) -> tuple[int, int, int]:
