@@ -106,3 +106,33 @@ def test_a_host_that_turned_the_collector_off_keeps_it_off(tmp_path: Path) -> No
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+CTYPES_CHECK = """
+import sys, tempfile
+from sessiontree import JsonlSessionStorage, Session, UserMessage, open_repo
+from sessiontree.adapters.pi_convert import export_pi
+folder = tempfile.mkdtemp()
+with open_repo(folder) as repo:
+    session = repo.create(cwd="/w")
+    for i in range(50):
+        session.append_message(UserMessage(f"zebra {i}"))
+    path = session.storage.path
+    session.close()
+    export_pi(path, folder + "/pi.jsonl.out")
+    for file in (path, folder + "/pi.jsonl.out"):
+        for _ in range(2):
+            s = Session(JsonlSessionStorage.open(file)); s.build_context(); s.get_entries(); s.close()
+    assert repo.search("zebra") and repo.search("zebra") and repo.list()
+print(sorted(m for m in sys.modules if m == "ctypes" or m.startswith("ctypes.")))
+"""
+
+
+def test_no_foreign_function_calls(tmp_path: Path) -> None:
+    """Opening (cold and warm), reading, appending, listing and searching load no ``ctypes``: nothing reaches into the
+    C library behind the interpreter's back (the allocator, inotify)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", CTYPES_CHECK], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert out.stdout.strip() == "[]"
