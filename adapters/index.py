@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -18,6 +17,7 @@ import attrs
 import orjson
 
 from sessiontree.adapters import folders, jsontext
+from sessiontree.adapters.cache_files import write_private
 from sessiontree.adapters.files import open_regular, read_lines
 from sessiontree.adapters.jsontext import line_problem
 
@@ -127,11 +127,6 @@ def _parse(line: bytes | None) -> Any:
         return None  # listing is best effort; opening the session reports the bad line
 
 
-def _private(path: str, flags: int) -> int:
-    # a new file of our own, never one a link points to
-    return os.open(path, flags | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-
-
 def _logs(root: str) -> Iterator[tuple[str, str, os.stat_result]]:
     """The regular, not hidden ``*.jsonl`` files directly in ``root`` and in its not hidden sub-folders (pi keeps one
     per working directory), as (name relative to ``root``, path, ``stat``). Links are never followed."""
@@ -224,16 +219,7 @@ class DirectoryIndex:
         data: dict[str, Any] = {"format": INDEX_FORMAT, "files": files}
         if real_root is not None:
             data["root"] = real_root
-        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        try:
-            with open(tmp, "wb", opener=_private) as handle:  # it quotes first messages
-                handle.write(orjson.dumps(data))
-            os.replace(tmp, path)
-        except OSError:  # a read-only directory still lists; it just cannot keep its cache
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        write_private(path, orjson.dumps(data))  # private: it quotes first messages; a read-only folder keeps nothing
 
     def refresh(self) -> dict[str, Summary]:
         """Bring the index up to date with the directory; ``{file name: summary}`` (names relative to ``root``), shared
