@@ -9,6 +9,7 @@ never into pi's folders.
 from __future__ import annotations
 
 import argparse
+import os
 from contextlib import ExitStack
 from typing import Any
 
@@ -54,6 +55,10 @@ def cmd_label(args: argparse.Namespace) -> int:
 def cmd_name(args: argparse.Namespace) -> int:
     if args.clear and args.text is not None:
         raise CliError("give a name or --clear, not both")
+    if args.text is not None and args.session is None and _names_a_session(args.repo, args.text):
+        args.session, args.text = args.text, None  # `name SESSION`: print that session's name, never rename to its id
+    if args.text is not None:
+        _check_new_name(args.repo, args.text)
     with session_for(args.repo, args.session) as session:
         if args.text is None and not args.clear:
             name = session.get_session_name()
@@ -62,6 +67,32 @@ def cmd_name(args: argparse.Namespace) -> int:
         name = session.get_session_name()
         payload = {"session_id": session.id, "entry_id": entry_id, "name": name}
         return _done(args, payload, Text(f"named the session {clip_repr(name)}" if name else "cleared the session's name"))
+
+
+def _sessions(option_repo: str | None) -> list[Any]:
+    """The listing of ``--repo``, or [] when there is no repository to read."""
+    try:
+        repo = open_repository(option_repo)
+    except SessionError:
+        return []
+    with repo:
+        return list(repo.list())
+
+
+def _names_a_session(option_repo: str | None, word: str) -> bool:
+    """Does the one word given to ``name`` name a session (a session file, an id, an id prefix or a name)?"""
+    if looks_like_path(word) and os.path.exists(word):
+        return True
+    return any(i.id.startswith(word) or i.name == word for i in _sessions(option_repo))
+
+
+def _check_new_name(option_repo: str | None, text: str) -> None:
+    """A name that is also a session's id or id prefix is refused: `show NAME` would then name two sessions."""
+    clash = next((i for i in _sessions(option_repo) if text.strip() and i.id.startswith(text.strip())), None)
+    if clash is not None:
+        what = "the id" if clash.id == text.strip() else "a prefix of the id"
+        raise CliError(f"{text!r} is {what} of session {clash.id}: a session name must not be an id or id prefix "
+                       "(it would name two sessions); choose another name", code="invalid_name")
 
 
 def cmd_move(args: argparse.Namespace) -> int:

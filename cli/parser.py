@@ -192,7 +192,8 @@ def _label_args(p: Parser) -> None:
 def _name_args(p: Parser) -> None:
     p.usage = f"{PROG} name [SESSION] [NAME] [--clear] [-s SESSION]"
     p.add_argument("words", nargs="*", metavar="[SESSION] [NAME]",
-                   help="the new name (omit to print the current one); the session may come first")
+                   help="the new name (omit to print the current one); the session may come first, and a lone word that "
+                        "names a session prints that session's name")
     p.add_argument("--clear", action="store_true", help="clear the session's name")
     _session_args(p, positional=False)
 

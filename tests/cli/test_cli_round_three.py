@@ -1,0 +1,42 @@
+"""The command line, round three (issue 37): what a new user met, each item run through the console script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sessiontree_cli_runner import run
+
+
+def _demo_id(demo: dict[str, Any]) -> str:
+    return str(demo["session_id"])
+
+
+# -- 1. `name SESSION` prints the name; a rename to an id or id prefix is refused ---------------------------------
+
+
+def test_name_with_one_argument_that_names_a_session_prints_its_name(tmp_path, demo, cli, cli_json):
+    """`name SESSION` (its id, an id prefix or its file) prints the session's name and appends nothing."""
+    sid = _demo_id(demo)
+    path = next((tmp_path / ".sessions").glob("*.jsonl"))
+    before = path.read_bytes()
+    for ref in (sid, sid[:8], str(path)):
+        assert cli("name", ref).stdout.strip() == "Fix the flaky cache test"
+        assert cli_json("name", ref) == {"session_id": sid, "name": "Fix the flaky cache test"}
+    assert path.read_bytes() == before  # no session_info entry was written
+
+
+def test_a_rename_takes_the_name_last_and_refuses_a_session_id_or_prefix(tmp_path, demo, cli, cli_json):
+    """`name SESSION NAME` renames; a name that is a session's id or id prefix is refused (`invalid_name`), unwritten."""
+    sid = _demo_id(demo)
+    path = next((tmp_path / ".sessions").glob("*.jsonl"))
+    assert cli_json("name", sid[:8], "Cache test: fixed")["name"] == "Cache test: fixed"
+    assert cli_json("name", "Renamed again")["name"] == "Renamed again"  # one word naming no session: a rename
+    before = path.read_bytes()
+    for bad in ((sid[:8], sid), (sid, sid[:6])):
+        proc = cli("name", *bad, "--json", fails=True)
+        error = json.loads(proc.stderr)["error"]
+        assert error["code"] == "invalid_name" and sid in error["message"], error
+    assert path.read_bytes() == before
+    assert cli("name", sid).stdout.strip() == "Renamed again"
