@@ -20,9 +20,10 @@ import orjson
 from sessiontree.adapters import folders, jsontext
 from sessiontree.adapters.files import open_regular, read_lines
 from sessiontree.adapters.jsontext import line_problem
+from sessiontree.domain.events import format_timestamp, parse_timestamp
 
 INDEX_FILE = ".sessiontree-index.json"
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: ``modified`` is never before ``created`` (a fork made now lists as new)
 MAX_INDEX_BYTES = 256 << 20  # an index past this is read as missing (rebuilt from the logs)
 
 
@@ -38,6 +39,7 @@ class Summary:
     message_count: int = 0
     first_message: str | None = None
     parent_session: str | None = None
+    forked_at: str | None = None  # a fork's: the entry of the source its branch was copied up to
     version: int = 1  # events folded so far (the header is version 1)
 
     @classmethod
@@ -50,7 +52,10 @@ class Summary:
             return None
         timestamp = _str(data.get("timestamp")) or ""
         parent = _str(data.get("parent_session", data.get("parentSession")))
-        return cls(id=sid, cwd=_str(data.get("cwd")) or "", created=timestamp, modified=timestamp, parent_session=parent)
+        source = data.get("source")
+        forked_at = _str(source.get("entry_id")) if isinstance(source, Mapping) and parent else None
+        return cls(id=sid, cwd=_str(data.get("cwd")) or "", created=timestamp, modified=timestamp, parent_session=parent,
+                   forked_at=forked_at)
 
     def apply(self, data: Any) -> None:
         """Fold one entry (a parsed JSON object in either dialect)."""
@@ -58,8 +63,8 @@ class Summary:
         if not isinstance(data, Mapping):
             return
         timestamp = data.get("timestamp")
-        if isinstance(timestamp, str):
-            self.modified = timestamp
+        if isinstance(timestamp, str):  # when the session was last written: a fork's copied entries keep older times
+            self.modified = timestamp if sortable(timestamp) >= sortable(self.created) else self.created
         kind = data.get("type")
         if kind == "message":
             self.message_count += 1
@@ -77,6 +82,17 @@ class Summary:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Summary:
         return cls(**{f.name: data[f.name] for f in attrs.fields(cls) if f.name in data})
+
+
+def sortable(timestamp: str) -> str:
+    """A string that sorts chronologically: our own ``...sss.mmmZ`` form as it is (the common
+    case, no parsing), anything else converted to it ("" when it is not a time)."""
+    if len(timestamp) == 24 and timestamp[-1] == "Z" and timestamp[10] == "T":
+        return timestamp
+    try:
+        return format_timestamp(parse_timestamp(timestamp))
+    except (ValueError, TypeError, IndexError, OverflowError):
+        return ""
 
 
 def _str(value: Any) -> str | None:

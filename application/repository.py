@@ -174,7 +174,7 @@ class SessionRepo:
                 session_id=new_id, timestamp=now_iso(self._clock), cwd=source.header.cwd,
                 parent_session=parent, metadata=source.header.metadata if metadata is None else metadata,
             )
-            header = attrs.evolve(header, extra={SOURCE_KEY: record})
+            header = attrs.evolve(header, extra={SOURCE_KEY: {**record, "entry_id": path[-1].id if path else None}})
             entries = fork_entries(source, path, header.originator_id, self._new_entry_id, now_iso(self._clock))
         finally:
             source.close()

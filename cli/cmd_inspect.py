@@ -65,7 +65,7 @@ def show_reader(reader: Any, args: argparse.Namespace) -> None:
             return
         roots = treeview.build(reader, args.filter)
         head = {"session_id": reader.id, "name": reader.get_session_name(), "version": reader.version,
-                "leaf_id": reader.leaf_id, "filter": args.filter}
+                "leaf_id": reader.leaf_id, "filter": args.filter, "parent_session": reader.header.parent_session}
         rows = JsonRows(head, "rows")
         for row in render.tree_rows(roots, native_codec(), window=args.window or 0):
             rows.add(row)

@@ -40,3 +40,25 @@ def test_a_rename_takes_the_name_last_and_refuses_a_session_id_or_prefix(tmp_pat
         assert error["code"] == "invalid_name" and sid in error["message"], error
     assert path.read_bytes() == before
     assert cli("name", sid).stdout.strip() == "Renamed again"
+
+
+# -- 4. `ls` orders by when a session was last written; forks are marked ----------------------------------------------
+
+
+def test_a_fork_is_listed_first_and_marked_in_ls_and_show(tmp_path, demo, cli, cli_json):
+    """A fork made now is the newest session (its copied entries keep their older times), and `ls` and `show` say
+    "fork of X at Y": the source by its short id, the entry its branch was copied up to."""
+    sid = _demo_id(demo)
+    fork = cli_json("fork", "--entry", "0d99ed20", "--position", "before")["session_id"]
+    rows = cli_json("ls")
+    assert [r["id"] for r in rows] == [fork, sid]
+    assert rows[0]["parent_session"].endswith(f"{sid}.jsonl") and rows[0]["forked_at"] == "25318bf2"
+    assert rows[1]["forked_at"] is None
+    note = f"fork of {sid[:8]} at 25318bf2"
+    listing = cli("ls").stdout
+    assert listing.count(note) == 1 and listing.index(fork) < listing.index(note) < listing.index(sid)
+    assert note in cli("show", fork[:8]).stdout.splitlines()[0]
+    assert "fork of" not in cli("show", sid[:8]).stdout.splitlines()[0]
+    assert cli_json("show", fork[:8])["parent_session"].endswith(f"{sid}.jsonl")
+    cli("label", sid[:8], "0d99ed20", "later")  # the source written after the fork: first again
+    assert [r["id"] for r in cli_json("ls")] == [sid, fork]
