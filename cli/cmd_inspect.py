@@ -16,6 +16,10 @@ from sessiontree.compaction import estimate_context_tokens
 def cmd_ls(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise CliError("--limit must be 1 or more")
+    if args.dir is not None:  # `ls DIR` is `ls --repo DIR`
+        if args.repo is not None:
+            raise CliError("name the repository once: as an argument or with --repo, not both")
+        args.repo = args.dir
     repo = open_repository(args.repo)
     with repo:
         infos = repo.list(cwd=args.cwd, limit=args.limit, since=args.since, name=args.name)

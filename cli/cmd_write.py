@@ -19,6 +19,7 @@ from sessiontree.cli.clip import clip_field, clip_repr
 from sessiontree.cli.destination import OneFile, file_source, new_sessions_url, open_target, same_repository
 from sessiontree.cli.output import CliError, print_json, stdout
 from sessiontree.cli.target import (
+    directory_hint,
     feature,
     looks_like_path,
     open_file,
@@ -118,12 +119,13 @@ def _fork_source(args: argparse.Namespace) -> tuple[Any, str, str | None]:
     if args.session is not None and looks_like_path(args.session):
         repo, sid = file_source(args.session)
         return repo, sid, None
-    repo = open_repository(args.repo)
-    try:
-        return repo, resolve_id(repo, args.session, repo_url(args.repo)), repo_url(args.repo)
-    except BaseException:
-        repo.close()
-        raise
+    with directory_hint(args.session):
+        repo = open_repository(args.repo)
+        try:
+            return repo, resolve_id(repo, args.session, repo_url(args.repo)), repo_url(args.repo)
+        except BaseException:
+            repo.close()
+            raise
 
 
 def _resolve_entry(source: Any, sid: str, args: argparse.Namespace) -> None:

@@ -118,6 +118,7 @@ def _demo_args(p: Parser) -> None:
 
 
 def _ls_args(p: Parser) -> None:
+    p.add_argument("dir", nargs="?", metavar="DIR", help="the repository to list (as --repo DIR)")
     p.add_argument("--cwd", help="only sessions started in this directory")
     p.add_argument("-n", "--limit", type=int, metavar="N", help="at most N sessions")
     p.add_argument("--since", metavar="TIME", help="only sessions modified at or after TIME (ISO 8601)")

@@ -106,7 +106,7 @@ def open_file(path: str, **kwargs: Any) -> Any:
     if not os.path.exists(path):
         raise SessionError("not_found", f"no such session file: {path}")
     if os.path.isdir(path):
-        raise SessionError("not_found", f"{path} is a directory: pass it as --repo, not as a session")
+        raise directory_error(path)
     storage_class = feature("sessiontree.adapters.jsonl", "JsonlSessionStorage", "reading JSONL session files")
     from sessiontree.adapters.files import is_archive
     from sessiontree.session import Session
@@ -118,6 +118,21 @@ def open_file(path: str, **kwargs: Any) -> Any:
     storage = storage_class.open(path, **kwargs)
     _report_skipped(path, getattr(storage, "skipped", ()))
     return Session(storage)
+
+
+def directory_error(path: str) -> SessionError:
+    return SessionError("not_found", f"{path} is a directory: pass it as --repo, not as a session")
+
+
+@contextmanager
+def directory_hint(ref: str | None) -> Iterator[None]:
+    """A session named by a bare word that is no session but a directory here (`show old`) says so."""
+    try:
+        yield
+    except SessionError as exc:
+        if ref is not None and exc.code == "not_found" and os.path.isdir(ref):
+            raise directory_error(ref) from None
+        raise
 
 
 def _report_skipped(path: str, skipped: Any, shown: int = 20) -> None:
@@ -206,9 +221,10 @@ def session_for(option_repo: str | None, ref: str | None, args: Any = None) -> I
         if ref is not None and looks_like_path(ref):
             session = open_file(ref, salvage=True) if salvage else open_file(ref)
         else:
-            repo = open_repository(option_repo)
-            stack.callback(repo.close)  # after the session: a database session needs its repository's connections
-            session = _open_in(repo, ref, repo_url(option_repo), salvage)
+            with directory_hint(ref):
+                repo = open_repository(option_repo)
+                stack.callback(repo.close)  # after the session: a database session needs its repository's connections
+                session = _open_in(repo, ref, repo_url(option_repo), salvage)
         stack.callback(session.close)
         if args is not None:
             resolve_entries(session, args)

@@ -62,3 +62,28 @@ def test_a_fork_is_listed_first_and_marked_in_ls_and_show(tmp_path, demo, cli, c
     assert cli_json("show", fork[:8])["parent_session"].endswith(f"{sid}.jsonl")
     cli("label", sid[:8], "0d99ed20", "later")  # the source written after the fork: first again
     assert [r["id"] for r in cli_json("ls")] == [sid, fork]
+
+
+# -- 6. folder arguments ------------------------------------------------------------------------------------------
+
+
+def test_ls_dir_lists_that_repository_as_ls_repo_does(tmp_path, demo, cli, cli_json):
+    """`ls DIR` is `ls --repo DIR`, relative or absolute; with both, it asks for one."""
+    (tmp_path / "elsewhere").mkdir()
+    sid = _demo_id(demo)
+    assert [r["id"] for r in cli_json("ls", "../.sessions", cwd=tmp_path / "elsewhere")] == [sid]
+    assert [r["id"] for r in cli_json("ls", str(tmp_path / ".sessions"), cwd=tmp_path / "elsewhere")] == [sid]
+    assert "no session repository at nowhere" in cli("ls", "nowhere", fails=True).stderr
+    assert "once" in cli("ls", ".sessions", "--repo", ".sessions", fails=True).stderr
+
+
+def test_show_dir_says_pass_it_as_repo_whether_relative_or_absolute(tmp_path, demo, cli):
+    """A directory named as the session is refused with the same advice, however it is written."""
+    (tmp_path / "old").mkdir()
+    for ref in ("old", "./old", str(tmp_path / "old"), ".sessions"):
+        for command in (("show", ref), ("stats", ref), ("fork", ref)):
+            err = cli(*command, fails=True).stderr
+            assert f"{ref} is a directory: pass it as --repo" in err, (command, err)
+    (tmp_path / ".sessions-gone").mkdir()
+    err = cli("show", "old", "--repo", ".sessions-gone", fails=True).stderr  # an empty repository: the same advice
+    assert "old is a directory: pass it as --repo" in err
