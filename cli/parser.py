@@ -221,6 +221,8 @@ def _compact_args(p: Parser) -> None:
 
 def _import_args(p: Parser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="session files or directories (pi or native JSONL)")
+    p.add_argument("--salvage", action="store_true",
+                   help="import a file that fails verify as far as it can be read (the copy records the lines skipped)")
 
 
 def _export_args(p: Parser) -> None:

@@ -116,7 +116,7 @@ def open_file(path: str, **kwargs: Any) -> Any:
 
         return Session(ArchiveSessionStorage.open(path))
     storage = storage_class.open(path, **kwargs)
-    _report_skipped(path, getattr(storage, "skipped", ()))
+    report_skipped(path, getattr(storage, "skipped", ()))
     return Session(storage)
 
 
@@ -135,7 +135,7 @@ def directory_hint(ref: str | None) -> Iterator[None]:
         raise
 
 
-def _report_skipped(path: str, skipped: Any, shown: int = 20) -> None:
+def report_skipped(path: str, skipped: Any, shown: int = 20) -> None:
     """Each unreadable line on stderr; the lines skipped only because they descend from one are counted, not listed."""
     bad = [(line, reason) for line, reason in skipped if "unknown parent" not in reason]
     for line, reason in bad[:shown]:
@@ -238,5 +238,5 @@ def _open_in(repo: Any, ref: str | None, url: str, salvage: bool) -> Any:
     if os.path.isfile(info.path):  # a file: salvaged in place, read-only
         return open_file(info.path, salvage=True)
     session = repo.open(info.id, salvage=True)
-    _report_skipped(info.path, session.storage.skipped)
+    report_skipped(info.path, session.storage.skipped)
     return session

@@ -87,3 +87,43 @@ def test_show_dir_says_pass_it_as_repo_whether_relative_or_absolute(tmp_path, de
     (tmp_path / ".sessions-gone").mkdir()
     err = cli("show", "old", "--repo", ".sessions-gone", fails=True).stderr  # an empty repository: the same advice
     assert "old is a directory: pass it as --repo" in err
+
+
+# -- 5. damaged files: the error suggests --salvage, and import takes it -----------------------------------------
+
+
+def _damaged(tmp_path: Path) -> Path:
+    """A copy of the demo whose fifth line is cut short (invalid JSON)."""
+    source = next((tmp_path / ".sessions").glob("*.jsonl"))
+    lines = source.read_bytes().splitlines(keepends=True)
+    lines[4] = b'{"type":"message","id":\n'
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_bytes(b"".join(lines))
+    return damaged
+
+
+def test_a_command_stopped_by_a_corrupt_line_suggests_salvage(tmp_path, demo, cli):
+    """Each reading command that stops on a bad line names it and suggests --salvage; with it, it reads on."""
+    damaged = str(_damaged(tmp_path))
+    for command in ("show", "context", "stats", "replay", "export", "fork"):
+        err = cli(command, damaged, fails=True).stderr
+        assert "corrupt" in err and "--salvage" in err, (command, err)
+        cli(command, damaged, "--salvage")
+    err = cli("label", damaged, "05fdf179", "x", fails=True).stderr  # no --salvage to suggest: it writes
+    assert "corrupt" in err and "--salvage" not in err
+
+
+def test_import_salvage_imports_what_can_be_read_once(tmp_path, demo, cli, cli_json):
+    """`import` of a damaged file fails suggesting --salvage; with it, the readable lines are imported, the copy's
+    header records the skipped lines, it verifies, and a second run finds it already there."""
+    damaged = str(_damaged(tmp_path))
+    proc = run(("import", damaged, "--repo", "copies"), tmp_path, fails=True)
+    assert "--salvage" in proc.stderr and not list((tmp_path / "copies").glob("*.jsonl"))
+    first = cli_json("import", damaged, "--repo", "copies", "--salvage")
+    assert [i["status"] for i in first] == ["imported"] and first[0]["skipped"][0] == 5 and first[0]["entries"] == 3
+    copy = tmp_path / first[0]["location"]
+    header = json.loads(copy.read_bytes().splitlines()[0])
+    assert header["source"]["skipped"] == first[0]["skipped"]
+    assert "0 error(s)" in cli("verify", str(copy)).stdout
+    again = cli_json("import", damaged, "--repo", "copies", "--salvage")
+    assert [i["status"] for i in again] == ["already_there"]
