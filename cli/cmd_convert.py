@@ -58,7 +58,9 @@ def _sources(names: list[str]) -> Iterator[tuple[str, SessionError | None]]:
         elif os.path.isfile(name):
             yield name, None
         else:
-            yield name, SessionError("not_found", f"no such session file: {name}")
+            where = "pi keeps its sessions there: is pi installed, or are they elsewhere?"
+            hint = f" ({where})" if Path(name).parts[-3:] == (".pi", "agent", "sessions") else ""
+            yield name, SessionError("not_found", f"no such session file or folder: {name}{hint}")
 
 
 def _stored_copy(repo: SessionRepo, session_id: str, lines: list[bytes], name: str) -> str | None:

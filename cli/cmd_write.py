@@ -173,7 +173,8 @@ def cmd_fork(args: argparse.Namespace) -> int:
             }
             where = f"{position} {args.entry}" if args.entry else "at its leaf"
             message = Text.assemble(
-                f"forked {sid} {where} into ", (fork.id, "bold cyan"), f" ({len(fork)} entries, {fork.storage.location})"
+                f"forked {sid} {where} into ", (fork.id, "bold cyan"), f" ({len(fork)} entries, {fork.storage.location})",
+                "; it is now the newest session there, which commands without a SESSION work on",
             )
             return _done(args, payload, message)
         finally:
@@ -212,6 +213,12 @@ def compact_report(
     }
 
 
+def _default_keep() -> int:
+    from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS
+
+    return DEFAULT_KEEP_RECENT_TOKENS
+
+
 def cmd_compact(args: argparse.Namespace) -> int:
     kwargs: dict[str, Any] = {"retain_tail": args.retain_tail, "dry_run": args.dry_run}
     if args.keep_tokens is not None:
@@ -226,7 +233,11 @@ def cmd_compact(args: argparse.Namespace) -> int:
             return 0
         console = stdout()
         if not report["summarized_entries"]:
-            console.print("nothing to compact: the context is already within the recent-turns budget")
+            budget = kwargs.get("keep_recent_tokens", _default_keep())
+            console.print(Text(
+                f"nothing to compact: the {report['kept_entries']} entries since the last compaction (≈"
+                f"{report['kept_tokens']:,} tokens, characters / 4) fit in the {budget:,} tokens of recent turns kept "
+                "verbatim (--keep-tokens N keeps fewer)"))
             return 0
         verb = "would summarise" if args.dry_run else "summarised"
         console.print(

@@ -127,3 +127,27 @@ def test_import_salvage_imports_what_can_be_read_once(tmp_path, demo, cli, cli_j
     assert "0 error(s)" in cli("verify", str(copy)).stdout
     again = cli_json("import", damaged, "--repo", "copies", "--salvage")
     assert [i["status"] for i in again] == ["already_there"]
+
+
+# -- 3. the README's lines, one by one (tests/test_readme.py runs them all in order) ------------------------------
+
+
+def test_compact_with_nothing_to_do_says_why_and_what_to_pass(tmp_path, demo, cli):
+    """`compact --dry-run` on the demo says its entries fit the default budget, with their estimate and the flag."""
+    out = " ".join(cli("compact", "--dry-run").stdout.split())
+    assert out.startswith("nothing to compact: the ") and "20,000 tokens" in out and "--keep-tokens N" in out
+    assert cli("compact", "--keep-tokens", "200", "--dry-run").stdout.startswith("would summarise ")
+
+
+def test_importing_pis_folder_where_there_is_none_says_folder_and_why(tmp_path, cli):
+    """`import ~/.pi/agent/sessions` without pi says the folder is missing and where pi keeps its sessions."""
+    err = cli("import", str(tmp_path / ".pi" / "agent" / "sessions"), fails=True).stderr
+    assert "no such session file or folder" in err and "is pi installed" in err
+
+
+def test_a_fork_says_it_is_now_the_newest_session(tmp_path, demo, cli, cli_json):
+    """The fork's message says commands without a SESSION now work on it, and they do."""
+    out = " ".join(cli("fork", "--entry", "0d99ed20", "--position", "before").stdout.split())
+    assert "it is now the newest session there, which commands without a SESSION work on" in out
+    fork = out.split(" into ")[1].split()[0]
+    assert cli_json("stats")["session_id"] == fork
