@@ -129,6 +129,9 @@ class JsonlStore(SessionStore):
     def parent_reference(self, storage: SessionStorage) -> str:
         return storage.location  # a fork's header names the source file, as pi's does
 
+    def unreadable(self) -> list[tuple[str, str]]:
+        return list(self.index.unreadable)
+
 
 def same_place(cwd: str) -> str:
     """A working directory as pi compares them: an absolute path normalised (``/a/b/`` is ``/a/b``), anything else

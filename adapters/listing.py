@@ -29,6 +29,8 @@ class SessionList(list[SessionInfo]):
     next page (``repo.list(..., cursor=rows.cursor)``); None when there is no next page."""
 
     cursor: str | None = None
+    unreadable: tuple[tuple[str, str], ...] = ()
+    """(path, reason) of each session file or folder the listing could not read (JSONL folders): left out of it."""
 
 
 @attrs.frozen

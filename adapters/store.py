@@ -113,6 +113,11 @@ class SessionStore(ABC):
         rows = {i.id: i for cwd in query.cwds for i in self.infos(cwd)}
         return select(rows.values(), attrs.evolve(query, cwds=None))
 
+    def unreadable(self) -> list[tuple[str, str]]:
+        """(path, reason) of what the last listing could not read, and so left out (a file or folder without read
+        permission); stores that read no files have none."""
+        return []
+
     def exists(self, session_id: str) -> bool:
         try:
             self.attach(session_id).close()

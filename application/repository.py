@@ -117,12 +117,15 @@ class SessionRepo:
         current directory; a header naming it as written is kept too). ``name`` keeps those whose name contains it
         (ignoring case), ``since`` those modified at or after a time (ISO 8601 or an aware ``datetime``). ``limit``
         returns at most that many, and the result's ``cursor`` (None after the last page) continues where it stopped:
-        ``repo.list(limit=50, cursor=page.cursor)``."""
+        ``repo.list(limit=50, cursor=page.cursor)``. Its ``unreadable`` names, as (path, reason), each session file or
+        folder that could not be read (no read permission) and so is not listed."""
         cwds = None
         if cwd:
             resolved = os.path.normpath(os.path.abspath(os.path.expanduser(cwd)))
             cwds = (resolved,) if resolved == cwd else (resolved, cwd)
-        return cast(SessionList, self.store.page(ListQuery.of(cwds, name, since, limit, cursor)))
+        rows = cast(SessionList, self.store.page(ListQuery.of(cwds, name, since, limit, cursor)))
+        rows.unreadable = tuple(self.store.unreadable())  # left out: a file or folder without read permission
+        return rows
 
     def search(
         self, query: str, *, limit: int = 20, cwd: str | None = None, role: str | None = None, since: Any = None,

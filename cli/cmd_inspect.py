@@ -9,7 +9,7 @@ import attrs
 
 from sessiontree.adapters.codec import native_codec
 from sessiontree.cli.output import CliError, JsonRows, print_json, stdout
-from sessiontree.cli.target import open_repository, repo_url, session_for
+from sessiontree.cli.target import listing, open_repository, repo_url, session_for
 from sessiontree.compaction import estimate_context_tokens
 
 
@@ -22,7 +22,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         args.repo = args.dir
     repo = open_repository(args.repo)
     with repo:
-        infos = repo.list(cwd=args.cwd, limit=args.limit, since=args.since, name=args.name)
+        infos = listing(repo, cwd=args.cwd, limit=args.limit, since=args.since, name=args.name)
     if args.json:
         print_json([attrs.asdict(i) for i in infos])
         return 0

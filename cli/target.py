@@ -146,20 +146,31 @@ def report_skipped(path: str, skipped: Any, shown: int = 20) -> None:
         warn(f"{path}: {len(skipped) - len(bad)} later lines skipped too: they descend from a skipped line")
 
 
+def listing(repo: Any, **query: Any) -> Any:
+    """``repo.list(**query)``, saying on stderr what it could not read (and so left out)."""
+    rows = repo.list(**query)
+    for path, reason in getattr(rows, "unreadable", ()):
+        warn(f"{path}: cannot read it ({reason}): its sessions are left out")
+    return rows
+
+
 def resolve_info(repo: Any, ref: str | None, url: str) -> Any:
     """The listing row of the session ``ref`` names in ``repo`` (newest when ``ref`` is None): an id, a unique id
     prefix or a name. A ref that names several is ``ambiguous``, with every candidate listed."""
     if ref is not None and not ref.strip():
         raise CliError("an empty session name names no session")
-    infos = repo.list()
+    infos = listing(repo)
+    unread = len(getattr(infos, "unreadable", ()))
+    also = f"; {unread} file(s) or folder(s) could not be read, as said above" if unread else ""
     if ref is None:
         if not infos:
-            raise SessionError("not_found", f"no sessions in {url} (run `sessiontree demo` to make one)")
+            make = "" if unread else " (run `sessiontree demo` to make one)"
+            raise SessionError("not_found", f"no sessions in {url}{make}{also}")
         return infos[0]
     # a prefix and a name count alike: one that fits two sessions two ways is ambiguous, not the first way's
     matches = [i for i in infos if i.id == ref] or [i for i in infos if i.id.startswith(ref) or i.name == ref]
     if not matches:
-        raise SessionError("not_found", f"no session {ref!r} in {url} (no id, id prefix or name matches)")
+        raise SessionError("not_found", f"no session {ref!r} in {url} (no id, id prefix or name matches{also})")
     if len(matches) > 1:
         listed = "; ".join(f"{i.id}" + (f" {i.name!r}" if i.name else "") for i in matches)
         raise CliError(f"{ref!r} names {len(matches)} sessions in {url}: {listed}", code="ambiguous")

@@ -151,3 +151,75 @@ def test_a_fork_says_it_is_now_the_newest_session(tmp_path, demo, cli, cli_json)
     assert "it is now the newest session there, which commands without a SESSION work on" in out
     fork = out.split(" into ")[1].split()[0]
     assert cli_json("stats")["session_id"] == fork
+
+
+# -- 2. what cannot be read is named on stderr ----------------------------------------------------------------------
+
+
+def _as_a_user(args: tuple[str, ...], cwd: Path) -> Any:
+    """The script as a user whom file modes bind: root runs it without the capabilities that let it read anything
+    (``setpriv`` drops CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from its bounding set)."""
+    import os
+    import shutil
+    import subprocess
+
+    import pytest
+    from sessiontree_cli_runner import SCRIPT, _env
+
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("root without setpriv (util-linux) reads every file whatever its mode")
+        prefix = [setpriv, "--bounding-set", "-dac_override,-dac_read_search"]
+    return subprocess.run([*prefix, SCRIPT, *args], cwd=cwd, capture_output=True, text=True, env=_env(), timeout=120)
+
+
+def test_an_unreadable_session_file_is_named_by_ls_search_and_show(tmp_path, demo):
+    """A session file at mode 000 is not silently missing: `ls`, `search`, `show` and `prune` name it on stderr."""
+    sid = _demo_id(demo)
+    readable = json.loads(run(("fork", "--entry", "0d99ed20", "--json"), tmp_path).stdout)["session_id"]
+    hidden = tmp_path / ".sessions" / f"{sid}.jsonl"
+    hidden.chmod(0)
+    said = f"{hidden.relative_to(tmp_path)}: cannot read it (Permission denied)"
+    ls = _as_a_user(("ls", "--json"), tmp_path)
+    assert ls.returncode == 0 and [r["id"] for r in json.loads(ls.stdout)] == [readable]
+    assert said in ls.stderr and "sessiontree: warning:" in ls.stderr
+    found = _as_a_user(("search", "clock"), tmp_path)
+    assert found.returncode == 0 and said in found.stderr
+    shown = _as_a_user(("show", sid[:8]), tmp_path)
+    assert shown.returncode == 1 and said in shown.stderr and "could not be read" in shown.stderr
+    by_id = _as_a_user(("show", sid), tmp_path)
+    assert by_id.returncode == 1 and "Permission denied" in by_id.stderr and str(hidden.name) in by_id.stderr
+    pruned = _as_a_user(("prune", "--older-than", "90d", "--dry-run"), tmp_path)
+    assert pruned.returncode == 0 and said in pruned.stderr
+    hidden.chmod(0o600)  # readable again: listed again (what could not be read is not remembered as empty)
+    assert sid in {r["id"] for r in json.loads(_as_a_user(("ls", "--json"), tmp_path).stdout)}
+
+
+def test_verify_fails_on_what_it_cannot_read_or_a_named_folder_without_sessions(tmp_path, demo):
+    """`verify DIR` names an unreadable folder or file and exits 1 (it checks the rest); a named folder with no
+    session file is an error too, while an empty repository is not."""
+    folder = tmp_path / "logs"
+    (folder / "locked").mkdir(parents=True)
+    source = next((tmp_path / ".sessions").glob("*.jsonl"))
+    (folder / "ok.jsonl").write_bytes(source.read_bytes())
+    (folder / "locked" / "inside.jsonl").write_bytes(source.read_bytes())
+    (folder / "shut.jsonl").write_bytes(source.read_bytes())
+    (folder / "shut.jsonl").chmod(0)
+    (folder / "locked").chmod(0)
+    try:
+        proc = _as_a_user(("verify", "logs"), tmp_path)
+        assert proc.returncode == 1, proc
+        assert "logs/locked: cannot read the folder (Permission denied)" in proc.stdout
+        assert "logs/shut.jsonl: cannot read the file: Permission denied" in proc.stdout
+        assert "✓ logs/ok.jsonl" in proc.stdout and "could not read 2 place(s)" in proc.stderr
+        report = json.loads(_as_a_user(("verify", "logs", "--json"), tmp_path).stdout)
+        assert report["ok"] is False and len(report["unreadable"]) == 2 and report["files"] == 1
+    finally:
+        (folder / "locked").chmod(0o700)
+    (tmp_path / "nothing").mkdir()
+    proc = _as_a_user(("verify", "nothing"), tmp_path)
+    assert proc.returncode == 1 and "nothing: no session files (*.jsonl) in it" in proc.stdout
+    (tmp_path / "empty-repo").mkdir()
+    assert _as_a_user(("verify", "--repo", "empty-repo"), tmp_path).returncode == 0
