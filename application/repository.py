@@ -92,7 +92,12 @@ class SessionRepo:
         """The session with this id (``SessionError('not_found')`` if there is none). ``salvage=True`` reads what can be
         read of a damaged log, whatever the backend: a read-only session in memory, the skipped ``(line, reason)`` in
         its ``storage.skipped``."""
-        storage = self.store.attach(check_session_id(session_id))
+        try:
+            storage = self.store.attach(check_session_id(session_id))
+        except SessionError as exc:
+            if exc.code in ("not_found", "invalid_entry"):
+                self._hint_full_id(session_id, exc)
+            raise
         if not salvage:
             return self._session(storage)
         try:
@@ -103,6 +108,16 @@ class SessionRepo:
         copy = salvaged_copy(storage, header, entries)
         copy.read_only, copy.skipped = True, skipped  # type: ignore[attr-defined]  # what the salvage left out
         return self._session(copy)
+
+    def _hint_full_id(self, ref: Any, exc: SessionError) -> None:
+        """``open`` takes a full id: a prefix or a name that names sessions is told so, with the ids it names."""
+        if not isinstance(ref, str) or not ref:
+            return
+        named = [i.id for i in self.list() if i.id.startswith(ref) or i.name == ref]
+        if named:
+            which = named[0] if len(named) == 1 else f"{len(named)} sessions: {', '.join(named[:10])}"
+            raise SessionError(exc.code, f"open takes a full session id; {ref!r} is a prefix or name of {which} "
+                                         "(repo.list(name=...) finds sessions by name)") from None
 
     def exists(self, session_id: str) -> bool:
         return self.store.exists(check_session_id(session_id))

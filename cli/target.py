@@ -172,7 +172,7 @@ def resolve_info(repo: Any, ref: str | None, url: str) -> Any:
     if not matches:
         raise SessionError("not_found", f"no session {ref!r} in {url} (no id, id prefix or name matches{also})")
     if len(matches) > 1:
-        listed = "; ".join(f"{i.id}" + (f" {i.name!r}" if i.name else "") for i in matches)
+        listed = "; ".join(f"{i.id}" + (f" {i.name!r}" if i.name else "") + f" ({i.path})" for i in matches)
         raise CliError(f"{ref!r} names {len(matches)} sessions in {url}: {listed}", code="ambiguous")
     return matches[0]
 

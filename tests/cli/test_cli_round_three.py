@@ -223,3 +223,43 @@ def test_verify_fails_on_what_it_cannot_read_or_a_named_folder_without_sessions(
     assert proc.returncode == 1 and "nothing: no session files (*.jsonl) in it" in proc.stdout
     (tmp_path / "empty-repo").mkdir()
     assert _as_a_user(("verify", "--repo", "empty-repo"), tmp_path).returncode == 0
+
+
+# -- 7. ambiguity and prefixes --------------------------------------------------------------------------------------
+
+
+def test_a_session_held_by_two_files_lists_both_paths(tmp_path, demo, cli):
+    """Two files holding one session id (copies in two of pi's sub-folders): by id or by prefix, the error names both
+    files, and either opens by its path."""
+    sid = _demo_id(demo)
+    pi_dir = tmp_path / "pi"
+    copies = [pi_dir / "--home-me-a--" / f"2026-01-01T00-00-00-000Z_{sid}.jsonl",
+              pi_dir / "--home-me-b--" / f"2026-01-02T00-00-00-000Z_{sid}.jsonl"]
+    for copy in copies:
+        copy.parent.mkdir(parents=True)
+        cli("export", sid, "--format", "pi", "-o", str(copy))
+    for ref in (sid, sid[:8]):
+        err = cli("show", ref, "--repo", "pi", fails=True).stderr
+        assert all(f"pi/{c.relative_to(pi_dir)}" in err for c in copies), err
+        assert "ambiguous" in err or "conflict" in err
+    assert sid in cli("show", str(copies[1])).stdout
+
+
+def test_repo_open_of_a_prefix_or_name_says_it_wants_a_full_id(tmp_path, demo):
+    """`repo.open` takes a full id; given a prefix or a name that names a session, its not_found says so and names
+    the id (the command line accepts all three)."""
+    import pytest
+
+    from sessiontree import JsonlSessionRepo, SessionError
+
+    sid = _demo_id(demo)
+    with JsonlSessionRepo(tmp_path / ".sessions") as repo:
+        for ref in (sid[:8], "Fix the flaky cache test"):
+            with pytest.raises(SessionError) as caught:
+                repo.open(ref)
+            assert caught.value.code in ("not_found", "invalid_entry")
+            assert "open takes a full session id" in caught.value.message and sid in caught.value.message
+        with pytest.raises(SessionError) as caught:
+            repo.open("zzzzzzzz")
+        assert caught.value.code == "not_found" and "full session id" not in caught.value.message
+        repo.open(sid).close()
