@@ -263,3 +263,25 @@ def test_repo_open_of_a_prefix_or_name_says_it_wants_a_full_id(tmp_path, demo):
             repo.open("zzzzzzzz")
         assert caught.value.code == "not_found" and "full session id" not in caught.value.message
         repo.open(sid).close()
+
+
+# -- 8. small ones --------------------------------------------------------------------------------------------------
+
+
+def test_replay_step_piped_pads_no_row_to_the_longest_event(tmp_path, demo):
+    """Piped (no $COLUMNS), each step row ends with its event, whole, with no trailing blanks: a long event does not
+    widen every other row."""
+    import subprocess
+
+    from sessiontree_cli_runner import SCRIPT, _env
+
+    env = {k: v for k, v in _env().items() if k != "COLUMNS"}
+    proc = subprocess.run([SCRIPT, "replay", "--step"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["#", "time", "leaf", "context", "msgs", "event"]
+    rows = lines[2:]
+    assert len(rows) == 40 and all(row == row.rstrip() for row in rows)
+    assert max(map(len, rows)) > 2 * min(map(len, rows))  # short events stay short
+    leaf = next(row for row in rows if "leaf: moved to" in row)
+    assert leaf.endswith("leaf: moved to 651011cb") and "→ 651011cb" in leaf
