@@ -17,7 +17,8 @@ from typing import Any
 import attrs
 import orjson
 
-from sessiontree.adapters.store import SessionInfo, sortable
+from sessiontree.adapters.index import sortable
+from sessiontree.adapters.store import SessionInfo
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import format_timestamp, parse_timestamp
 

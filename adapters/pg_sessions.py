@@ -21,9 +21,9 @@ from eventsourcing.utils import retry
 from psycopg.sql import SQL, Composed, Identifier
 
 from sessiontree.adapters.database_index import DELETIONS_STREAM  # markers of the SQLite projection: not a session
-from sessiontree.adapters.index import Summary, fold_line, fold_lines
+from sessiontree.adapters.index import Summary, fold_line, fold_lines, sortable
 from sessiontree.adapters.listing import ListQuery, SessionList, page
-from sessiontree.adapters.store import SessionInfo, sortable
+from sessiontree.adapters.store import SessionInfo
 
 LISTING_BUILT = "listing-v2"  # v2: forked_at, and modified never before created (refilled once)
 _UNSET = "\x00unset"  # a name no session_info can set: the name did not change
