@@ -125,7 +125,7 @@ def _print_rows(console: Console, rows: list[Row]) -> None:
     last, so a long event pads no other row."""
     widths = _widths(console, rows)
     heading = GAP.join(_pad(h, w, right=i == 0) for i, (h, w) in enumerate(zip(HEADINGS[:4], widths))) + GAP + HEADINGS[4]
-    rule = "─" * (sum(widths[:4]) + len(GAP) * 4 + len(HEADINGS[4]))
+    rule = "─" * (sum(widths) + len(GAP) * 4)
     if console.color_system is None:  # nothing to style: plain lines, without laying out a Text per cell
         lines = [heading, rule]
         for number, clock, event, moved, change in rows:
