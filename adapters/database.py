@@ -173,6 +173,13 @@ class DatabaseStore(SessionStore):
         with recorder.datastore.transaction(commit=True) as c:  # SQLite (PostgresStore has its own remove)
             c.execute(f"DELETE FROM {recorder.events_table_name} WHERE originator_id = ?", (session_id,))
 
+    def refold(self, session_id: str) -> None:
+        """A line of the session was rewritten (erasure) in a store whose listing lives in memory (POPO): its listing
+        row is folded again. (SQLite and PostgreSQL fold it in the rewrite's transaction: row_replace.py.)"""
+        refold = getattr(self.view, "refold", None)
+        if refold is not None:
+            refold(session_id, [bytes(e.state) for e in self.recorder.select_events(session_id)])
+
     def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
         self.refresh_index()
         return [SessionInfo.from_summary(s, f"{self.url}#{s.id}") for s in self.view.summaries(cwd)]

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import groupby
 from typing import Any
 
+import orjson
+
 from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresDatastore
 from eventsourcing.utils import retry
@@ -181,6 +183,33 @@ class SessionRecorder(PostgresAggregateRecorder):
             curs.execute(self._sql("DELETE FROM {events} WHERE originator_id = %s"), (session_id,))
             curs.execute(self._sql("DELETE FROM {listing} WHERE session_id = %s"), (session_id,))
         return True
+
+    def replace_line(self, session_id: str, version: int, line: bytes) -> None:
+        """Rewrite the line of ``version`` (erasure), its session's listing row folded again from its rows and one more
+        marker in the ``~erasures`` stream (row_replace.py), in one transaction. The listing row is locked first, as
+        every append and deletion does, so none of them interleaves; ``LookupError`` when there is no such line."""
+        from sessiontree.adapters.row_replace import ERASED_TOPIC, ERASURES_STREAM
+
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute(self._sql("SELECT 1 FROM {listing} WHERE session_id = %s FOR UPDATE"), (session_id,))
+            listed = curs.fetchone() is not None
+            curs.execute(self._sql("UPDATE {events} SET state = %s WHERE originator_id = %s AND originator_version = %s"),
+                         (line, session_id, version))
+            if curs.rowcount != 1:
+                raise LookupError(f"session {session_id} has no version {version}")
+            if listed:
+                curs.execute(self._sql("SELECT state FROM {events} WHERE originator_id = %s ORDER BY originator_version"),
+                             (session_id,))
+                summary = fold_lines(bytes(row["state"]) for row in curs.fetchall())
+                if summary is not None and summary.id == session_id:
+                    curs.execute(self._upsert, _text(_row(summary)))
+            # one erasure at a time takes the next marker number (the count a reader compares)
+            curs.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.datastore.schema}.{self.events_table_name}~",))
+            curs.execute(self._sql(
+                "INSERT INTO {events} (originator_id, originator_version, topic, state) SELECT %s, "
+                "COALESCE(MAX(originator_version), 0) + 1, %s, %s FROM {events} WHERE originator_id = %s"),
+                (ERASURES_STREAM, ERASED_TOPIC, orjson.dumps({"type": "erased", "id": session_id, "version": version}),
+                 ERASURES_STREAM))
 
     # -- the listing table -----------------------------------------------------------------------------------------
 

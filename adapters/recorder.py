@@ -23,7 +23,8 @@ from eventsourcing.persistence import (
 from sessiontree.adapters import chain
 from sessiontree.adapters.blob_tables import TableBlobs, blobs_of
 from sessiontree.adapters.codec import Codec, native_codec
-from sessiontree.adapters.line_replace import replace_recorded, sealed_stub
+from sessiontree.adapters.line_replace import sealed_stub
+from sessiontree.adapters.row_replace import erasures, replace_recorded
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
@@ -171,11 +172,21 @@ class RecorderSessionStorage(SessionStorage):
     def replace_line(self, version: int, canonical: bytes, digest: str | None) -> None:
         self.check_writable()
         try:
-            replace_recorded(self.recorder, self._session_id, version, sealed_stub(canonical, digest))
+            replace_recorded(self.recorder, self._session_id, version, sealed_stub(canonical, digest),
+                             getattr(self.owner, "refold", None))
         except LookupError as exc:
             raise self.conflict(version, str(exc)) from None
         except (PersistenceError, ConnectionPoolClosedError) as exc:
             raise self._failed(exc) from exc
+
+    def stamp(self) -> tuple[int, int]:
+        """(the store's erasure count, the session's last version): a rewritten line moves the first (row_replace.py),
+        an append the second."""
+        try:
+            last = self.recorder.select_events(self._session_id, desc=True, limit=1)
+            return erasures(self.recorder), (last[0].originator_version if last else 0)
+        except (PersistenceError, ConnectionPoolClosedError) as exc:
+            raise SessionError("storage", f"could not read session {self._session_id}: {_why(exc)}") from exc
 
     def load(self) -> tuple[SessionStarted, EntryLog]:
         return self._decoded(self._select(), observe=True)

@@ -175,6 +175,7 @@ class MemoryStore(SessionStore):
             if session_id in self._ids:
                 raise SessionError("already_exists", f"session {session_id} already exists in memory")
             storage = InMemorySessionStorage.attach(self.recorder, session_id)
+            storage.owner = self  # an erasure asks it to fold the session's listing again (refold)
             write(storage)
             self._ids[session_id] = None
         return storage
@@ -182,7 +183,14 @@ class MemoryStore(SessionStore):
     def attach(self, session_id: str) -> SessionStorage:
         if session_id not in self._ids:
             raise SessionError("not_found", f"session {session_id} not found in memory")
-        return InMemorySessionStorage.attach(self.recorder, session_id)
+        storage = InMemorySessionStorage.attach(self.recorder, session_id)
+        storage.owner = self
+        return storage
+
+    def refold(self, session_id: str) -> None:
+        """A line of the session was rewritten (erasure): its listing summary is folded again from the start."""
+        with self._lock:
+            self._summaries.pop(session_id, None)
 
     def remove(self, session_id: str) -> None:
         with self._lock:
