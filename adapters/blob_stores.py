@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from sessiontree.adapters import leftovers
 from sessiontree.adapters.blobs import DEFAULT_THRESHOLD
 from sessiontree.adapters.files import fsync_dir, make_private_dirs
 from sessiontree.domain.errors import SessionError
@@ -146,6 +147,31 @@ class FolderBlobs(BlobStore):
         return self._locked(fcntl.LOCK_EX)
 
     def put(self, digest: str, data: bytes) -> None:
+        with self.writing():  # shared: a collection, which removes dead writers' temporary files, waits for it
+            self._put(digest, data)
+
+    def sweep(self) -> list[Path]:
+        """Remove the temporary files of blob writes whose process died (they hold content a crash cut off), under
+        the folder's exclusive lock: no write is under way, and a live process's file is kept all the same."""
+        if not self.folder.is_dir():
+            return []
+        with self.collecting():
+            return self._sweep()
+
+    def _sweep(self) -> list[Path]:
+        return leftovers.remove(leftovers.dead(leftovers.blob_temps(self.folder)))
+
+    def collect(self, digests: Any, referenced: Any) -> list[str]:
+        gone = []
+        with self.collecting():
+            self._sweep()
+            for digest in dict.fromkeys(digests):
+                if not referenced(digest):
+                    self.delete(digest)
+                    gone.append(digest)
+        return gone
+
+    def _put(self, digest: str, data: bytes) -> None:
         path = self.path(digest)
         try:
             held = os.lstat(path)

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sessiontree.adapters import chain, jsontext
+from sessiontree.adapters import chain, jsontext, leftovers
 from sessiontree.adapters.files import fsync_dir, is_whole_line
 from sessiontree.adapters.jsonl_file import StaleFileError
 from sessiontree.adapters.jsonl_lease import append_error
@@ -37,6 +37,9 @@ def replace_in_file(file: Any, version: int, line: bytes) -> None:
         file.sync()
         if file.torn:
             file.repair()
+        # copies an earlier rewrite left when its process died: they can hold content erased since (the lease is
+        # held, so no other rewrite of this file is under way; a live writer's is kept all the same)
+        leftovers.remove(leftovers.dead(leftovers.rewrites(path)))
         lines, tail, _ = file.read_split(0)
         if tail or not 1 <= version <= len(lines):
             raise StaleFileError(f"{path} has no line {version} to rewrite")
