@@ -16,7 +16,6 @@ from itertools import groupby
 from typing import Any
 
 import orjson
-
 from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresDatastore
 from eventsourcing.utils import retry

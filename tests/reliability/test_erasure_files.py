@@ -96,6 +96,7 @@ _CHILD = """
 import os, signal, sys
 from sessiontree import UserMessage, open_repo
 url, sid, entry, step = sys.argv[1:5]
+THRESHOLD = int(sys.argv[5])
 real_replace, real_unlink, real_open = os.replace, os.unlink, os.open
 
 def die(): os.kill(os.getpid(), signal.SIGKILL)
@@ -114,18 +115,19 @@ def opener(path, flags, *a, **k):
     return real_open(path, flags, *a, **k)
 
 os.replace, os.unlink, os.open = replace, unlink, opener
-with open_repo(url, blob_threshold=%d) as repo:
+with open_repo(url, blob_threshold=THRESHOLD) as repo:
     session = repo.open(sid)
     if step == "blob-renamed":
-        session.append_message(UserMessage(content="unacknowledged %s " + "padding " * 80, timestamp=0))
+        session.append_message(UserMessage(content="unacknowledged NEEDLE " + "padding " * 80, timestamp=0))
     else:
         session.redact(entry, reason="a secret")
-""" % (THRESHOLD, "{}")
+"""
 
 
 def _crash(url: str, sid: str, entry: str, step: str, needle: str) -> None:
-    code = textwrap.dedent(_CHILD).replace("{}", needle)
-    child = subprocess.run([sys.executable, "-c", code, url, sid, entry, step], capture_output=True, text=True, timeout=60)
+    code = textwrap.dedent(_CHILD).replace("NEEDLE", needle)
+    child = subprocess.run([sys.executable, "-c", code, url, sid, entry, step, str(THRESHOLD)], capture_output=True,
+                           text=True, timeout=60)
     assert child.returncode == -signal.SIGKILL, (step, child.returncode, child.stderr)
 
 
@@ -135,7 +137,7 @@ def test_a_crash_at_any_step_of_an_erasure_leaves_no_copy_once_redact_runs_again
     blobs are deleted) or during a blob's write: verify reports what the crash left that holds content, and the next
     ``sessiontree redact`` leaves no file holding it."""
     url = str(tmp_path / "r")
-    sid, first, second, third = _fill(url)
+    sid, first, second, _third = _fill(url)
     secret = SECRET_LONG if step != "blob-renamed" else "wombatpylon5150"
     _crash(url, sid, second, step, secret)
     report = run(("verify", "--json", "--repo", url), tmp_path, fails=False).stdout if step != "record-written" else ""
