@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sessiontree.adapters import leftovers
+from sessiontree.adapters import leftovers, row_replace
 from sessiontree.adapters.blob_stores import folder_for
 from sessiontree.adapters.index import DirectoryIndex
 from sessiontree.adapters.search_jsonl import JsonlSearch, index_path
@@ -64,6 +64,38 @@ def _store(store: Any) -> None:
         search.catch_up()
     finally:
         search.close()
+
+
+def vacuum(storage: Any) -> str:
+    """Rewrite the files of the store ``storage`` lives in so no old version of a rewritten line is left in them (what
+    ``sessiontree redact --vacuum`` runs; docs/audit.md); a sentence saying what was done. SQLite: ``VACUUM`` of the
+    database; PostgreSQL: ``VACUUM FULL`` of the events, listing, blob and search tables (each locked meanwhile); a
+    folder: ``VACUUM`` of its search index (its logs are rewritten whole by every erasure)."""
+    path = getattr(storage, "path", None)
+    if path is not None:
+        search, _ = index_path(str(Path(path).parent))
+        if search is None or not os.path.exists(search):
+            return "nothing to vacuum: the folder's files are rewritten whole by every erasure"
+        import sqlite3
+
+        conn = sqlite3.connect(search, timeout=30, isolation_level=None)
+        try:
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+        return f"vacuumed the search index {search}"
+    recorder = getattr(storage, "recorder", None)
+    module = getattr(getattr(storage, "owner", None), "module", None)
+    if recorder is None or module not in ("eventsourcing.sqlite", "eventsourcing.postgres"):
+        return "nothing to vacuum: the sessions are held in memory"
+    events = str(recorder.events_table_name)
+    prefix = events.removesuffix("_events")
+    tables = [events, getattr(recorder, "listing_table_name", prefix + "_listing"), prefix + "_blobs",
+              "sessiontree_search_entries", "sessiontree_search_sources"]
+    row_replace.vacuum(recorder, tables)
+    return "vacuumed the database (VACUUM)" if module == "eventsourcing.sqlite" else (
+        f"vacuumed the tables {', '.join(tables)} (VACUUM FULL); the server's WAL files and backups are not rewritten")
 
 
 def _has_table(store: Any, name: str) -> bool:

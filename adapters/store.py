@@ -131,6 +131,15 @@ class SessionStore(ABC):
             raise
         return True
 
+    def stream_ids(self) -> list[str]:
+        """Every session id the store holds lines of, listed or not (a session whose header is gone is not listed:
+        verify checks these too). A store whose listing reads the logs themselves has none unlisted: []."""
+        return []
+
+    def storage_of(self, session_id: str) -> SessionStorage:
+        """The storage of a stream, without reading it (verify's way to a session that cannot be opened)."""
+        return self.attach(session_id)
+
     def parent_reference(self, storage: SessionStorage) -> str:
         """What a fork of the session in ``storage`` records as its ``parent_session``."""
         return storage.session_id
@@ -183,6 +192,15 @@ class MemoryStore(SessionStore):
     def attach(self, session_id: str) -> SessionStorage:
         if session_id not in self._ids:
             raise SessionError("not_found", f"session {session_id} not found in memory")
+        storage = InMemorySessionStorage.attach(self.recorder, session_id)
+        storage.owner = self
+        return storage
+
+    def stream_ids(self) -> list[str]:
+        with self.recorder._database_lock:
+            return [sid for sid, versions in self.recorder._stored_events_index.items() if versions]
+
+    def storage_of(self, session_id: str) -> SessionStorage:
         storage = InMemorySessionStorage.attach(self.recorder, session_id)
         storage.owner = self
         return storage

@@ -178,7 +178,8 @@ def _verify_records(storage: Any, wanted: set[int], anchor: bytes | None, progre
     lines = []
     for expected, item in enumerate(stored, 1):
         if item.originator_version != expected:
-            report.problem(expected, f"version {expected} is missing (the next stored is {item.originator_version})")
+            what = "the session header (version 1)" if expected == 1 else f"version {expected}"
+            report.problem(expected, f"{what} is missing (the next stored is {item.originator_version})")
             break
         lines.append(bytes(item.state))
     if lines:
