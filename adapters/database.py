@@ -81,6 +81,10 @@ class DatabaseStore(SessionStore):
                      "NEW.originator_id AND originator_version = NEW.originator_version - 1) "
                      "BEGIN SELECT RAISE(ABORT, 'the previous version of this stream is not stored'); END")
         try:
+            with self.recorder.datastore.transaction(commit=False) as cursor:  # made once: a read-only file still opens
+                cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?", (f"{table}_follows",))
+                if cursor.fetchone() is not None:
+                    return
             with self.recorder.datastore.transaction(commit=True) as cursor:
                 cursor.execute(statement)
         except PersistenceError as exc:
