@@ -4,9 +4,12 @@ and lost; verify reports a stored session without its header (issue 32, item 3; 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sessiontree_pg as pg
@@ -72,3 +75,57 @@ def test_verify_reports_a_stored_session_without_its_header(tmp_path: Path) -> N
     report = json.loads(checked.stdout)
     assert report["errors"] >= 1 and sid in checked.stdout, report
     assert "header" in checked.stdout or "version 1" in checked.stdout
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_prune_racing_a_writer_never_loses_an_acknowledged_append(kind: str, tmp_path: Path) -> None:
+    """A writer appends (with short random pauses) while prune runs, started at a random moment, round after round until
+    prune has won three: either prune deleted the session before any append it did not see (the writer is then
+    refused), or it kept the session, which holds every acknowledged append."""
+    import random
+    import threading
+
+    if kind == "postgres":
+        context: Any = pg.temp_schema("prune_race")
+    else:
+        context = nullcontext(None)
+    with context as schema:
+        won = 0
+        for round_ in range(30):  # until prune has won 3 rounds
+            url = pg.url(schema) if schema else f"sqlite:///{tmp_path}/r{round_}.db"
+            repo = open_repo(url, clock=lambda: OLD)
+            writer = repo.create(cwd="/w")
+            writer.append_message(UserMessage(content="first", timestamp=0))
+            acked: list[str] = []
+            refused: list[SessionError] = []
+
+            def write(writer: Any = writer, acked: list[str] = acked, refused: list[SessionError] = refused) -> None:
+                for number in range(30):
+                    try:
+                        acked.append(writer.append_message(UserMessage(content=f"m{number}", timestamp=0)))
+                    except SessionError as exc:
+                        refused.append(exc)
+                        return
+                    time.sleep(random.uniform(0.005, 0.05))  # pauses in which a prune can win
+
+            thread = threading.Thread(target=write)
+            thread.start()
+            time.sleep(random.uniform(0, 0.05))
+            try:
+                result = repo.prune(older_than=timedelta(days=30), now=OLD + timedelta(days=120))
+            except SessionError:
+                result = None  # the session changed under the prune: it is kept
+            thread.join()
+            stored = [e.originator_version for e in repo.store.recorder.select_events(writer.id)]  # type: ignore[attr-defined]
+            if result is not None and writer.id in result.pruned:  # (a PostgreSQL round prunes earlier rounds' too)
+                won += 1
+                assert stored == [], f"round {round_}: pruned, yet {len(stored)} lines are stored (acknowledged, lost)"
+                planned = next(p.entries for p in result.sessions if p.id == writer.id)
+                assert planned == 1 + len(acked), f"round {round_}: {len(acked)} acknowledged, the plan saw {planned}"
+                assert refused == [] or refused[0].code == "not_found", refused
+            else:
+                assert len(stored) == 2 + len(acked), f"round {round_}: kept, but {len(stored)} lines for {len(acked)}"
+            repo.close()
+            if won == 3:
+                break
+        assert won, "prune never won a round: the race was not run"
