@@ -23,6 +23,7 @@ from sessiontree.adapters.blobs import DEFAULT_THRESHOLD
 from sessiontree.adapters.files import fsync_dir, make_private_dirs
 from sessiontree.domain.errors import SessionError
 
+STALE_AFTER = 60.0  # seconds a dead writer's temporary file is left before a blob write removes it (leftovers.py)
 FOLDER = ".blobs"  # in a JSONL repository's folder (a dot: listings and pi's layout checks skip it)
 
 
@@ -187,6 +188,8 @@ class FolderBlobs(BlobStore):
         try:
             new_folders = [p for p in (self.folder, path.parent.parent, path.parent) if not p.exists()]
             make_private_dirs(path.parent)
+            # what dead writers left in this folder (it holds content a crash cut off), once it is surely theirs
+            leftovers.remove(leftovers.stale(leftovers.blob_temps_in(path.parent), STALE_AFTER))
             temp = path.with_name(f".{digest[2:10]}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:

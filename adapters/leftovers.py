@@ -4,13 +4,15 @@ the listing index being saved (``.sessiontree-index.json.<pid>.<thread>.tmp``). 
 
 They are removed by whoever holds the lock their writer held (an erasure holds the session's writer lease; a
 collection holds the blob folder's exclusive lock, which every blob write shares), and only when their writer is no
-longer running: a live writer's file is never touched. ``verify`` reports them (docs/audit.md).
+longer running: a live writer's file is never touched. A blob write also removes those of its own ``sha256/xx``
+folder whose writer is gone and that are over a minute old. ``verify`` reports them (docs/audit.md).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -81,12 +83,31 @@ def blob_temps(folder: Path) -> list[Leftover]:
     except OSError:
         return found
     for part in parts:
+        found.extend(blob_temps_in(Path(part.path)))
+    return sorted(found)
+
+
+def blob_temps_in(part: Path) -> list[Leftover]:
+    """The temporary files of blob writes in one ``sha256/xx`` folder."""
+    try:
+        names = [e.name for e in os.scandir(part) if e.name.startswith(".") and e.name.endswith(TEMP_SUFFIX)]
+    except OSError:
+        return []
+    return sorted(_regular((part / n for n in names), _blob_pid))
+
+
+def stale(found: Iterable[Leftover], age: float) -> list[Path]:
+    """The leftovers whose writer is not running and that nothing changed for ``age`` seconds (the check a writer
+    makes, holding only a shared lock: a process it cannot see, in another pid namespace, may still be writing one)."""
+    now = time.time()
+    old = []
+    for path in dead(found):
         try:
-            names = [e.name for e in os.scandir(part.path) if e.name.startswith(".") and e.name.endswith(TEMP_SUFFIX)]
+            if now - os.lstat(path).st_mtime > age:
+                old.append(path)
         except OSError:
             continue
-        found.extend(_regular((Path(part.path) / n for n in names), _blob_pid))
-    return sorted(found)
+    return old
 
 
 def index_temps(index_file: str) -> list[Leftover]:

@@ -5,6 +5,7 @@ docs/audit.md, *What is left on the disk*)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import sqlite3
@@ -170,3 +171,24 @@ def test_a_live_writers_blob_temporary_file_is_never_removed(tmp_path: Path) -> 
     os.utime(live, (0, 0))  # however old it looks
     run(("redact", sid, first, "--reason", "r", "--repo", url), tmp_path)
     assert live.exists() and not stale.exists()
+
+
+def test_a_blob_write_removes_a_dead_writers_old_temporary_file_in_its_folder(tmp_path: Path) -> None:
+    """The next blob write into a folder removes a temporary file there whose writer is gone and that is over a minute
+    old; a younger one, or a running process's, is kept (a writer holds only a shared lock)."""
+    from sessiontree.adapters.blob_stores import FolderBlobs
+
+    blobs = FolderBlobs(tmp_path / ".blobs")
+    digest = hashlib.sha256(b"content").hexdigest()
+    part = blobs.path(digest).parent
+    part.mkdir(parents=True)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    old, young, live = (part / f".{name}.{p}.00000000.tmp" for name, p in
+                        (("0ld0ld00", pid), ("y0un6000", pid), ("11ve0000", os.getpid())))
+    for path in (old, young, live):
+        path.write_bytes(SECRET.encode())
+    os.utime(old, (0, 0))
+    os.utime(live, (0, 0))
+    blobs.put(digest, b"content")
+    assert not old.exists() and young.exists() and live.exists()
