@@ -50,6 +50,7 @@ def _store(store: Any) -> None:
     old row versions until ``redact --vacuum``)."""
     module = getattr(store, "module", None)
     if module == "eventsourcing.sqlite":
+        row_replace.checkpoint(store.recorder)  # again: a crash after the rewrite's commit left the old pages in the WAL
         if not _has_table(store, "search_meta"):
             return
     elif module == "eventsourcing.postgres":

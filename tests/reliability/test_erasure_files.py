@@ -192,3 +192,37 @@ def test_a_blob_write_removes_a_dead_writers_old_temporary_file_in_its_folder(tm
     os.utime(live, (0, 0))
     blobs.put(digest, b"content")
     assert not old.exists() and young.exists() and live.exists()
+
+
+_SQLITE_CHILD = """
+import os, signal, sys
+import sessiontree.adapters.row_replace as rows
+from sessiontree import open_repo
+url, sid, entry, step = sys.argv[1:5]
+
+def die(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if step == "record-written":
+    rows.replace_recorded = die
+    import sessiontree.adapters.recorder as recorder
+    recorder.replace_recorded = die
+else:
+    rows.checkpoint = die  # the row is rewritten and committed; the WAL still holds the old pages
+with open_repo(url) as repo:
+    repo.open(sid).redact(entry, reason="a secret")
+"""
+
+
+@pytest.mark.parametrize("step", ["record-written", "checkpoint"])
+def test_a_crash_during_a_sqlite_erasure_leaves_no_copy_once_redact_runs_again(step: str, tmp_path: Path) -> None:
+    """A writer killed after the redaction record, or after the rewrite's commit but before the WAL is checkpointed:
+    the next ``redact`` leaves neither the database nor its -wal and -shm files holding the erased bytes."""
+    url = URLS["sqlite"].format(tmp=tmp_path)
+    sid, first, _second, _third = _fill(url)
+    child = subprocess.run([sys.executable, "-c", _SQLITE_CHILD, url, sid, first, step], capture_output=True, text=True,
+                           timeout=60)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    run(("redact", sid, first, "--reason", "again", "--repo", url), tmp_path)
+    assert _holders(SECRET, tmp_path, _cache()) == []
+    assert _terms(tmp_path / "db" / "s.db", SECRET) == []
