@@ -128,11 +128,20 @@ class FolderBlobs(BlobStore):
         return self.folder / "sha256" / digest[:2] / digest[2:]
 
     @contextmanager
-    def _locked(self, mode: int) -> Iterator[None]:
-        """The folder's lock file, shared by writers and exclusive while blobs are collected (across processes)."""
+    def _locked(self, mode: int, *, create: bool = True) -> Iterator[None]:
+        """The folder's lock file, shared by writers and exclusive while blobs are collected (across processes);
+        ``create=False``: only if the file is there (else nothing is locked)."""
         try:
-            make_private_dirs(self.folder)
-            fd = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            if not create:
+                fd = os.open(self.folder / "lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+            else:
+                make_private_dirs(self.folder)
+                fd = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:
+            if create:
+                raise self._error("lock", FileNotFoundError(2, "the blob folder vanished")) from None
+            yield
+            return
         except OSError as exc:
             raise self._error("lock", exc) from exc
         try:
@@ -148,7 +157,10 @@ class FolderBlobs(BlobStore):
         return self._locked(fcntl.LOCK_EX)
 
     def put(self, digest: str, data: bytes) -> None:
-        with self.writing():  # shared: a collection, which removes dead writers' temporary files, waits for it
+        # shared, when the folder has its lock file: a collection (which removes the temporary files of writers it
+        # sees dead) waits for it. Without one (a new folder, an archive's) no collection ran, and the pid check alone
+        # keeps a live writer's file; the lock file is not made for it.
+        with self._locked(fcntl.LOCK_SH, create=False):
             self._put(digest, data)
 
     def sweep(self) -> list[Path]:
