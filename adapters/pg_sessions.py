@@ -156,8 +156,10 @@ class SessionRecorder(PostgresAggregateRecorder):
         with self.datastore.get_connection() as conn:
             with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
                 try:
-                    following = [str(sid) for sid, _ in groupby(stored_events, key=lambda e: e.originator_id)
-                                 if min(e.originator_version for e in stored_events if e.originator_id == sid) > 1]
+                    firsts: dict[str, int] = {}
+                    for event in stored_events:
+                        firsts.setdefault(str(event.originator_id), event.originator_version)
+                    following = [sid for sid, first in firsts.items() if first > 1]
                     if following:  # locked as a deletion locks them; a session deleted meanwhile is not appended to
                         curs.execute(self._lock_listing, (following,))
                         gone = set(following) - {row["session_id"] for row in curs.fetchall()}
