@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import groupby
 from typing import Any
 
-from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
+import orjson
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError, StoredEvent
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresDatastore
 from eventsourcing.utils import retry
 from psycopg.sql import SQL, Composed, Identifier
@@ -90,8 +91,22 @@ class SessionRecorder(PostgresAggregateRecorder):
         }
         statements = {"new": self._upsert, "more": self._advance}
         self._alone = {kind: s.as_bytes() for kind, s in statements.items()}
-        self._together = {(kind, one): (SQL("WITH inserted AS ({0}) ").format(self._insert[one]) + s).as_bytes()
-                          for kind, s in statements.items() for one in (False, True)}
+        self._together = {("new", one): (SQL("WITH inserted AS ({0}) ").format(self._insert[one]) + self._upsert).as_bytes()
+                          for one in (False, True)}
+        # Lines after the header go in only while the session's listing row is there, locked for the statement (a
+        # deletion locks it first too): an append to a session deleted meanwhile inserts nothing, and says so.
+        following = {
+            False: self._sql("INSERT INTO {events} (originator_id, originator_version, topic, state) SELECT * FROM "
+                             "unnest(%s::text[], %s::bigint[], %s::text[], %b::bytea[]) WHERE EXISTS (SELECT 1 FROM held)"),
+            True: self._sql("INSERT INTO {events} (originator_id, originator_version, topic, state) "
+                            "SELECT %s, %s::bigint, %s::text, %b::bytea WHERE EXISTS (SELECT 1 FROM held)"),
+        }
+        lock = self._sql("SELECT 1 FROM {listing} WHERE session_id = %s FOR UPDATE")
+        for one in (False, True):
+            self._together["more", one] = (
+                SQL("WITH held AS ({0}), inserted AS ({1} RETURNING 1), advanced AS ({2}) "
+                    "SELECT count(*) AS n FROM inserted").format(lock, following[one], self._advance)).as_bytes()
+        self._lock_listing = self._sql("SELECT session_id FROM {listing} WHERE session_id = ANY(%s) FOR UPDATE")
         self._select_events = self._sql("SELECT originator_version, topic, state FROM {events} WHERE originator_id = %s")
 
     def _sql(self, template: str) -> Composed:
@@ -137,12 +152,25 @@ class SessionRecorder(PostgresAggregateRecorder):
             kind, params = listing[0]
             with self.datastore.get_connection() as conn, conn.cursor() as curs:
                 one = len(stored_events) == 1
-                curs.execute(self._together[kind, one], (*_columns(stored_events, one), *params), prepare=True)
+                sid = str(stored_events[0].originator_id)
+                held = (sid,) if kind == "more" else ()
+                curs.execute(self._together[kind, one], (*held, *_columns(stored_events, one), *params), prepare=True)
+                if kind == "more" and (row := curs.fetchone()) is not None and row["n"] == 0:
+                    raise IntegrityError(f"session {sid} is not stored (deleted since it was read)")
             return None
         exc: Exception | None = None
         with self.datastore.get_connection() as conn:
             with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
                 try:
+                    firsts: dict[str, int] = {}
+                    for event in stored_events:
+                        firsts.setdefault(str(event.originator_id), event.originator_version)
+                    following = [sid for sid, first in firsts.items() if first > 1]
+                    if following:  # locked as a deletion locks them; a session deleted meanwhile is not appended to
+                        curs.execute(self._lock_listing, (following,))
+                        gone = set(following) - {row["session_id"] for row in curs.fetchall()}
+                        if gone:
+                            raise IntegrityError(f"session {sorted(gone)[0]} is not stored (deleted since it was read)")
                     if before is not None:
                         before(curs)
                     curs.execute(self._insert[False], _columns(stored_events, False), prepare=True)
@@ -178,8 +206,9 @@ class SessionRecorder(PostgresAggregateRecorder):
         """Delete a session's events and listing row in one transaction; with ``lines``, only if it still has that many
         (its listing row is locked first, and every append updates that row, so none lands meanwhile)."""
         with self.datastore.transaction(commit=True) as curs:
+            # first, always: an append holds this row's lock for its insert, so none lands beside the deletion
+            curs.execute(self._sql("SELECT 1 FROM {listing} WHERE session_id = %s FOR UPDATE"), (session_id,))
             if lines is not None:
-                curs.execute(self._sql("SELECT 1 FROM {listing} WHERE session_id = %s FOR UPDATE"), (session_id,))
                 curs.execute(self._sql("SELECT COUNT(*) AS n FROM {events} WHERE originator_id = %s"), (session_id,))
                 row = curs.fetchone()
                 if row is None or row["n"] != lines:
@@ -187,6 +216,33 @@ class SessionRecorder(PostgresAggregateRecorder):
             curs.execute(self._sql("DELETE FROM {events} WHERE originator_id = %s"), (session_id,))
             curs.execute(self._sql("DELETE FROM {listing} WHERE session_id = %s"), (session_id,))
         return True
+
+    def replace_line(self, session_id: str, version: int, line: bytes) -> None:
+        """Rewrite the line of ``version`` (erasure), its session's listing row folded again from its rows and one more
+        marker in the ``~erasures`` stream (row_replace.py), in one transaction. The listing row is locked first, as
+        every append and deletion does, so none of them interleaves; ``LookupError`` when there is no such line."""
+        from sessiontree.adapters.row_replace import ERASED_TOPIC, ERASURES_STREAM
+
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute(self._sql("SELECT 1 FROM {listing} WHERE session_id = %s FOR UPDATE"), (session_id,))
+            listed = curs.fetchone() is not None
+            curs.execute(self._sql("UPDATE {events} SET state = %s WHERE originator_id = %s AND originator_version = %s"),
+                         (line, session_id, version))
+            if curs.rowcount != 1:
+                raise LookupError(f"session {session_id} has no version {version}")
+            if listed:
+                curs.execute(self._sql("SELECT state FROM {events} WHERE originator_id = %s ORDER BY originator_version"),
+                             (session_id,))
+                summary = fold_lines(bytes(row["state"]) for row in curs.fetchall())
+                if summary is not None and summary.id == session_id:
+                    curs.execute(self._upsert, _text(_row(summary)))
+            # one erasure at a time takes the next marker number (the count a reader compares)
+            curs.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.datastore.schema}.{self.events_table_name}~",))
+            curs.execute(self._sql(
+                "INSERT INTO {events} (originator_id, originator_version, topic, state) SELECT %s, "
+                "COALESCE(MAX(originator_version), 0) + 1, %s, %s FROM {events} WHERE originator_id = %s"),
+                (ERASURES_STREAM, ERASED_TOPIC, orjson.dumps({"type": "erased", "id": session_id, "version": version}),
+                 ERASURES_STREAM))
 
     # -- the listing table -----------------------------------------------------------------------------------------
 

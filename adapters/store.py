@@ -127,6 +127,15 @@ class SessionStore(ABC):
             raise
         return True
 
+    def stream_ids(self) -> list[str]:
+        """Every session id the store holds lines of, listed or not (a session whose header is gone is not listed:
+        verify checks these too). A store whose listing reads the logs themselves has none unlisted: []."""
+        return []
+
+    def storage_of(self, session_id: str) -> SessionStorage:
+        """The storage of a stream, without reading it (verify's way to a session that cannot be opened)."""
+        return self.attach(session_id)
+
     def parent_reference(self, storage: SessionStorage) -> str:
         """What a fork of the session in ``storage`` records as its ``parent_session``."""
         return storage.session_id
@@ -171,6 +180,7 @@ class MemoryStore(SessionStore):
             if session_id in self._ids:
                 raise SessionError("already_exists", f"session {session_id} already exists in memory")
             storage = InMemorySessionStorage.attach(self.recorder, session_id)
+            storage.owner = self  # an erasure asks it to fold the session's listing again (refold)
             write(storage)
             self._ids[session_id] = None
         return storage
@@ -178,7 +188,23 @@ class MemoryStore(SessionStore):
     def attach(self, session_id: str) -> SessionStorage:
         if session_id not in self._ids:
             raise SessionError("not_found", f"session {session_id} not found in memory")
-        return InMemorySessionStorage.attach(self.recorder, session_id)
+        storage = InMemorySessionStorage.attach(self.recorder, session_id)
+        storage.owner = self
+        return storage
+
+    def stream_ids(self) -> list[str]:
+        with self.recorder._database_lock:
+            return [sid for sid, versions in self.recorder._stored_events_index.items() if versions]
+
+    def storage_of(self, session_id: str) -> SessionStorage:
+        storage = InMemorySessionStorage.attach(self.recorder, session_id)
+        storage.owner = self
+        return storage
+
+    def refold(self, session_id: str) -> None:
+        """A line of the session was rewritten (erasure): its listing summary is folded again from the start."""
+        with self._lock:
+            self._summaries.pop(session_id, None)
 
     def remove(self, session_id: str) -> None:
         with self._lock:

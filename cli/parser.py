@@ -236,11 +236,14 @@ def _export_args(p: Parser) -> None:
 
 
 def _redact_args(p: Parser) -> None:
-    p.usage = f"{PROG} redact [SESSION] ENTRY --reason TEXT [--by NAME] [-s SESSION]"
+    p.usage = f"{PROG} redact [SESSION] ENTRY --reason TEXT [--by NAME] [--vacuum] [-s SESSION]"
     p.add_argument("words", nargs="+", metavar="[SESSION] ENTRY",
                    help="the entry to erase (an id, a 4+ character id prefix or a label); the session may come first")
     p.add_argument("--reason", required=True, help="why (recorded in the log, shown by verify)")
     p.add_argument("--by", metavar="NAME", help="who asked (recorded; default: your user name)")
+    p.add_argument("--vacuum", action="store_true",
+                   help="then rewrite the database's files so no old row version keeps the content (SQLite: VACUUM; "
+                        "PostgreSQL: VACUUM FULL of its tables, which locks them meanwhile; docs/audit.md)")
     _session_args(p, positional=False)
 
 
