@@ -30,6 +30,7 @@ from sessiontree.projections.context import SessionContext, SessionContextBuildO
 from sessiontree.projections.context_messages import ContextMessages
 from sessiontree.projections.stats import SessionStats
 from sessiontree.projections.tokens import CharEstimator, ContextTokens, TextCounterEstimator
+from sessiontree.projections.tool_pairs import ContextProblem, repair_tool_pairs
 from sessiontree.seed import *  # noqa: F403  (the seed's names and call shapes: docs/porting.md)
 from sessiontree.seed import __all__ as _seed_names
 from sessiontree.summary import Summary, extractive_summary
@@ -51,6 +52,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "sessiontree.session": ("Session",),
     "sessiontree.retention": ("PruneError", "PruneResult", "PrunedSession", "parse_age"),
     "sessiontree.adapters.archive": ("ArchiveSessionStorage",),
+    "sessiontree.tool_repair": ("ContextRepairWarning",),
 }
 _LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in names}
 
@@ -67,6 +69,7 @@ if TYPE_CHECKING:
     from sessiontree.retention import PrunedSession, PruneError, PruneResult, parse_age
     from sessiontree.search import SearchHit, search_tool
     from sessiontree.session import Session
+    from sessiontree.tool_repair import ContextRepairWarning
 
 
 def __getattr__(name: str) -> Any:
@@ -91,5 +94,5 @@ __all__ = [
     "TextContent", "TextCounterEstimator", "ThinkingContent", "ToolCall", "ToolResultMessage", "TreeNode",
     "UnknownContent", "UnknownMessage", "Usage", "UserMessage", "VerifyReport", "extractive_summary", "open_repo",
     "sign_checkpoint", "verify", "build_session_context", "PruneError", "PruneResult", "PrunedSession", "parse_age",
-    "ArchiveSessionStorage", "search_tool", *_seed_names,
+    "ArchiveSessionStorage", "search_tool", "ContextProblem", "ContextRepairWarning", "repair_tool_pairs", *_seed_names,
 ]
