@@ -148,9 +148,7 @@ def _analyse(entries: Sequence[Any]) -> _Analysis:
     for index, item in enumerate(items):
         if not is_result[index]:
             continue
-        candidates = by_original.get(item.message.tool_call_id, [])
-        before = [c for c in candidates if c.item < index]
-        call = before[-1] if before else (candidates[0] if candidates else None)
+        call = _pair(by_original.get(item.message.tool_call_id, []), index, region_of.get(index))
         if call is None:
             dropped.add(index)
             problems.append((index, 0, ContextProblem(
@@ -193,6 +191,16 @@ def _analyse(entries: Sequence[Any]) -> _Analysis:
             )))
     problems.sort(key=lambda p: (p[0], p[1]))
     return _Analysis(items, problems, renamed, dropped, inserted)
+
+
+def _pair(candidates: list[_Call], index: int, region: int | None) -> _Call | None:
+    """The call a result at ``index`` answers: in the run after an assistant message with calls of its id, the first of
+    them still unanswered there (else the last); elsewhere the nearest call of its id before it, else the first after."""
+    mine = [c for c in candidates if c.item == region] if region is not None else []
+    if mine:
+        return next((c for c in mine if not any(r > c.item for r in c.results)), mine[-1])
+    before = [c for c in candidates if c.item < index]
+    return before[-1] if before else (candidates[0] if candidates else None)
 
 
 def _next_message(items: list[_Item], after: int) -> bool:
