@@ -89,6 +89,7 @@ def _calls(message: Any) -> list[ToolCall]:
 @attrs.define
 class _Call:
     item: int  # the assistant message's item
+    turn: int  # the first assistant message of its turn (the message itself, unless ``runs``)
     block: ToolCall
     id: str  # the id in the repaired context (renamed when it repeats an earlier call's)
     results: list[int] = attrs.field(factory=list)  # items of the results that answer it, in order
@@ -103,11 +104,24 @@ class _Analysis:
     inserted: dict[int, list[Any]]  # item -> what goes right after it: a moved result's item, or a call (synthetic)
 
 
-def _analyse(entries: Sequence[Any]) -> _Analysis:
+def _analyse(entries: Sequence[Any], runs: bool = False) -> _Analysis:
     items = _items(entries)
     is_result = [isinstance(it.message, ToolResultMessage) for it in items]
-    region_of: dict[int, int] = {}  # a tool-result item -> the assistant item whose run it is in
-    region_end: dict[int, int] = {}  # an assistant item -> the last item of its run of results (itself when none)
+    turn_of = _turns(items, runs)
+    region_of: dict[int, int] = {}  # a tool-result item -> the turn whose run of results it is in
+    region_end: dict[int, int] = {}  # a turn -> the last item of its run of results (its last message when none)
+    last_of: dict[int, int] = {}
+    for index, head in turn_of.items():
+        last_of[head] = index
+    for head, end in last_of.items():
+        for j in range(end + 1, len(items)):
+            if items[j].message is None:
+                continue
+            if not is_result[j]:
+                break
+            region_of[j] = head
+            end = j
+        region_end[head] = end
     calls: list[_Call] = []
     by_original: dict[str, list[_Call]] = {}
     problems: list[tuple[int, int, ContextProblem]] = []
@@ -117,15 +131,6 @@ def _analyse(entries: Sequence[Any]) -> _Analysis:
         blocks = _calls(item.message)
         if not blocks:
             continue
-        end = index
-        for j in range(index + 1, len(items)):
-            if items[j].message is None:
-                continue
-            if not is_result[j]:
-                break
-            region_of[j] = index
-            end = j
-        region_end[index] = end
         for position, block in enumerate(blocks):
             effective = block.id
             earlier = by_original.get(block.id)
@@ -141,7 +146,7 @@ def _analyse(entries: Sequence[Any]) -> _Analysis:
                     message=f"tool call id {block.id!r} in entry {item.entry.id} repeats the call in entry "
                             f"{items[earlier[0].item].entry.id}",
                 )))
-            call = _Call(index, block, effective)
+            call = _Call(index, turn_of[index], block, effective)
             calls.append(call)
             by_original.setdefault(block.id, []).append(call)
     dropped: set[int] = set()
@@ -163,7 +168,7 @@ def _analyse(entries: Sequence[Any]) -> _Analysis:
     inserted: dict[int, list[Any]] = {}
     for call in calls:
         call_entry = items[call.item].entry.id
-        in_place = [r for r in call.results if region_of.get(r) == call.item]
+        in_place = [r for r in call.results if region_of.get(r) == call.turn]
         chosen = in_place[0] if in_place else (call.results[0] if call.results else None)
         for result in call.results:
             if result == chosen:
@@ -175,15 +180,15 @@ def _analyse(entries: Sequence[Any]) -> _Analysis:
                         f"(entry {call_entry})",
             )))
         if chosen is None:
-            inserted.setdefault(region_end[call.item], []).append(call)
+            inserted.setdefault(region_end[call.turn], []).append(call)
             problems.append((call.item, len(_calls(items[call.item].message)) + 1, ContextProblem(
                 kind=MISSING_RESULT, entry_id=call_entry, tool_call_id=call.block.id,
                 message=f"tool call {call.block.id!r} ({call.block.name}) in entry {call_entry} has no result before "
-                        + ("the next message" if _next_message(items, region_end[call.item]) else "the end of the branch"),
+                        + ("the next message" if _next_message(items, region_end[call.turn]) else "the end of the branch"),
             )))
         elif chosen not in in_place:
             dropped.add(chosen)
-            inserted.setdefault(region_end[call.item], []).append(chosen)
+            inserted.setdefault(region_end[call.turn], []).append(chosen)
             problems.append((chosen, 0, ContextProblem(
                 kind=RESULT_OUT_OF_PLACE, entry_id=items[chosen].entry.id, tool_call_id=call.block.id,
                 message=f"tool result in entry {items[chosen].entry.id} is not in the results right after its call "
@@ -193,10 +198,26 @@ def _analyse(entries: Sequence[Any]) -> _Analysis:
     return _Analysis(items, problems, renamed, dropped, inserted)
 
 
+def _turns(items: list[_Item], runs: bool) -> dict[int, int]:
+    """Each assistant message's turn: itself; with ``runs``, the first of the consecutive assistant messages it is in
+    (the Responses API's items: one reply is a message, reasoning and function calls, each its own item)."""
+    turn_of: dict[int, int] = {}
+    head: int | None = None
+    for index, item in enumerate(items):
+        if item.message is None:
+            continue
+        if isinstance(item.message, AssistantMessage):
+            head = head if runs and head is not None else index
+            turn_of[index] = head
+        else:
+            head = None
+    return turn_of
+
+
 def _pair(candidates: list[_Call], index: int, region: int | None) -> _Call | None:
     """The call a result at ``index`` answers: in the run after an assistant message with calls of its id, the first of
     them still unanswered there (else the last); elsewhere the nearest call of its id before it, else the first after."""
-    mine = [c for c in candidates if c.item == region] if region is not None else []
+    mine = [c for c in candidates if c.turn == region] if region is not None else []
     if mine:
         return next((c for c in mine if not any(r > c.item for r in c.results)), mine[-1])
     before = [c for c in candidates if c.item < index]
@@ -207,17 +228,22 @@ def _next_message(items: list[_Item], after: int) -> bool:
     return any(it.message is not None for it in items[after + 1 :])
 
 
-def find_problems(entries: Sequence[Any]) -> list[ContextProblem]:
+def find_problems(entries: Sequence[Any], *, runs: bool = False) -> list[ContextProblem]:
     """Every break of the tool-call rules in the context whose entries (after compaction) are ``entries``, in the order
-    they occur."""
-    return [problem for _, _, problem in _analyse(entries).problems]
+    they occur. ``runs``: consecutive assistant messages are one turn (for histories of Responses items)."""
+    return [problem for _, _, problem in _analyse(entries, runs).problems]
 
 
 def repair_tool_pairs(entries: list[Any]) -> list[Any]:
     """An entry transform (``SessionContextBuildOptions(entry_transforms=[repair_tool_pairs])``): the context with
     every problem :func:`find_problems` reports repaired by the module's rule. The log is never touched; a context with
     no problem is returned as it is."""
-    analysis = _analyse(entries)
+    return repair(entries)
+
+
+def repair(entries: Sequence[Any], *, runs: bool = False) -> list[Any]:
+    """:func:`repair_tool_pairs`, with ``runs`` as in :func:`find_problems`."""
+    analysis = _analyse(entries, runs)
     if not analysis.problems:
         return list(entries)
     items, out = analysis.items, []
