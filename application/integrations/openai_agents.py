@@ -3,7 +3,9 @@
 ``SessionTreeSession(session_id, repo=...)`` is an ``agents.memory.Session``. Each item is an entry on the session's
 current branch (``openai_agents_items``: a message where the item maps to one, else a custom entry), so ``sessiontree
 show``, ``context``, ``verify`` and ``export --format pi`` work on what the agent wrote. ``pop_item`` and
-``clear_session`` move the leaf; nothing is ever deleted.
+``clear_session`` move the leaf; nothing is ever deleted. ``get_items`` gives the items repaired by the tool-call rule
+(``repair_tool_pairs``, docs/concepts.md): a run interrupted between a function call and its output loads as a history
+the next run's model call accepts; ``repair=False`` gives the items as stored.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from sessiontree.domain.events import CustomEntryAppended, Entry, MessageAppende
 from sessiontree.domain.values import json_value
 from sessiontree.integrations._blocking import as_repo, call
 from sessiontree.integrations.openai_agents_items import CUSTOM_TYPE, KEY, Message, to_item, to_message
+from sessiontree.projections import tool_pairs
 from sessiontree.repository import SessionRepo
 from sessiontree.session import Session
 
@@ -43,20 +46,24 @@ class SessionTreeSession:
     ``repo`` is a repository, or a URL or folder for ``open_repo`` (a repository it opens is closed by :meth:`close`). The
     session ``session_id`` is created there on first use if it does not exist (in ``cwd``, default the current
     directory). ``get_items`` reads the current branch; ``pop_item`` moves the leaf to the parent of the last item's
-    entry and ``clear_session`` before the first entry, so the log keeps every item ever added.
+    entry and ``clear_session`` before the first entry, so the log keeps every item ever added. ``get_items`` repairs
+    the tool calls of what it returns (a missing output becomes an error output, an orphan one is left out), unless
+    ``repair`` is False; the log keeps what was added.
     """
 
     session_settings: SessionSettings | None = None
 
     def __init__(
         self, session_id: str, repo: SessionRepo | str | os.PathLike[str], *,
-        session_settings: SessionSettings | dict[str, Any] | None = None, cwd: str | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None, cwd: str | None = None, repair: bool = True,
     ) -> None:
         self.session_id = check_session_id(session_id)
         self.session_settings = coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
         self.repo = as_repo(os.fspath(repo) if isinstance(repo, os.PathLike) else repo)
         self._owns_repo = not isinstance(repo, SessionRepo)
         self._cwd = os.getcwd() if cwd is None else cwd
+        self.repair = repair
+        self._repaired: tuple[object, int, list[bytes]] | None = None  # (leaf, item count, blobs) of the last repair
         self._session: Session | None = None
         self._closed = False
         # The items on the branch ending at ``_leaf``, kept as JSON: a read decodes them in one call (fresh objects
@@ -171,9 +178,26 @@ class SessionTreeSession:
     # -- the calls (each run by _locked) ---------------------------------------------------------------------------
 
     def _get_items(self, limit: int | None) -> list[Any]:
-        self._read()
-        blobs = self._blobs if limit is None or limit < 0 else self._blobs[-limit:] if limit else []
+        session = self._read()
+        blobs = self._repaired_blobs(session) if self.repair else self._blobs
+        blobs = blobs if limit is None or limit < 0 else blobs[-limit:] if limit else []
         return _decode(b"[" + b",".join(blobs) + b"]")  # type: ignore[no-any-return]  # a JSON array: a list
+
+    def _repaired_blobs(self, session: Session) -> list[bytes]:
+        """The items as the tool-call rule repairs them (one reply's items are one turn), kept until the items change."""
+        kept = self._repaired
+        if kept is not None and kept[0] == self._leaf and kept[1] == len(self._ids):
+            return kept[2]
+        entries = [session.entry(entry_id) for entry_id in self._ids]
+        repaired = tool_pairs.repair(entries, runs=True)
+        if len(repaired) == len(entries) and all(a is b for a, b in zip(repaired, entries, strict=True)):
+            blobs = self._blobs
+        else:
+            stored = dict(zip(self._ids, self._blobs, strict=True))
+            originals = {id(entry) for entry in entries}
+            blobs = [stored[e.id] if id(e) in originals else _encode(_repaired_item(e)) for e in repaired]
+        self._repaired = (self._leaf, len(self._ids), blobs)
+        return blobs
 
     def _add_items(self, items: Iterable[Any]) -> None:
         session = self._read()
@@ -232,6 +256,15 @@ def _item_of(entry: Entry) -> Any:
         return to_item(entry.message)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise SessionError("invalid_entry", f"entry {entry.id} is not an Agents SDK item ({exc!r})") from exc
+
+
+def _repaired_item(entry: MessageAppended) -> Any:
+    """The item of an entry the repair made: an error output for a call that had none, or an item whose call id it
+    renamed (a repeated id)."""
+    message = entry.message
+    if tool_pairs.is_synthetic(message) and KEY not in message.extra:
+        return {"type": "function_call_output", "call_id": message.tool_call_id, "output": tool_pairs.SYNTHETIC_TEXT}
+    return to_item(message)
 
 
 def _note_tool_name(names: dict[str, str], item: Any) -> None:
