@@ -63,7 +63,7 @@ class SessionTreeSession:
         self._owns_repo = not isinstance(repo, SessionRepo)
         self._cwd = os.getcwd() if cwd is None else cwd
         self.repair = repair
-        self._repaired: tuple[object, int, list[bytes]] | None = None  # (leaf, item count, blobs) of the last repair
+        self._repaired: tuple[object, int, list[bytes] | None] | None = None  # (leaf, item count, blobs) last repaired
         self._session: Session | None = None
         self._closed = False
         # The items on the branch ending at ``_leaf``, kept as JSON: a read decodes them in one call (fresh objects
@@ -186,18 +186,16 @@ class SessionTreeSession:
     def _repaired_blobs(self, session: Session) -> list[bytes]:
         """The items as the tool-call rule repairs them (one reply's items are one turn), kept until the items change."""
         kept = self._repaired
-        if kept is not None and kept[0] == self._leaf and kept[1] == len(self._ids):
-            return kept[2]
-        entries = [session.entry(entry_id) for entry_id in self._ids]
-        repaired = tool_pairs.repair(entries, runs=True)
-        if len(repaired) == len(entries) and all(a is b for a, b in zip(repaired, entries, strict=True)):
-            blobs = self._blobs
-        else:
-            stored = dict(zip(self._ids, self._blobs, strict=True))
-            originals = {id(entry) for entry in entries}
-            blobs = [stored[e.id] if id(e) in originals else _encode(_repaired_item(e)) for e in repaired]
-        self._repaired = (self._leaf, len(self._ids), blobs)
-        return blobs
+        if kept is None or kept[0] != self._leaf or kept[1] != len(self._ids):
+            entries = [session.entry(entry_id) for entry_id in self._ids]
+            repaired = tool_pairs.repair(entries, runs=True)
+            blobs = None  # nothing to repair: the stored items
+            if len(repaired) != len(entries) or any(a is not b for a, b in zip(repaired, entries, strict=True)):
+                stored = dict(zip(self._ids, self._blobs, strict=True))
+                originals = {id(entry) for entry in entries}
+                blobs = [stored[e.id] if id(e) in originals else _encode(_repaired_item(e)) for e in repaired]
+            kept = self._repaired = (self._leaf, len(self._ids), blobs)
+        return self._blobs if kept[2] is None else kept[2]
 
     def _add_items(self, items: Iterable[Any]) -> None:
         session = self._read()
