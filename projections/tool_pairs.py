@@ -67,16 +67,12 @@ class _Item:
 def _items(entries: Iterable[Any]) -> list[_Item]:
     items: list[_Item] = []
     for entry in entries:
-        kind = entry.type
-        if kind == "message":
-            items.append(_Item(entry, entry.message))
-        elif kind == "compaction":
-            items.append(_Item(entry, "summary"))  # a summary message: a turn boundary
-            items.extend(_Item(entry, m, i) for i, m in enumerate(entry.retained_tail or ()))
-        elif kind == "custom_message" or (kind == "branch_summary" and entry.summary):
-            items.append(_Item(entry, kind))
+        messages = _messages_of(entry)
+        if entry.type == "compaction":  # its summary (a turn boundary), then its retained tail
+            items.append(_Item(entry, messages[0]))
+            items.extend(_Item(entry, m, i) for i, m in enumerate(messages[1:]))
         else:
-            items.append(_Item(entry, None))
+            items.append(_Item(entry, messages[0] if messages else None))
     return items
 
 
@@ -104,7 +100,70 @@ class _Analysis:
     inserted: dict[int, list[Any]]  # item -> what goes right after it: a moved result's item, or a call (synthetic)
 
 
+def _messages_of(entry: Any) -> tuple[Any, ...]:
+    """The messages of an entry as :func:`_items` sees them (a summary or a custom message as its type's name)."""
+    kind = entry.type
+    if kind == "message":
+        return (entry.message,)
+    if kind == "compaction":
+        return ("summary", *(entry.retained_tail or ()))
+    if kind == "custom_message" or (kind == "branch_summary" and entry.summary):
+        return (kind,)
+    return ()
+
+
+class PairingCheck:
+    """The one-pass check that nothing breaks the rules, kept so that it can go on over entries appended later
+    (``feed``): the common case, a valid context, costs one pass, and an append costs only its own entries."""
+
+    def __init__(self, *, runs: bool = False) -> None:
+        self.runs = runs
+        self.count = 0  # entries fed
+        self.last: Any = None  # the last entry fed
+        self.broken = False
+        self._seen: set[str] = set()
+        self._pending: set[str] = set()  # the calls of the current turn not answered yet
+        self._state: str | None = None  # "calls" after an assistant message, "results" in its results, else None
+
+    @property
+    def valid(self) -> bool:
+        return not self.broken and not self._pending
+
+    def feed(self, entries: Iterable[Any]) -> PairingCheck:
+        for entry in entries:
+            self.count += 1
+            self.last = entry
+            if not self.broken:
+                self.broken = not all(self._take(message) for message in _messages_of(entry))
+        return self
+
+    def _take(self, message: Any) -> bool:
+        pending = self._pending
+        if isinstance(message, ToolResultMessage):
+            if self._state is None or message.tool_call_id not in pending:
+                return False
+            pending.discard(message.tool_call_id)
+            self._state = "results"
+        elif isinstance(message, AssistantMessage):
+            if pending and not (self.runs and self._state == "calls"):
+                return False
+            for block in message.content:
+                if isinstance(block, ToolCall):
+                    if block.id in self._seen:
+                        return False
+                    self._seen.add(block.id)
+                    pending.add(block.id)
+            self._state = "calls"
+        else:
+            if pending:
+                return False
+            self._state = None
+        return True
+
+
 def _analyse(entries: Sequence[Any], runs: bool = False) -> _Analysis:
+    if PairingCheck(runs=runs).feed(entries).valid:
+        return _Analysis([], [], {}, set(), {})
     items = _items(entries)
     is_result = [isinstance(it.message, ToolResultMessage) for it in items]
     turn_of = _turns(items, runs)
@@ -330,6 +389,8 @@ def trailing_missing(entries: Sequence[Any]) -> list[tuple[ToolCall, Any]]:
     own id answers it, even when the id repeats an earlier call's (a result pairs with the nearest call before it)."""
     analysis = _analyse(entries)
     items = analysis.items
+    if not analysis.problems:
+        return []
     start = len(items) - 1
     while start >= 0 and (items[start].message is None or isinstance(items[start].message, ToolResultMessage)):
         start -= 1
@@ -427,6 +488,6 @@ def trailing_missing(entries: Sequence[Any]) -> list[tuple[ToolCall, Any]]:
 
 __all__ = [
     "DUPLICATE_CALL_ID", "DUPLICATE_RESULT", "MISSING_RESULT", "ORPHAN_RESULT", "PROBLEM_KINDS", "RESULT_OUT_OF_PLACE",
-    "SYNTHETIC_TEXT", "ContextProblem", "find_problems", "is_synthetic", "repair_tool_pairs", "synthetic_result",
+    "SYNTHETIC_TEXT", "ContextProblem", "PairingCheck", "find_problems", "is_synthetic", "repair_tool_pairs", "synthetic_result",
     "trailing_missing", "unrepaired_entries",
 ]

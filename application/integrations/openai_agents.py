@@ -24,6 +24,7 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 from sessiontree.adapters.store import check_session_id
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import CustomEntryAppended, Entry, MessageAppended
+from sessiontree.domain.messages import AssistantMessage, ToolCall, ToolResultMessage
 from sessiontree.domain.values import json_value
 from sessiontree.integrations._blocking import as_repo, call
 from sessiontree.integrations.openai_agents_items import CUSTOM_TYPE, KEY, Message, to_item, to_message
@@ -63,13 +64,15 @@ class SessionTreeSession:
         self._owns_repo = not isinstance(repo, SessionRepo)
         self._cwd = os.getcwd() if cwd is None else cwd
         self.repair = repair
-        self._repaired: tuple[object, int, list[bytes] | None] | None = None  # (leaf, item count, blobs) last repaired
+        self._pairing = tool_pairs.PairingCheck(runs=True)  # whether the items read so far need repairing
+        self._pairing_last: Entry | None = None  # the last item's entry it checked
+        self._repaired: tuple[Entry, int, list[bytes]] | None = None  # (last entry, item count, blobs) last repaired
         self._session: Session | None = None
         self._closed = False
         # The items on the branch ending at ``_leaf``, kept as JSON: a read decodes them in one call (fresh objects
         # for the caller, as a database read gives) instead of rebuilding each item from its entry.
         self._leaf: object = _UNREAD
-        self._ids: list[str] = []  # the entry of each item
+        self._entries: list[Entry] = []  # the entry of each item
         self._blobs: list[bytes] = []
         self._tool_names: dict[str, str] = {}  # call id -> tool name, for outputs that do not name their tool
         self._mutex = threading.RLock()  # the state above, whichever thread (worker or event loop) runs a call
@@ -163,39 +166,43 @@ class SessionTreeSession:
         """The session, with the items cached for its current leaf (read again if something else moved it)."""
         session = self._open()
         if self._leaf != session.leaf_id:
-            ids: list[str] = []
+            entries: list[Entry] = []
             blobs: list[bytes] = []
             names: dict[str, str] = {}
             for entry in session.get_branch():
                 item = _item_of(entry)
                 if item is not _NOT_AN_ITEM:
-                    ids.append(entry.id)
+                    entries.append(entry)
                     blobs.append(_encode(item))
                     _note_tool_name(names, item)
-            self._ids, self._blobs, self._tool_names, self._leaf = ids, blobs, names, session.leaf_id
+            self._entries, self._blobs, self._tool_names, self._leaf = entries, blobs, names, session.leaf_id
         return session
 
     # -- the calls (each run by _locked) ---------------------------------------------------------------------------
 
     def _get_items(self, limit: int | None) -> list[Any]:
         session = self._read()
-        blobs = self._repaired_blobs(session) if self.repair else self._blobs
+        blobs = self._repaired_blobs() if self.repair else self._blobs
         blobs = blobs if limit is None or limit < 0 else blobs[-limit:] if limit else []
         return _decode(b"[" + b",".join(blobs) + b"]")  # type: ignore[no-any-return]  # a JSON array: a list
 
-    def _repaired_blobs(self, session: Session) -> list[bytes]:
+    def _repaired_blobs(self) -> list[bytes]:
         """The items as the tool-call rule repairs them (one reply's items are one turn), kept until the items change."""
+        entries, check = self._entries, self._pairing
+        if check.count > len(entries) or (check.count and entries[check.count - 1] is not self._pairing_last):
+            check = self._pairing = tool_pairs.PairingCheck(runs=True)  # not the items it saw: start again
+        check.feed(map(_pairing_view, entries[check.count:]))  # only what was appended since the last read
+        self._pairing_last = entries[-1] if entries else None
+        if check.valid:
+            return self._blobs
         kept = self._repaired
-        if kept is None or kept[0] != self._leaf or kept[1] != len(self._ids):
-            entries = [session.entry(entry_id) for entry_id in self._ids]
-            repaired = tool_pairs.repair(entries, runs=True)
-            blobs = None  # nothing to repair: the stored items
-            if len(repaired) != len(entries) or any(a is not b for a, b in zip(repaired, entries, strict=True)):
-                stored = dict(zip(self._ids, self._blobs, strict=True))
-                originals = {id(entry) for entry in entries}
-                blobs = [stored[e.id] if id(e) in originals else _encode(_repaired_item(e)) for e in repaired]
-            kept = self._repaired = (self._leaf, len(self._ids), blobs)
-        return self._blobs if kept[2] is None else kept[2]
+        if kept is None or kept[0] is not entries[-1] or kept[1] != len(entries):
+            views = [_pairing_view(entry) for entry in entries]
+            stored = {id(view): blob for view, blob in zip(views, self._blobs, strict=True)}
+            blobs = [stored[id(e)] if id(e) in stored else _encode(_repaired_item(e))
+                     for e in tool_pairs.repair(views, runs=True)]
+            kept = self._repaired = (entries[-1], len(entries), blobs)
+        return kept[2]
 
     def _add_items(self, items: Iterable[Any]) -> None:
         session = self._read()
@@ -205,7 +212,7 @@ class SessionTreeSession:
                 entry_id = session.append_custom_entry(CUSTOM_TYPE, data)
             else:
                 entry_id = session.append_message(message)
-            self._ids.append(entry_id)
+            self._entries.append(session.entry(entry_id))
             self._blobs.append(blob)
             self._leaf = session.leaf_id
 
@@ -226,19 +233,19 @@ class SessionTreeSession:
 
     def _pop_item(self) -> Any:
         session = self._read()
-        if not self._ids:
+        if not self._entries:
             return None
-        session.move_to(session.entry(self._ids[-1]).parent_id)
-        self._ids.pop()
+        session.move_to(self._entries[-1].parent_id)
+        self._entries.pop()
         blob = self._blobs.pop()
         self._leaf = session.leaf_id
         return _decode(blob)
 
     def _clear_session(self) -> None:
         session = self._read()
-        if self._ids:
+        if self._entries:
             session.move_to(None)
-        self._ids, self._blobs, self._leaf = [], [], session.leaf_id
+        self._entries, self._blobs, self._leaf = [], [], session.leaf_id
 
 
 _NOT_AN_ITEM = object()
@@ -256,10 +263,34 @@ def _item_of(entry: Entry) -> Any:
         raise SessionError("invalid_entry", f"entry {entry.id} is not an Agents SDK item ({exc!r})") from exc
 
 
+_WHOLE = "openai_agents.whole"  # marks the stand-in message of a call or output item kept whole in a custom entry
+
+
+def _pairing_view(entry: Entry) -> Entry:
+    """The entry as the tool-call rule sees it: a function call or output kept whole in a custom entry (its content
+    did not map to a message) stands as the message it would be, so the rule pairs it too."""
+    if not isinstance(entry, CustomEntryAppended) or not isinstance(entry.data, dict):
+        return entry
+    data = entry.data
+    kind, call_id = data.get("type"), data.get("call_id")
+    if not isinstance(call_id, str) or kind not in ("function_call", "function_call_output"):
+        return entry
+    name = data.get("name") if isinstance(data.get("name"), str) else ""
+    extra = {_WHOLE: data}
+    message: Message = (AssistantMessage([ToolCall(id=call_id, name=name)], extra=extra) if kind == "function_call"
+                        else ToolResultMessage(tool_call_id=call_id, tool_name=name, extra=extra))
+    return MessageAppended(originator_id=entry.originator_id, originator_version=entry.originator_version,
+                           timestamp=entry.timestamp, id=entry.id, parent_id=entry.parent_id, message=message)
+
+
 def _repaired_item(entry: MessageAppended) -> Any:
     """The item of an entry the repair made: an error output for a call that had none, or an item whose call id it
     renamed (a repeated id)."""
     message = entry.message
+    whole = message.extra.get(_WHOLE)
+    if whole is not None:
+        call_id = message.content[0].id if isinstance(message, AssistantMessage) else message.tool_call_id
+        return {**whole, "call_id": call_id}
     if tool_pairs.is_synthetic(message) and KEY not in message.extra:
         return {"type": "function_call_output", "call_id": message.tool_call_id, "output": tool_pairs.SYNTHETIC_TEXT}
     return to_item(message)
