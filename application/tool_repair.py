@@ -13,7 +13,13 @@ import warnings
 from typing import Any
 
 from sessiontree.projections.path import path_to_root_or_compaction
-from sessiontree.projections.tool_pairs import ContextProblem, find_problems, synthetic_result, trailing_missing, unrepaired_entries
+from sessiontree.projections.tool_pairs import (
+    ContextProblem,
+    find_problems,
+    synthetic_result,
+    trailing_missing,
+    unrepaired_entries,
+)
 
 
 class ContextRepairWarning(UserWarning):

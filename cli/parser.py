@@ -292,7 +292,8 @@ def _prune_args(p: Parser) -> None:
 
 
 _ARGUMENTS: dict[str, Callable[[Parser], None]] = {
-    "demo": _demo_args, "ls": _ls_args, "show": _show_args, "context": _context_args, "check": _check_args, "search": _search_args,
+    "demo": _demo_args, "ls": _ls_args, "show": _show_args, "context": _context_args, "check": _check_args,
+    "search": _search_args,
     "stats": _stats_args, "replay": _replay_args, "fork": _fork_args, "label": _label_args, "name": _name_args,
     "move": _move_args, "compact": _compact_args, "import": _import_args, "export": _export_args,
     "redact": _redact_args, "verify": _verify_args, "sign": _sign_args, "prune": _prune_args, "serve": _serve_args,

@@ -175,7 +175,8 @@ def _context_body(request: Request, held: Held) -> str:
         + (f' ({view["reported_tokens"]:,} reported by the last reply)' if view["reported_tokens"] is not None else "")
         + f' · model {e(_model(model))}'
         f' · thinking {e(view["thinking_level"])} · tools {e(", ".join(tools) if tools is not None else "(all)")}{at}</p>'
-        + _tool_pairs(request, view) + _pager(request, view) + f'<div id="messages">{messages or "<p class=dim>(an empty context)</p>"}</div>')
+        + _tool_pairs(request, view) + _pager(request, view)
+        + f'<div id="messages">{messages or "<p class=dim>(an empty context)</p>"}</div>')
 
 
 def _tool_pairs(request: Request, view: dict[str, Any]) -> str:

@@ -181,7 +181,7 @@ class SessionTreeSession:
     # -- the calls (each run by _locked) ---------------------------------------------------------------------------
 
     def _get_items(self, limit: int | None) -> list[Any]:
-        session = self._read()
+        self._read()
         blobs = self._repaired_blobs() if self.repair else self._blobs
         blobs = blobs if limit is None or limit < 0 else blobs[-limit:] if limit else []
         return _decode(b"[" + b",".join(blobs) + b"]")  # type: ignore[no-any-return]  # a JSON array: a list

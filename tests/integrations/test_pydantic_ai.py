@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai import Agent, ModelRetry
-from pydantic_ai.exceptions import UserError
 from pydantic_ai.conversation import Conversation
+from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import (
     BinaryContent,
     BinaryImage,

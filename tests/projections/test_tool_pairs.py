@@ -268,3 +268,17 @@ def test_the_repair_warning_is_a_user_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert open_session().repair() == []
+
+
+def test_repair_answers_a_trailing_call_whose_id_repeats_an_earlier_one() -> None:
+    """The appended result carries the call's own id: it answers the nearest call, so only the repeated id is left."""
+    session = open_session()
+    session.append_message(user("go"))
+    session.append_message(calls("a"))
+    session.append_message(tool_result("a", "tool_a", "one"))
+    session.append_message(user("again"))
+    again = session.append_message(calls("a"))
+    with pytest.warns(ContextRepairWarning):
+        [added] = session.repair()
+    assert session.entry(added).message.tool_call_id == "a"
+    assert [(p.kind, p.entry_id) for p in session.check_context()] == [("duplicate_call_id", again)]
