@@ -212,8 +212,8 @@ def _analyse(entries: Sequence[Any], runs: bool = False) -> _Analysis:
     for index, item in enumerate(items):
         if not is_result[index]:
             continue
-        call = _pair(by_original.get(item.message.tool_call_id, []), index, region_of.get(index))
-        if call is None:
+        owner = _pair(by_original.get(item.message.tool_call_id, []), index, region_of.get(index))
+        if owner is None:
             dropped.add(index)
             problems.append((index, 0, ContextProblem(
                 kind=ORPHAN_RESULT, entry_id=item.entry.id, tool_call_id=item.message.tool_call_id,
@@ -221,9 +221,9 @@ def _analyse(entries: Sequence[Any], runs: bool = False) -> _Analysis:
                         "which is not in the context",
             )))
             continue
-        call.results.append(index)
-        if call.id != item.message.tool_call_id:
-            renamed[index] = {"": call.id}
+        owner.results.append(index)
+        if owner.id != item.message.tool_call_id:
+            renamed[index] = {"": owner.id}
     inserted: dict[int, list[Any]] = {}
     for call in calls:
         call_entry = items[call.item].entry.id

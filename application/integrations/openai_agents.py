@@ -275,7 +275,8 @@ def _pairing_view(entry: Entry) -> Entry:
     kind, call_id = data.get("type"), data.get("call_id")
     if not isinstance(call_id, str) or kind not in ("function_call", "function_call_output"):
         return entry
-    name = data.get("name") if isinstance(data.get("name"), str) else ""
+    raw_name = data.get("name")
+    name = raw_name if isinstance(raw_name, str) else ""
     extra = {_WHOLE: data}
     message: Message = (AssistantMessage([ToolCall(id=call_id, name=name)], extra=extra) if kind == "function_call"
                         else ToolResultMessage(tool_call_id=call_id, tool_name=name, extra=extra))
@@ -286,11 +287,11 @@ def _pairing_view(entry: Entry) -> Entry:
 def _repaired_item(entry: MessageAppended) -> Any:
     """The item of an entry the repair made: an error output for a call that had none, or an item whose call id it
     renamed (a repeated id)."""
-    message = entry.message
+    message: Any = entry.message  # a message the store or the repair made: user, assistant or tool result
     whole = message.extra.get(_WHOLE)
     if whole is not None:
-        call_id = message.content[0].id if isinstance(message, AssistantMessage) else message.tool_call_id
-        return {**whole, "call_id": call_id}
+        calls = [b.id for b in message.content if isinstance(b, ToolCall)] if isinstance(message, AssistantMessage) else []
+        return {**whole, "call_id": calls[0] if calls else message.tool_call_id}
     if tool_pairs.is_synthetic(message) and KEY not in message.extra:
         return {"type": "function_call_output", "call_id": message.tool_call_id, "output": tool_pairs.SYNTHETIC_TEXT}
     return to_item(message)

@@ -36,6 +36,7 @@ def repair_history(messages: Sequence[pa.ModelMessage]) -> list[pa.ModelMessage]
     out: list[pa.ModelMessage] = []
     group: list[Any] = []  # the parts of the request being put together
     group_of: int | None = None  # the message they come from (None: parts the repair made)
+    part: Any
     for view in repaired:
         if view.id.startswith(tool_pairs.SYNTHETIC_ID_PREFIX):
             source, part = None, _synthetic(view.message)
@@ -78,7 +79,7 @@ def _synthetic(message: ToolResultMessage) -> pa.ToolReturnPart:
 
 def _response(response: Any, view: AssistantMessage) -> Any:
     """The response, with the call ids the rule renamed (a repeated id)."""
-    ids = iter(block.id for block in view.content)
+    ids = iter(block.id for block in view.content if isinstance(block, ToolCall))
     parts = [dataclasses.replace(p, tool_call_id=next(ids)) if type(p) is pa.ToolCallPart else p for p in response.parts]
     if all(a is b or a == b for a, b in zip(parts, response.parts, strict=True)):
         return response
