@@ -231,7 +231,7 @@ class SessionReader:
         merged = self._options.merged(options)  # first: options of another type are a TypeError
         return build_at(self._agg.log, self._leaf(leaf_id), merged, self._limit).context()
 
-    def check_context(self, *, leaf_id: str | None = CURRENT_LEAF) -> list[ContextProblem]:
+    def check_context(self, leaf_id: str | None = CURRENT_LEAF) -> list[ContextProblem]:
         """What in the context at ``leaf_id`` (default: the current leaf) breaks the providers' tool-call rules, in order
         (docs/concepts.md, *Tool calls and results*); [] when it is valid. Raises only as ``build_context`` does."""
         return _tool_repair.check_context(self, self._leaf(leaf_id))

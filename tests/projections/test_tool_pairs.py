@@ -282,3 +282,13 @@ def test_repair_answers_a_trailing_call_whose_id_repeats_an_earlier_one() -> Non
         [added] = session.repair()
     assert session.entry(added).message.tool_call_id == "a"
     assert [(p.kind, p.entry_id) for p in session.check_context()] == [("duplicate_call_id", again)]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(op.filter(lambda o: o[0] != "fork"), min_size=1, max_size=20))
+def test_a_session_repairing_by_default_keeps_its_context_right_after_every_append(ops: list[Any]) -> None:
+    """With the transform as a session option, the context kept across appends equals one built afresh."""
+    session = open_session(options=REPAIR)
+    for o in ops:
+        _run(session, None, [o])
+        assert list(session.build_context().messages) == list(session.build_context(leaf_id=session.leaf_id).messages)
