@@ -14,8 +14,8 @@ transform, removes them from the context by one deterministic rule, never touchi
 
 What the transform changes is exactly what :func:`find_problems` reports, and applying it twice changes nothing more.
 Both look at messages: a ``message`` entry's message, a compaction's summary and retained tail, a ``custom_message`` or
-``branch_summary`` (a turn boundary, as every message but a tool result is). ``custom`` entries carry no message here.
-Pure: imports only the domain.
+``branch_summary`` (a turn boundary, as every message but a tool result is). ``custom`` entries carry no message here
+(a projector's messages are not seen). Pure: imports only the domain and the context projection.
 """
 
 from __future__ import annotations
