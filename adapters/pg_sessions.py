@@ -21,14 +21,14 @@ from eventsourcing.utils import retry
 from psycopg.sql import SQL, Composed, Identifier
 
 from sessiontree.adapters.database_index import DELETIONS_STREAM  # markers of the SQLite projection: not a session
-from sessiontree.adapters.index import Summary, fold_line, fold_lines
+from sessiontree.adapters.index import Summary, fold_line, fold_lines, sortable
 from sessiontree.adapters.listing import ListQuery, SessionList, page
-from sessiontree.adapters.store import SessionInfo, sortable
+from sessiontree.adapters.store import SessionInfo
 
-LISTING_BUILT = "listing-v1"
+LISTING_BUILT = "listing-v2"  # v2: forked_at, and modified never before created (refilled once)
 _UNSET = "\x00unset"  # a name no session_info can set: the name did not change
 _COLUMNS = ("session_id", "version", "cwd", "created", "modified", "sort_key", "created_key", "name", "message_count",
-            "first_message", "parent_session")
+            "first_message", "parent_session", "forked_at")
 
 
 def _text(values: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -39,13 +39,15 @@ def _text(values: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _row(summary: Summary) -> tuple[Any, ...]:
     return (summary.id, summary.version, summary.cwd, summary.created, summary.modified, sortable(summary.modified),
-            sortable(summary.created), summary.name, summary.message_count, summary.first_message, summary.parent_session)
+            sortable(summary.created), summary.name, summary.message_count, summary.first_message, summary.parent_session,
+            summary.forked_at)
 
 
 def _info(row: dict[str, Any], url: str) -> SessionInfo:
     return SessionInfo(id=row["session_id"], path=f"{url}#{row['session_id']}", cwd=row["cwd"], created=row["created"],
                        modified=row["modified"], name=row["name"], message_count=row["message_count"],
-                       first_message=row["first_message"], parent_session=row["parent_session"])
+                       first_message=row["first_message"], parent_session=row["parent_session"],
+                       forked_at=row["forked_at"])
 
 
 def _columns(events: Sequence[StoredEvent], one: bool) -> tuple[Any, ...]:
@@ -73,7 +75,10 @@ class SessionRecorder(PostgresAggregateRecorder):
             "INSERT INTO {listing} (" + ", ".join(_COLUMNS) + ") VALUES (" + ", ".join(["%s"] * len(_COLUMNS)) + ") "
             "ON CONFLICT (session_id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:]))
         self._advance = self._sql(
-            "UPDATE {listing} SET version = %s, modified = COALESCE(%s, modified), sort_key = COALESCE(%s, sort_key), "
+            # as Summary.apply folds it: never before the header's time (a fork's copied entries keep older times)
+            "UPDATE {listing} SET version = %s, "
+            "modified = CASE WHEN %s::text IS NULL THEN modified WHEN %s::text < created_key THEN created ELSE %s END, "
+            "sort_key = CASE WHEN %s::text IS NULL THEN sort_key ELSE GREATEST(%s::text, created_key) END, "
             "message_count = message_count + %s, name = CASE WHEN %s THEN %s ELSE name END, "
             "first_message = COALESCE(first_message, %s) WHERE session_id = %s AND version < %s")
         # Columns as arrays rather than eventsourcing's array of a composite type: cheaper to send and to parse; one
@@ -112,8 +117,9 @@ class SessionRecorder(PostgresAggregateRecorder):
                 delta = fold_line(delta, bytes(event.state))
             assert delta is not None  # folding entries into a summary always gives one
             modified = delta.modified or None
+            key = sortable(modified) if modified else None
             yield "more", _text((
-                delta.version, modified, sortable(modified) if modified else None, delta.message_count,
+                delta.version, key, key, modified, key, key, delta.message_count,
                 delta.name != _UNSET, None if delta.name == _UNSET else delta.name, delta.first_message,
                 str(sid), delta.version,
             ))
@@ -193,7 +199,8 @@ class SessionRecorder(PostgresAggregateRecorder):
                 "CREATE TABLE IF NOT EXISTS {listing} (session_id text PRIMARY KEY, version bigint NOT NULL, "
                 "cwd text NOT NULL, created text NOT NULL, modified text NOT NULL, sort_key text NOT NULL, "
                 "created_key text NOT NULL, name text, message_count bigint NOT NULL, first_message text, "
-                "parent_session text)"))
+                "parent_session text, forked_at text)"))
+            curs.execute(self._sql("ALTER TABLE {listing} ADD COLUMN IF NOT EXISTS forked_at text"))  # a v1 table
             names = (Identifier(self.datastore.schema), Identifier(self.listing_table_name))
             for suffix, columns in (("_newest", ""), ("_cwd_newest", "cwd, ")):
                 curs.execute(SQL("CREATE INDEX IF NOT EXISTS {0} ON {1}.{2} (" + columns +

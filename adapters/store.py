@@ -17,11 +17,11 @@ from typing import Any
 import attrs
 from eventsourcing.popo import POPOAggregateRecorder
 
-from sessiontree.adapters.index import Summary, fold_line
+from sessiontree.adapters.index import Summary, fold_line, sortable
 from sessiontree.adapters.memory import InMemorySessionStorage
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain.errors import SessionError
-from sessiontree.domain.events import SessionStarted, format_timestamp, parse_timestamp
+from sessiontree.domain.events import SessionStarted
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
@@ -34,11 +34,12 @@ class SessionInfo:
     path: str  # where it lives: a file path, a database URL with ``#id``, ``memory:<id>``
     cwd: str
     created: str  # the header timestamp (ISO 8601)
-    modified: str  # the last entry's timestamp (the header's for an empty session)
+    modified: str  # when it was last written: its last entry's timestamp, or its header's when later (a fork)
     name: str | None
     message_count: int  # message entries on every branch
     first_message: str | None  # text of the first user message in log order
     parent_session: str | None = None
+    forked_at: str | None = None  # a fork's: the entry of the source its branch was copied up to (when recorded)
 
     @property
     def location(self) -> str:
@@ -49,6 +50,7 @@ class SessionInfo:
         return cls(
             id=summary.id, path=path, cwd=summary.cwd, created=summary.created, modified=summary.modified, name=summary.name,
             message_count=summary.message_count, first_message=summary.first_message, parent_session=summary.parent_session,
+            forked_at=summary.forked_at,
         )
 
 
@@ -68,17 +70,6 @@ def check_session_id(session_id: Any) -> str:
 def newest_first(infos: Iterable[SessionInfo]) -> list[SessionInfo]:
     """A listing sorted by modification time, newest first (ties: newest creation, then id)."""
     return sorted(infos, key=lambda i: (sortable(i.modified), sortable(i.created), i.id), reverse=True)
-
-
-def sortable(timestamp: str) -> str:
-    """A string that sorts chronologically: our own ``...sss.mmmZ`` form as it is (the common
-    case, no parsing), anything else converted to it."""
-    if len(timestamp) == 24 and timestamp[-1] == "Z" and timestamp[10] == "T":
-        return timestamp
-    try:
-        return format_timestamp(parse_timestamp(timestamp))
-    except (ValueError, TypeError, IndexError, OverflowError):
-        return ""
 
 
 def forget_popo_events(recorder: POPOAggregateRecorder, session_id: str) -> None:
@@ -121,6 +112,11 @@ class SessionStore(ABC):
         # infos(cwd) decides what "started there" means for this store (JSONL: as pi compares paths).
         rows = {i.id: i for cwd in query.cwds for i in self.infos(cwd)}
         return select(rows.values(), attrs.evolve(query, cwds=None))
+
+    def unreadable(self) -> list[tuple[str, str]]:
+        """(path, reason) of what the last listing could not read, and so left out (a file or folder without read
+        permission); stores that read no files have none."""
+        return []
 
     def exists(self, session_id: str) -> bool:
         try:

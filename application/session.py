@@ -287,6 +287,19 @@ class Session(Redacting, SessionReader):
             self._fold(events)
             return events[1].id if len(events) > 1 else None
 
+    def append_branch_summary(
+        self, from_id: str | None, summary: str, details: Any = None, from_hook: bool = False, usage: Any = None,
+    ) -> str:
+        """A branch summary under ``from_id``, which becomes the leaf; its id. The seed's earlier ``appendBranchSummary``
+        (pi's ``branchWithSummary``): the same as ``move_to(from_id, {"summary": summary, ...})``, which records the leaf
+        move too (docs/porting.md)."""
+        fields: dict[str, Any] = {"summary": summary, "details": details, "from_hook": from_hook}
+        if usage is not None:
+            fields["usage"] = usage
+        summary_id = self.move_to(from_id, fields)
+        assert summary_id is not None  # a move with a summary always appends one
+        return summary_id
+
     async def amove_to(self, entry_id: str | None, summarize: Any) -> str | None:
         """:meth:`move_to` with ``summarize=`` an async (or plain) summariser."""
         return await _compaction.amove_summarized(self, entry_id, summarize)

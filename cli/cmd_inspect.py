@@ -9,16 +9,20 @@ import attrs
 
 from sessiontree.adapters.codec import native_codec
 from sessiontree.cli.output import CliError, JsonRows, print_json, stdout
-from sessiontree.cli.target import open_repository, repo_url, session_for
+from sessiontree.cli.target import listing, open_repository, repo_url, session_for
 from sessiontree.compaction import estimate_context_tokens
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise CliError("--limit must be 1 or more")
+    if args.dir is not None:  # `ls DIR` is `ls --repo DIR`
+        if args.repo is not None:
+            raise CliError("name the repository once: as an argument or with --repo, not both")
+        args.repo = args.dir
     repo = open_repository(args.repo)
     with repo:
-        infos = repo.list(cwd=args.cwd, limit=args.limit, since=args.since, name=args.name)
+        infos = listing(repo, cwd=args.cwd, limit=args.limit, since=args.since, name=args.name)
     if args.json:
         print_json([attrs.asdict(i) for i in infos])
         return 0
@@ -65,7 +69,7 @@ def show_reader(reader: Any, args: argparse.Namespace) -> None:
             return
         roots = treeview.build(reader, args.filter)
         head = {"session_id": reader.id, "name": reader.get_session_name(), "version": reader.version,
-                "leaf_id": reader.leaf_id, "filter": args.filter}
+                "leaf_id": reader.leaf_id, "filter": args.filter, "parent_session": reader.header.parent_session}
         rows = JsonRows(head, "rows")
         for row in render.tree_rows(roots, native_codec(), window=args.window or 0):
             rows.add(row)

@@ -119,6 +119,7 @@ def _demo_args(p: Parser) -> None:
 
 
 def _ls_args(p: Parser) -> None:
+    p.add_argument("dir", nargs="?", metavar="DIR", help="the repository to list (as --repo DIR)")
     p.add_argument("--cwd", help="only sessions started in this directory")
     p.add_argument("-n", "--limit", type=int, metavar="N", help="at most N sessions")
     p.add_argument("--since", metavar="TIME", help="only sessions modified at or after TIME (ISO 8601)")
@@ -203,7 +204,8 @@ def _label_args(p: Parser) -> None:
 def _name_args(p: Parser) -> None:
     p.usage = f"{PROG} name [SESSION] [NAME] [--clear] [-s SESSION]"
     p.add_argument("words", nargs="*", metavar="[SESSION] [NAME]",
-                   help="the new name (omit to print the current one); the session may come first")
+                   help="the new name (omit to print the current one); the session may come first, and a lone word that "
+                        "names a session prints that session's name")
     p.add_argument("--clear", action="store_true", help="clear the session's name")
     _session_args(p, positional=False)
 
@@ -230,6 +232,8 @@ def _compact_args(p: Parser) -> None:
 
 def _import_args(p: Parser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="session files or directories (pi or native JSONL)")
+    p.add_argument("--salvage", action="store_true",
+                   help="import a file that fails verify as far as it can be read (the copy records the lines skipped)")
 
 
 def _export_args(p: Parser) -> None:

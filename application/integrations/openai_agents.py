@@ -19,7 +19,13 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
-from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
+
+from sessiontree.integrations import missing_extra
+
+try:
+    from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
+except ModuleNotFoundError as exc:  # without the extra: say which, and the pip command
+    raise missing_extra(exc, __name__) from None
 
 from sessiontree.adapters.store import check_session_id
 from sessiontree.domain.errors import SessionError

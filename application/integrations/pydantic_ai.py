@@ -19,8 +19,18 @@ from contextlib import closing
 from typing import Any, TypeVar
 from weakref import WeakValueDictionary
 
-from pydantic_ai.conversation import Conversation
-from pydantic_ai.conversation_store import ConversationConflict, ConversationEntry, ConversationRecord, ConversationStore
+from sessiontree.integrations import missing_extra
+
+try:
+    from pydantic_ai.conversation import Conversation
+    from pydantic_ai.conversation_store import (
+        ConversationConflict,
+        ConversationEntry,
+        ConversationRecord,
+        ConversationStore,
+    )
+except ModuleNotFoundError as exc:  # without the extra: say which, and the pip command
+    raise missing_extra(exc, __name__) from None
 
 from sessiontree.domain.errors import SessionError
 from sessiontree.integrations import pydantic_ai_messages as mapping
