@@ -13,6 +13,7 @@ from typing import Any
 
 from sessiontree import compaction as _compaction
 from sessiontree import erasure as _erasure
+from sessiontree import tool_repair as _tool_repair
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain import aggregate as commands
 from sessiontree.domain.errors import SessionError
@@ -208,6 +209,12 @@ class Session(Redacting, SessionReader):
         """Erase the content of one entry and keep the log verifiable (docs/audit.md, *Erasure*); returns the id of the
         redaction record appended. ``by``: who asked (default: the OS user)."""
         return _erasure.redact(self, entry_id, reason, by)
+
+    def repair(self) -> list[str]:
+        """Append a synthetic error result for each call of the leaf's trailing turn that has none (an interrupted run),
+        and return the ids appended. Problems further back are history: they stay in the log, ``repair`` warns
+        (:class:`~sessiontree.tool_repair.ContextRepairWarning`) and ``repair_tool_pairs`` repairs them in the context."""
+        return _tool_repair.repair(self)
 
     def append_message(self, message: Any, *, entry_id: str | None = None) -> str:
         """Append a user, assistant or tool-result message; returns the entry id. ``entry_id`` chooses the id: a retry with

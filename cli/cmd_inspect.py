@@ -113,7 +113,12 @@ def pi_context_payload(context: Any) -> dict[str, Any]:
 
 
 def print_context(reader: Any, args: argparse.Namespace, leaf_option: str | None = None) -> None:
-    context = reader.build_context() if leaf_option is None else reader.build_context(leaf_id=leaf_option)
+    options = None
+    if getattr(args, "repair", False):
+        from sessiontree import SessionContextBuildOptions, repair_tool_pairs
+
+        options = SessionContextBuildOptions(entry_transforms=[repair_tool_pairs])
+    context = reader.build_context(options) if leaf_option is None else reader.build_context(options, leaf_id=leaf_option)
     leaf = reader.leaf_id if leaf_option is None else leaf_option
     if getattr(args, "format", None) == "pi":
         if getattr(args, "last", None) is not None:
@@ -129,6 +134,10 @@ def print_context(reader: Any, args: argparse.Namespace, leaf_option: str | None
     tokens = estimate_context_tokens(reader, leaf_id=leaf)
     from sessiontree.cli import views  # rich: only for people
 
+    if options is not None:
+        problems = reader.check_context(leaf_id=leaf)
+        stdout().print(f"repaired: {len(problems)} tool-call problem(s)" + "".join(
+            f"\n  {p.kind}: {p.message}" for p in problems), style="dim")
     stdout().print(views.context_view(reader.id, leaf, context, tokens, full=getattr(args, "full", False), last=last))
 
 

@@ -68,6 +68,7 @@ COMMANDS = (
     ("ls", "cmd_inspect", "list sessions, newest first"),
     ("show", "cmd_inspect", "show a session's tree with the leaf, labels and branch points marked"),
     ("context", "cmd_inspect", "show the messages the model would see"),
+    ("check", "cmd_check", "list the tool calls and results the model would refuse (exit 1 when there are any)"),
     ("search", "cmd_search", "search the entries of every session (messages, tool calls and output, summaries, labels)"),
     ("stats", "cmd_inspect", "entries, messages, tokens and cost, in total, per branch and per model"),
     ("replay", "cmd_replay", "time travel: the session as it was, or each event's effect step by step"),
@@ -140,6 +141,16 @@ def _context_args(p: Parser) -> None:
     p.add_argument("--last", type=int, metavar="N", help="show only the last N messages (the totals still count all)")
     p.add_argument("--format", choices=("text", "pi"), default="text",
                    help="pi: the JSON pi's buildSessionContext returns (camelCase, pi's roles), to compare with pi")
+    p.add_argument("--repair", action="store_true",
+                   help="the context with its tool calls and results repaired (what `check` lists; the log is unchanged)")
+
+
+def _check_args(p: Parser) -> None:
+    _session_args(p)
+    _salvage_arg(p)
+    p.add_argument("--leaf", metavar="ID", help="the branch ending at this entry (default: the current leaf)")
+    p.add_argument("--repair", action="store_true",
+                   help="append an error result for each unanswered call of the leaf's last turn (nothing is rewritten)")
 
 
 def _search_args(p: Parser) -> None:
@@ -288,7 +299,8 @@ def _prune_args(p: Parser) -> None:
 
 
 _ARGUMENTS: dict[str, Callable[[Parser], None]] = {
-    "demo": _demo_args, "ls": _ls_args, "show": _show_args, "context": _context_args, "search": _search_args,
+    "demo": _demo_args, "ls": _ls_args, "show": _show_args, "context": _context_args, "check": _check_args,
+    "search": _search_args,
     "stats": _stats_args, "replay": _replay_args, "fork": _fork_args, "label": _label_args, "name": _name_args,
     "move": _move_args, "compact": _compact_args, "import": _import_args, "export": _export_args,
     "redact": _redact_args, "verify": _verify_args, "sign": _sign_args, "prune": _prune_args, "serve": _serve_args,

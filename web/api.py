@@ -134,14 +134,17 @@ def _context(request: Request) -> Work:
     entry, version = request.query_params.get("entry"), _int(request, "version")
     if request.query_params.get("view") == "page":
         start, count = _int(request, "start"), _int(request, "count", payloads.PAGE_MESSAGES)
-        return lambda held: payloads.context_view(held.session, entry, version, start, count or payloads.PAGE_MESSAGES)
+        repair = request.query_params.get("repair") == "1"
+        return lambda held: payloads.context_view(held.session, entry, version, start, count or payloads.PAGE_MESSAGES,
+                                                  repair)
     return lambda held: payloads.context_json(held.session, entry, version)
 
 
 def _block(request: Request) -> Work:
     entry, version = request.query_params.get("entry"), _int(request, "version")
     message, block = _int(request, "message", 1), _int(request, "block", 0)
-    return lambda held: payloads.block_payload(held.session, entry, message or 0, block or 0, version)
+    repair = request.query_params.get("repair") == "1"
+    return lambda held: payloads.block_payload(held.session, entry, message or 0, block or 0, version, repair)
 
 
 def _replay(request: Request) -> Work:

@@ -144,7 +144,7 @@ def _blocks_html(message: dict[str, Any], query: dict[str, Any]) -> str:
         more = ""
         if block["more_chars"]:
             link = url(f"/api/sessions/{quote(query['sid'])}/block", entry=query["entry"], version=query["version"],
-                       message=message["index"], block=block["index"])
+                       message=message["index"], block=block["index"], repair=query["repair"])
             more = (f'<button class="more" data-src="{e(link)}">show all ({block["more_chars"]:,} more characters, '
                     f'{block["more_lines"]:,} more lines)</button>')
         out.append(f'<pre class="block {e(block["kind"])}">{e(block["text"])}</pre>{more}')
@@ -153,8 +153,10 @@ def _blocks_html(message: dict[str, Any], query: dict[str, Any]) -> str:
 
 def _context_body(request: Request, held: Held) -> str:
     entry, version, start = (request.query_params.get(k) for k in ("entry", "version", "start"))
-    view = payloads.context_view(held.session, entry, int(version) if version else None, int(start) if start else None)
-    query = {"sid": held.session.id, "entry": view["leaf_id"], "version": version}
+    repair = request.query_params.get("repair") == "1"
+    view = payloads.context_view(held.session, entry, int(version) if version else None, int(start) if start else None,
+                                 repair=repair)
+    query = {"sid": held.session.id, "entry": view["leaf_id"], "version": version, "repair": "1" if repair else None}
     model = view["model"]
     tools = view["active_tool_names"]
     head = view["entry"]
@@ -173,7 +175,24 @@ def _context_body(request: Request, held: Held) -> str:
         + (f' ({view["reported_tokens"]:,} reported by the last reply)' if view["reported_tokens"] is not None else "")
         + f' · model {e(_model(model))}'
         f' · thinking {e(view["thinking_level"])} · tools {e(", ".join(tools) if tools is not None else "(all)")}{at}</p>'
-        + _pager(request, view) + f'<div id="messages">{messages or "<p class=dim>(an empty context)</p>"}</div>')
+        + _tool_pairs(request, view) + _pager(request, view)
+        + f'<div id="messages">{messages or "<p class=dim>(an empty context)</p>"}</div>')
+
+
+def _tool_pairs(request: Request, view: dict[str, Any]) -> str:
+    """The tool-call problems of this context (docs/concepts.md), and a link between it as logged and repaired."""
+    problems = view["problems"]
+    if not problems:
+        return ""
+    query = {k: v for k, v in request.query_params.items() if k not in ("repair", "start")}
+    items = "".join(f'<li><b>{e(p["kind"])}</b> {e(p["message"])}</li>' for p in problems)
+    if view["repaired"]:
+        state = (f'showing the context repaired (the log is unchanged) · '
+                 f'<a href="{e(url(request.url.path, **query))}">show it as logged</a>')
+    else:
+        state = f'<a href="{e(url(request.url.path, **query, repair=1))}">show the context repaired</a>'
+    return (f'<section id="tool-pairs" class="problems"><p>⚠ {len(problems)} tool-call problem(s) a provider would '
+            f'refuse · {state}</p><ul>{items}</ul></section>')
 
 
 def _pager(request: Request, view: dict[str, Any]) -> str:

@@ -18,7 +18,9 @@ from sessiontree.cli.replay_steps import common_prefix
 from sessiontree.compaction import estimate_context_tokens
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.messages import ImageContent, TextContent, ThinkingContent, ToolCall
+from sessiontree.projections.context import SessionContextBuildOptions
 from sessiontree.projections.tokens import DEFAULT_ESTIMATOR
+from sessiontree.projections.tool_pairs import is_synthetic, repair_tool_pairs
 
 BLOCK_LINES = 30  # a block shows this many lines in the context page before "show all"
 BLOCK_CHARS = 4_000
@@ -116,6 +118,8 @@ def _message_view(index: int, message: Any) -> dict[str, Any]:
         notes.append(f"stop: {message.stop_reason}")
     elif role == "tool_result":
         notes.append(message.tool_name + (" (error)" if message.is_error else ""))
+        if is_synthetic(message):
+            notes.append("added by the repair: no result was recorded")
     elif role == "custom":
         notes.append(message.custom_type)
     elif role == "compaction_summary":
@@ -131,24 +135,31 @@ def _message_view(index: int, message: Any) -> dict[str, Any]:
     return {"index": index, "role": role, "tokens": DEFAULT_ESTIMATOR(message), "notes": notes, "blocks": blocks}
 
 
-def _context_and_tokens(reader: Any, leaf: str | None) -> tuple[Any, Any]:
-    """The context at ``leaf`` and its token figure; at the current leaf, from the context the session keeps."""
+REPAIR = SessionContextBuildOptions(entry_transforms=[repair_tool_pairs])
+
+
+def _context_and_tokens(reader: Any, leaf: str | None, repair: bool = False) -> tuple[Any, Any]:
+    """The context at ``leaf`` (``repair``: with its tool calls repaired) and its token figure; at the current leaf,
+    from the context the session keeps."""
+    options = REPAIR if repair else None
     if leaf == reader.leaf_id:
-        return reader.build_context(), estimate_context_tokens(reader)
-    return reader.build_context(leaf_id=leaf), estimate_context_tokens(reader, leaf_id=leaf)
+        return reader.build_context(options), estimate_context_tokens(reader)
+    return reader.build_context(options, leaf_id=leaf), estimate_context_tokens(reader, leaf_id=leaf)
 
 
 PAGE_MESSAGES = 100  # messages one context page shows (the settings and the token estimate cover them all)
 
 
 def context_view(
-    session: Any, ref: str | None, version: int | None = None, start: int | None = None, count: int = PAGE_MESSAGES
+    session: Any, ref: str | None, version: int | None = None, start: int | None = None, count: int = PAGE_MESSAGES,
+    repair: bool = False,
 ) -> dict[str, Any]:
-    """The context as the page shows it: settings, the token estimate, and messages ``start..start+count-1`` (from 1;
-    by default the last ``count``), each with its blocks clipped."""
+    """The context as the page shows it: settings, the token estimate, the tool-call problems (``repair``: the context
+    with them repaired), and messages ``start..start+count-1`` (from 1; by default the last ``count``), each with its
+    blocks clipped."""
     reader = reader_at(session, version)
     leaf = resolve(reader, ref)
-    context, tokens = _context_and_tokens(reader, leaf)
+    context, tokens = _context_and_tokens(reader, leaf, repair)
     entry = reader.entry(leaf) if leaf is not None else None
     messages = context.messages
     total = len(messages)
@@ -158,15 +169,19 @@ def context_view(
         "session_id": reader.id, "leaf_id": leaf, "version": reader.version, "entry": _entry_brief(entry),
         "thinking_level": context.thinking_level, "model": dict(context.model) if context.model else None,
         "active_tool_names": context.active_tool_names, "estimated_tokens": tokens.tokens,
-        "reported_tokens": tokens.usage_tokens, "total_messages": total, "start": first,
+        "reported_tokens": tokens.usage_tokens, "total_messages": total, "start": first, "repaired": repair,
+        "problems": [p.to_dict() for p in reader.check_context(leaf_id=leaf)],
         "messages": [_message_view(i, messages[i - 1]) for i in range(first, min(total, first + count - 1) + 1)],
     }
 
 
-def block_payload(session: Any, ref: str | None, message: int, block: int, version: int | None = None) -> dict[str, Any]:
-    """One whole block of the context at ``ref``: message ``message`` (from 1), block ``block`` (from 0)."""
+def block_payload(
+    session: Any, ref: str | None, message: int, block: int, version: int | None = None, repair: bool = False
+) -> dict[str, Any]:
+    """One whole block of the context at ``ref`` (``repair``: repaired): message ``message`` (from 1), block ``block``
+    (from 0)."""
     reader = reader_at(session, version)
-    messages = reader.build_context(leaf_id=resolve(reader, ref)).messages
+    messages = reader.build_context(REPAIR if repair else None, leaf_id=resolve(reader, ref)).messages
     if not 1 <= message <= len(messages):
         raise SessionError("not_found", f"the context has no message {message} (it has {len(messages)})")
     blocks = _blocks(messages[message - 1])

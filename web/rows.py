@@ -109,6 +109,7 @@ class TreeRows:
             if parent is not None and parent not in parents:
                 roots.extend(_shown(kids, children, hidden))
         self.ids, self.depths, self.kids = _layout(roots, children, hidden)
+        self.children = children
         self.index = {entry_id: i for i, entry_id in enumerate(self.ids)}
         self.leaf_id = reader.leaf_id
         self.branch = self._branch(parents)
@@ -152,4 +153,6 @@ class TreeRows:
             "role": getattr(message, "role", None), "timestamp": entry.timestamp,
             "text": clip.one_line(entry_text(entry).plain, 240),
         }
+        if not self.children.get(entry_id):  # a branch ends here: marked when its context breaks the tool-call rules
+            row["tool_problems"] = len(self.reader.check_context(leaf_id=entry_id))
         return row

@@ -48,6 +48,7 @@ function rowHTML(row) {
   if (row.leaf_below) marks.push('<span class="leaf">◀ leaf below</span>');
   if (row.label) marks.push(`<span class="label">[${esc(row.label)}]</span>`);
   if (row.children > 1) marks.push(`<span class="fork">⑂ ${row.children}</span>`);
+  if (row.tool_problems) marks.push(`<span class="problems" title="sessiontree check: the tool calls of this branch's context">⚠ ${row.tool_problems} tool-call problem(s)</span>`);
   const cls = ["row", `t-${row.type}`, row.role ? `r-${row.role}` : "", row.on_branch ? "on" : "off",
     row.id === selected ? "selected" : ""].join(" ");
   return `<div class="${cls}" data-index="${row.index}" data-id="${esc(row.id)}" data-depth="${row.depth}">`
