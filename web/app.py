@@ -18,10 +18,10 @@ def static_folder() -> Path:
     return Path(str(resources.files("sessiontree.web").joinpath("static")))
 
 
-def create_app(sessions: OpenSessions, token: str) -> TokenGate:
-    """The application serving ``sessions`` to whoever has ``token``."""
+def create_app(sessions: OpenSessions, token: str, host: str | None = None) -> TokenGate:
+    """The application serving ``sessions`` to whoever has ``token``, addressed as this machine or ``host``."""
     static = Mount("/static", StaticFiles(directory=static_folder()), name="static")
     app = Starlette(routes=[*pages.ROUTES, *api.ROUTES, *search.ROUTES, static])
     app.state.sessions = sessions
     app.state.token = token
-    return TokenGate(app, token)
+    return TokenGate(app, token, host)
