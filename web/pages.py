@@ -276,9 +276,13 @@ def _side_facts(title: str, side: dict[str, Any], sid: str) -> str:
         f'<div class="side"><h2>{title} <a href="{e(url(f"/sessions/{quote(sid)}/context", entry=leaf))}">'
         f'<code>{e(leaf or "(none)")}</code></a></h2><p class="dim">{e(side["entry"]["text"] if side["entry"] else "")}</p>'
         f'<p class="counts">{st["messages"]:,} messages · ≈{st["estimated_tokens"]:,} tokens · '
-        f'{side["only_count"]:,} entries only here</p>'
+        f'{_n(side["only_count"], "entry", "entries")} only here</p>'
         f'<details><summary>entries only on {title}</summary><ol class="only">{only}</ol>'
         + (f'<p class="dim">… {more:,} more</p>' if more > 0 else "") + "</details></div>")
+
+
+def _n(count: int, one: str, many: str | None = None) -> str:
+    return f"{count:,} {one if count == 1 else many or one + 's'}"
 
 
 def _diff_body(request: Request, held: Held) -> str:
@@ -292,8 +296,8 @@ def _diff_body(request: Request, held: Held) -> str:
     if d["same_branch"]:
         where = "A and B are the same entry: this session has no other branch to compare with."
     elif div:
-        where = (f'They share {d["shared_entries"]:,} entries and part after <code>{e(div["id"])}</code> '
-                 f'{e(div["text"])}. Their contexts share the first {d["shared_messages"]:,} messages.')
+        where = (f'They share {_n(d["shared_entries"], "entry", "entries")} and part after <code>{e(div["id"])}</code> '
+                 f'{e(div["text"])}. Their contexts share the first {_n(d["shared_messages"], "message")}.')
     else:
         where = "They share no entry (different roots)."
     differ = "".join(

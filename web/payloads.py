@@ -267,15 +267,23 @@ def _aligned(rest_a: list[dict[str, Any]], rest_b: list[dict[str, Any]]) -> list
         if op == "equal":
             rows += [{"op": "same", "a": rest_a[i], "b": rest_b[j]} for i, j in zip(range(i1, i2), range(j1, j2), strict=True)]
             continue
-        pairs = max(i2 - i1, j2 - j1)
-        for k in range(pairs):
+        for k in range(max(i2 - i1, j2 - j1)):
             ma = rest_a[i1 + k] if i1 + k < i2 else None
             mb = rest_b[j1 + k] if j1 + k < j2 else None
-            row: dict[str, Any] = {"op": "changed" if ma and mb else ("only_a" if ma else "only_b"), "a": ma, "b": mb}
-            if ma and mb:
-                row["a_marks"], row["b_marks"] = _word_diff(ma["text"], mb["text"])
-            rows.append(row)
+            if ma and mb and _alike(ma, mb):  # one message changed: paired, its words marked
+                a_marks, b_marks = _word_diff(ma["text"], mb["text"])
+                rows.append({"op": "changed", "a": ma, "b": mb, "a_marks": a_marks, "b_marks": b_marks})
+                continue
+            rows += [{"op": "only_a", "a": ma, "b": None}] if ma else []
+            rows += [{"op": "only_b", "a": None, "b": mb}] if mb else []
     return rows
+
+
+def _alike(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two messages in the same place are one message changed (same role, much of the text shared), not two."""
+    import difflib
+
+    return bool(a["role"] == b["role"] and difflib.SequenceMatcher(None, a["text"], b["text"]).ratio() >= 0.4)
 
 
 def diff_payload(session: Any, a_ref: str | None, b_ref: str | None) -> dict[str, Any]:
@@ -395,19 +403,22 @@ def usage_payload(session: Any, max_tips: int = 40) -> dict[str, Any]:
     compactions: list[dict[str, Any]] = []
     for position, entry in enumerate(session.get_branch()):
         message = getattr(entry, "message", None)
-        usage = _usage(getattr(message, "usage", None))
+        usage = _usage(getattr(message, "usage", None) or getattr(entry, "usage", None))  # a summary's call too
+        if entry.type == "compaction":
+            compactions.append({"id": entry.id, "position": position, "after_call": len(calls),
+                                "tokens_before": getattr(entry, "tokens_before", None)})
         if usage is not None:
-            calls.append({"id": entry.id, "position": position, "timestamp": entry.timestamp, "model": message.model,
+            model = getattr(message, "model", None) or f"({entry.type})"
+            calls.append({"id": entry.id, "position": position, "timestamp": entry.timestamp, "model": model,
                           "input": usage["input"], "output": usage["output"],
                           "cache": usage["cache_read"] + usage["cache_write"], "tokens": usage["total_tokens"],
                           "cost": usage["cost"]["total"]})
-        elif entry.type == "compaction":
-            compactions.append({"id": entry.id, "position": position, "after_call": len(calls),
-                                "tokens_before": getattr(entry, "tokens_before", None)})
     per_entry: dict[str, tuple[int, float]] = {}
-    for entry in session.find_entries("message"):
-        usage = _usage(getattr(entry.message, "usage", None))
-        if usage is not None:
+    for kind in ("message", "compaction", "branch_summary"):
+        for entry in session.find_entries(kind):
+            usage = _usage(getattr(getattr(entry, "message", None), "usage", None) or getattr(entry, "usage", None))
+            if usage is None:
+                continue
             per_entry[entry.id] = (usage["total_tokens"], usage["cost"]["total"])
     parents = {h.id: h.parent_id for h in session.iter_heads() if h.type != "leaf"}
     current = {e.id for e in session.get_branch()}

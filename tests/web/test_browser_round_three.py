@@ -149,13 +149,35 @@ def test_the_diff_opens_on_the_leaf_against_the_latest_other_tip(page, serve, de
     assert "model" in differ and "messages" not in differ and "tokens" not in differ
     assert page.locator("#side-by-side tbody tr").count() >= 1
     shot(page, "default")
-    page.goto(server.base + f"/sessions/{sid}/diff?a={ids['quick_fix_end']}&b={ids['real_fix']}")
-    changed = page.locator("#side-by-side tr.changed")
-    assert changed.count() >= 1 and changed.first.locator("del, ins").count() >= 1
-    page.select_option("#pick-b", ids["quick_fix_end"])  # picking a tip compares at once
-    page.wait_for_url(re.compile(f"b={ids['quick_fix_end']}"))
+    page.select_option("#pick-b", demo["leaf_id"])  # picking a tip compares at once
+    page.wait_for_url(re.compile(f"b={demo['leaf_id']}"))
     assert "same entry" in page.locator("#diverge").inner_text()
     shot(page, "picked")
+
+
+def test_a_changed_message_is_paired_with_its_words_marked(page, serve, tmp_path, shot):
+    """Item 11: two branches whose replies differ in a word: the replies sit side by side on one row, the word
+    struck on A's side and marked on B's; a message only one side has sits alone."""
+    from sessiontree import AssistantMessage, JsonlSessionRepo, TextContent, UserMessage
+
+    with JsonlSessionRepo(tmp_path / "r") as repo:
+        session = repo.create(cwd="/w")
+        ask = session.append_message(UserMessage(content="run the tests"))
+        a = session.append_message(AssistantMessage([TextContent("I will run pytest -x on the whole suite now.")]))
+        session.move_to(ask)
+        session.append_message(AssistantMessage([TextContent("I will run pytest -q on the whole suite now.")]))
+        b = session.append_message(UserMessage(content="and then?"))
+        session.close()
+    server = serve(tmp_path / "r")
+    page.goto(server.url)
+    page.goto(server.base + f"/sessions/{session.id}/diff?a={a}&b={b}")
+    changed = page.locator("#side-by-side tr.changed")
+    assert changed.count() == 1
+    assert changed.locator("td").nth(0).locator("del").inner_text() == "-x"
+    assert changed.locator("td").nth(1).locator("ins").inner_text() == "-q"
+    assert page.locator("#side-by-side tr.only_b").count() == 1
+    assert "and then?" in page.locator("#side-by-side tr.only_b").inner_text()
+    shot(page, "changed")
 
 
 def test_the_usage_page_charts_tokens_cost_compactions_and_branches(page, serve, demo, shot):
