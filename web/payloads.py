@@ -374,7 +374,7 @@ def entry_payload(session: Any, ref: str | None, part: int | None = None) -> dic
         if not 0 <= part < len(parts):
             raise SessionError("not_found", f"entry {entry_id} has no part {part} (it has {len(parts)})")
         return {"id": entry_id, "part": part, "kind": parts[part][0], "text": parts[part][1]}
-    message = getattr(entry, "message", None)
+    message: Any = getattr(entry, "message", None)
     role = getattr(message, "role", None)
     facts: list[tuple[str, str]] = []
     if role == "assistant":

@@ -79,7 +79,7 @@ def _shown(kids: list[str], children: Tree, hidden: set[str]) -> list[str]:
     return out
 
 
-Runs = list[tuple[int, tuple[bool, ...], bool]]  # per run of rows: (its first row, its guide levels, its first row starts a branch)
+Runs = list[tuple[int, tuple[bool, ...], bool]]  # per run: (its first row, its guide levels, whether it starts a branch)
 
 
 def _layout(roots: list[str], children: Tree, hidden: set[str]) -> tuple[list[str], list[int], list[int], Runs]:

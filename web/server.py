@@ -55,7 +55,8 @@ def serve(repo: str | None, host: str, port: int, open_browser: bool, *, keep: i
     sys.stdout.flush()
     if host not in LOOPBACK:
         warn(f"listening on {host}: other machines can reach this server (anyone with the token can read the sessions)")
-    config = uvicorn.Config(create_app(sessions, token, host, allow_writes=allow_writes), log_level="warning", access_log=False, lifespan="off")
+    app = create_app(sessions, token, host, allow_writes=allow_writes)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
     if open_browser:
         threading.Timer(0.3, _open, (link,)).start()

@@ -95,8 +95,7 @@ def test_branches_are_drawn_with_lines_and_fold_with_their_size_and_summary(page
 def test_clicking_an_entry_shows_it_whole(page, serve, tmp_path, shot):
     """Item 10: text, tool arguments and results, usage and cost, the stored entry; long parts clipped with
     "show all", which loads the whole part; a link to the context at that entry."""
-    from sessiontree import (AssistantMessage, Cost, JsonlSessionRepo, TextContent, ToolCall, ToolResultMessage, Usage,
-                             UserMessage)
+    from sessiontree import AssistantMessage, Cost, JsonlSessionRepo, TextContent, ToolCall, ToolResultMessage, Usage, UserMessage
 
     output = "\n".join(f"line {i}: " + "y" * 30 for i in range(500))
     with JsonlSessionRepo(tmp_path / "r") as repo:

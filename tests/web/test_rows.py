@@ -78,7 +78,7 @@ def test_guides_draw_each_branch_and_folding_hides_exactly_its_subtree(ops, pick
     start = starts[pick % len(starts)]
     view = rows.collapsed(frozenset({start["id"]}))
     shown = [r["id"] for r in view.window(0, MAX_WINDOW)]
-    hidden = set(r["id"] for r in got) - set(shown)
+    hidden = {r["id"] for r in got} - set(shown)
     assert hidden == _descendants(session, start["id"])
     assert len(view) == len(got) - len(hidden)
     folded = next(r for r in view.window(0, MAX_WINDOW) if r["id"] == start["id"])
