@@ -226,7 +226,30 @@ def _replay_body(request: Request, held: Held) -> str:
         f'<input id="slider" type="range" min="1" max="{session.version}" value="{version}">'
         '<button id="next">▶</button><button id="last" title="last event">▶|</button> '
         f'<input id="version" type="number" min="1" max="{session.version}" value="{version}"> / {session.version}</div>'
-        '<div id="step" class="step"><p class="dim">loading…</p></div></section>')
+        + _event_strip(session) + '<div id="step" class="step"><p class="dim">loading…</p></div></section>')
+
+
+STRIP_KINDS = {"message": "message", "compaction": "compaction", "branch_summary": "summary", "leaf": "move",
+               "label": "label", "session_info": "label"}
+
+
+def _event_strip(session: Any) -> str:
+    """Every version of the session as a tick under the slider, by kind (compactions and leaf moves stand out):
+    the heads alone, no replay. Past 1,200 versions neighbouring ones share a tick (the most notable kind wins)."""
+    kinds = ["start"] + [STRIP_KINDS.get(h.type, "other") for h in session.iter_heads()]
+    per = max(1, -(-len(kinds) // 1200))
+    rank = {"compaction": 5, "move": 4, "summary": 3, "label": 2, "message": 1, "other": 0, "start": 0}
+    ticks = [max(kinds[i:i + per], key=rank.__getitem__) for i in range(0, len(kinds), per)]
+    width = 1000 / len(ticks)
+    marks = "".join(f'<rect class="tick {kind}" x="{n * width:.2f}" width="{max(width - 0.5, 0.5):.2f}" '
+                    f'y="{0 if kind in ("compaction", "move") else 6}" height="{18 if kind in ("compaction", "move") else 12}"/>'
+                    for n, kind in enumerate(ticks))
+    return (f'<svg id="event-strip" class="strip" viewBox="0 0 1000 18" preserveAspectRatio="none" data-per="{per}" '
+            f'data-ticks="{len(ticks)}" aria-label="the session\'s events (click one to go there)">{marks}'
+            f'<rect id="strip-now" class="now" x="0" y="0" width="{max(width, 2):.2f}" height="18"/></svg>'
+            '<p class="chart-legend"><span class="key message"></span>entry <span class="key compaction"></span>compaction '
+            '<span class="key move"></span>leaf moved <span class="key summary"></span>branch summary '
+            '<span class="key label"></span>label or name</p>')
 
 
 async def replay_page(request: Request) -> Response:

@@ -204,6 +204,14 @@ def test_the_usage_page_charts_tokens_cost_compactions_and_branches(page, serve,
     assert slider.get_attribute("type") == "range" and slider.get_attribute("max") == str(demo["entries"] + 1)
     slider.fill("5")
     page.locator("#step-title").filter(has_text="event 5 of").wait_for()
+    strip = page.locator("#event-strip")  # a tick per version, compactions and leaf moves marked
+    assert strip.locator("rect.tick").count() == demo["entries"] + 1
+    assert strip.locator("rect.tick.compaction").count() == 1 and strip.locator("rect.tick.move").count() >= 1
+    box = strip.bounding_box()
+    compaction = int(strip.locator("rect.tick.compaction").get_attribute("x").split(".")[0])
+    strip.click(position={"x": (compaction + 5) / 1000 * box["width"], "y": 9})  # clicking a tick goes there
+    page.locator("#step-title").filter(has_text="compaction").wait_for()
+    shot(page, "replay")
 
 
 def test_numbers_are_true_and_no_request_fails(page, serve, tmp_path, demo, shot):
