@@ -184,7 +184,7 @@ def _context_body(request: Request, held: Held) -> str:
     at = f" · as of version {e(view['version'])}" if version else ""
     return (
         f'<h1>Context at {where}</h1>'
-        f'<form class="inline" method="get"><input name="entry" value="{e(entry or "")}" placeholder="entry id, prefix or label">'
+        f'<form class="inline" method="get"><input name="entry" value="{e(entry or "")}" aria-label="entry" placeholder="entry id, prefix or label">'
         + (f'<input type="hidden" name="version" value="{e(version)}">' if version else "") + ' <button>show</button></form>'
         f'<p id="context-meta" data-tokens="{view["estimated_tokens"]}">{view["total_messages"]:,} messages · '
         f'≈{view["estimated_tokens"]:,} tokens'
@@ -464,7 +464,7 @@ FAVICON = resources.files("sessiontree.web").joinpath("static/favicon.svg").read
 
 async def favicon(request: Request) -> Response:
     """Browsers ask for /favicon.ico whatever the page names: the same icon, so no request 404s."""
-    return Response(FAVICON, media_type="image/svg+xml", headers={"cache-control": "max-age=86400"})
+    return Response(FAVICON, media_type="image/svg+xml", headers={"cache-control": "no-store"})
 
 
 ROUTES = [

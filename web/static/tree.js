@@ -194,7 +194,7 @@ async function showEntry(row) {
       · parent <code>${esc(entry.parent_id ?? "(root)")}</code>${entry.children > 1 ? ` · ${entry.children} branches below` : ""}</p>
     <p class="actions">
       <a id="to-context" class="button" href="${base}/context?entry=${encodeURIComponent(entry.id)}">context at this entry</a>
-      <a id="to-diff" class="button" href="${base}/diff?a=${encodeURIComponent(leaf)}&b=${encodeURIComponent(entry.id)}">diff with the leaf</a>
+      <a id="to-diff" class="button" href="${base}/diff${entry.leaf ? "" : `?a=${encodeURIComponent(leaf)}&b=${encodeURIComponent(entry.id)}`}">${entry.leaf ? "diff with another branch" : "diff with the leaf"}</a>
     </p>
     <dl class="facts">${factsHTML(entry)}</dl>
     <div id="parts">${entry.parts.map(partHTML).join("")}</div>
