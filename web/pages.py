@@ -184,7 +184,8 @@ def _context_body(request: Request, held: Held) -> str:
     at = f" · as of version {e(view['version'])}" if version else ""
     return (
         f'<h1>Context at {where}</h1>'
-        f'<form class="inline" method="get"><input name="entry" value="{e(entry or "")}" aria-label="entry" placeholder="entry id, prefix or label">'
+        f'<form class="inline" method="get"><input name="entry" value="{e(entry or "")}" aria-label="entry" '
+        'placeholder="entry id, prefix or label">'
         + (f'<input type="hidden" name="version" value="{e(version)}">' if version else "") + ' <button>show</button></form>'
         f'<p id="context-meta" data-tokens="{view["estimated_tokens"]}">{view["total_messages"]:,} messages · '
         f'≈{view["estimated_tokens"]:,} tokens'
@@ -357,12 +358,21 @@ def _short(n: float) -> str:
     return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e4 else f"{n / 1e3:.1f}k" if n >= 1e3 else f"{n:g}"
 
 
+MAX_BARS = 400  # bars the calls chart draws at most
+
+
 def _calls_chart(u: dict[str, Any]) -> str:
     """Tokens of each model call along the current branch (stacked: input, cache, output), the running cost as a
     line on its own scale, and each compaction as a marked rule."""
     calls = u["calls"]
     if not calls:
         return '<p class="dim">No model call on the current branch reported its usage.</p>'
+    per = -(-len(calls) // MAX_BARS)  # past MAX_BARS calls, neighbours share a bar (their sums)
+    if per > 1:
+        calls = [{"id": group[-1]["id"], "model": f"calls {n * per + 1}-{n * per + len(group)}",
+                  **{k: sum(c[k] for c in group) for k in ("input", "cache", "output", "cost")}}
+                 for n, group in enumerate(calls[i:i + per] for i in range(0, len(calls), per))]
+        u = {**u, "compactions": [{**m, "after_call": -(-m["after_call"] // per)} for m in u["compactions"]]}
     width, height, left, right, top, bottom = 960, 300, 56, 64, 16, 40
     plot_w, plot_h = width - left - right, height - top - bottom
     peak = max(c["input"] + c["cache"] + c["output"] for c in calls) or 1
@@ -390,7 +400,7 @@ def _calls_chart(u: dict[str, Any]) -> str:
         running += c["cost"]
         points.append(f"{left + slot * n + slot / 2:.1f},{top + plot_h - running / total_cost * plot_h:.1f}")
         out.append(f'<rect class="hit" data-entry="{e(c["id"])}" x="{left + slot * n:.1f}" y="{top}" width="{slot:.1f}" '
-                   f'height="{plot_h}"><title>call {n + 1} · {e(c["id"])} · {e(c["model"])}\n'
+                   f'height="{plot_h}"><title>{f"call {n + 1} · " if per == 1 else ""}{e(c["id"])} · {e(c["model"])}\n'
                    f'input {c["input"]:,} · cache {c["cache"]:,} · output {c["output"]:,}\n'
                    f'${c["cost"]:.4f} (running ${running:.4f})</title></rect>')
     out.append(f'<polyline class="cost-line" points="{" ".join(points)}"/>')
@@ -406,9 +416,9 @@ def _calls_chart(u: dict[str, Any]) -> str:
     step = max(1, len(calls) // 12)
     for n in range(0, len(calls), step):
         out.append(f'<text class="axis" x="{left + slot * n + slot / 2:.1f}" y="{top + plot_h + 16}" '
-                   f'text-anchor="middle">{n + 1}</text>')
+                   f'text-anchor="middle">{n * per + 1}</text>')
     out.append(f'<text class="axis" x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle">model call '
-               'along the current branch</text></svg>')
+               f'along the current branch{f" ({per} calls a bar)" if per > 1 else ""}</text></svg>')
     legend = ('<p class="chart-legend"><span class="key input"></span>input <span class="key cache"></span>cache '
               '<span class="key output"></span>output <span class="key cost-line"></span>running cost (right scale) '
               '<span class="key compaction-mark"></span>compaction</p>')
