@@ -117,22 +117,25 @@ FORK_ICON = ('<svg class="icon fork-icon" viewBox="0 0 16 16" width="14" height=
 
 
 def _tree_body(request: Request, held: Held) -> str:
-    from sessiontree.web.api import folds, read_only
+    from sessiontree.web.api import folds, is_pi, read_only
 
     mode = request.query_params.get("filter", "default")
     fold = folds(request)
     rows = held.rows(mode, fold)
     start = max(0, (rows.focus or 0) - 40)
     locked = read_only(held.session, request.app.state.allow_writes)
+    why = ("this session's storage cannot be appended to" if getattr(held.session.storage, "read_only", False) else
+           "pi's own session: start the server with serve --allow-writes to label, rename or move the leaf"
+           if is_pi(held.session) else "")
     first = {"total": len(rows), "focus": rows.focus, "start": start, "rows": rows.window(start, 120), "filter": mode,
-             "version": rows.version, "fold": sorted(fold), "read_only": locked}
+             "version": rows.version, "fold": sorted(fold), "read_only": locked,
+             "read_only_reason": why if locked else None}
     options = "".join(f'<option{" selected" if f == mode else ""}>{f}</option>'
                       for f in ("default", "no-tools", "user", "labelled", "all"))
     data = orjson.dumps(first).decode().replace("</", "<\\/")
     rename = ('<form id="rename" class="inline"><label for="rename-box" class="dim">name</label> '
               '<input id="rename-box" name="name" placeholder="new session name"> <button>rename</button></form> ')
-    note = ('<span class="badge warn" id="read-only" title="pi\'s own session: start the server with '
-            'serve --allow-writes to label, rename or move the leaf">read-only</span> ')
+    note = f'<span class="badge warn" id="read-only" title="{e(why)}">read-only</span> '
     return (
         _header(held.session)
         + '<section class="tools"><label>filter <select id="tree-filter">' + options + "</select></label> "

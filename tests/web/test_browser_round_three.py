@@ -267,6 +267,7 @@ def test_pi_sessions_are_read_only_unless_allowed(page, serve, pi_repo, shot):
     page.locator(f'.row[data-id="{pi_repo["ids"]["diagnosis"]}"]').click()
     page.locator("#entry #parts").wait_for()
     assert page.locator("#label-form").count() == 0 and page.locator("#move-form").count() == 0
+    assert "--allow-writes" in page.locator("#read-only-note").inner_text()
     shot(page, "read-only")
     assert pi_repo["file"].read_bytes() == before
     server.stop()

@@ -184,7 +184,7 @@ async function showEntry(row) {
     return;
   }
   if (mine !== shown) return;
-  const writes = readOnly ? '<p class="dim">read-only: this is pi\'s session (serve --allow-writes to change it)</p>' : `
+  const writes = readOnly ? `<p class="dim" id="read-only-note">read-only: ${esc(first.read_only_reason)}</p>` : `
     <form id="label-form"><label for="label-box">label</label> <input id="label-box" name="label" value="${esc(entry.label ?? "")}" placeholder="a name for this entry"> <button>set label</button></form>
     <form id="move-form"><label for="summary-box">move the leaf here</label> <input id="summary-box" name="summary" placeholder="summary of the branch left (optional)"> <button>move the leaf here</button></form>
     <p id="write-result" class="dim"></p>`;
