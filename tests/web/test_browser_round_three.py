@@ -228,6 +228,9 @@ def test_numbers_are_true_and_no_request_fails(page, serve, tmp_path, demo, shot
     failed = _no_404s(page)
     page.goto(server.url)
     page.locator('#sessions [data-field="verify"] .badge.ok').first.wait_for()
+    spark = page.locator(f'#sessions tr[data-id="{demo["session_id"]}"] .spark')  # tokens as a bar, the largest full
+    spark.wait_for()
+    assert spark.evaluate("el => el.getBoundingClientRect().width") > 20
     for box in ("#search-box", "#filter"):
         label = page.locator(f'label[for="{box[1:]}"]')
         assert label.count() == 1 and label.inner_text().strip()
