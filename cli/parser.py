@@ -283,6 +283,8 @@ def _serve_args(p: Parser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=0, metavar="N", help="the port to listen on (default: 0, any free port)")
     p.add_argument("--no-browser", action="store_true", help="only print the URL; do not open a browser")
+    p.add_argument("--allow-writes", action="store_true",
+                   help="let the viewer label, rename and move the leaf in pi's session files too (read-only by default)")
 
 
 def _prune_args(p: Parser) -> None:

@@ -58,14 +58,15 @@ class Held:
         self.closed = False
         self._rows: dict[tuple[str, int], TreeRows] = {}
 
-    def rows(self, mode: str) -> TreeRows:
+    def rows(self, mode: str, fold: frozenset[str] = frozenset()) -> Any:
+        """The tree rows under a filter (with the branches ``fold`` names folded: a ``CollapsedView``)."""
         key = (mode, self.session.version)
         rows = self._rows.get(key)
         if rows is None:
             rows = TreeRows(self.session, mode)
             self._rows = {k: v for k, v in self._rows.items() if k[1] == key[1]}  # older versions' rows are stale
             self._rows[key] = rows
-        return rows
+        return rows.collapsed(fold) if fold else rows
 
     def current(self) -> bool:
         """Take in what other writers appended to the log; False if it changed another way (to be opened again)."""
