@@ -18,10 +18,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from sessiontree.adapters import leftovers
 from sessiontree.adapters.blobs import DEFAULT_THRESHOLD
 from sessiontree.adapters.files import fsync_dir, make_private_dirs
 from sessiontree.domain.errors import SessionError
 
+STALE_AFTER = 60.0  # seconds a dead writer's temporary file is left before a blob write removes it (leftovers.py)
 FOLDER = ".blobs"  # in a JSONL repository's folder (a dot: listings and pi's layout checks skip it)
 
 
@@ -126,11 +128,20 @@ class FolderBlobs(BlobStore):
         return self.folder / "sha256" / digest[:2] / digest[2:]
 
     @contextmanager
-    def _locked(self, mode: int) -> Iterator[None]:
-        """The folder's lock file, shared by writers and exclusive while blobs are collected (across processes)."""
+    def _locked(self, mode: int, *, create: bool = True) -> Iterator[None]:
+        """The folder's lock file, shared by writers and exclusive while blobs are collected (across processes);
+        ``create=False``: only if the file is there (else nothing is locked)."""
         try:
-            make_private_dirs(self.folder)
-            fd = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            if not create:
+                fd = os.open(self.folder / "lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+            else:
+                make_private_dirs(self.folder)
+                fd = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:
+            if create:
+                raise self._error("lock", FileNotFoundError(2, "the blob folder vanished")) from None
+            yield
+            return
         except OSError as exc:
             raise self._error("lock", exc) from exc
         try:
@@ -146,6 +157,34 @@ class FolderBlobs(BlobStore):
         return self._locked(fcntl.LOCK_EX)
 
     def put(self, digest: str, data: bytes) -> None:
+        # shared, when the folder has its lock file: a collection (which removes the temporary files of writers it
+        # sees dead) waits for it. Without one (a new folder, an archive's) no collection ran, and the pid check alone
+        # keeps a live writer's file; the lock file is not made for it.
+        with self._locked(fcntl.LOCK_SH, create=False):
+            self._put(digest, data)
+
+    def sweep(self) -> list[Path]:
+        """Remove the temporary files of blob writes whose process died (they hold content a crash cut off), under
+        the folder's exclusive lock: no write is under way, and a live process's file is kept all the same."""
+        if not self.folder.is_dir():
+            return []
+        with self.collecting():
+            return self._sweep()
+
+    def _sweep(self) -> list[Path]:
+        return leftovers.remove(leftovers.dead(leftovers.blob_temps(self.folder)))
+
+    def collect(self, digests: Any, referenced: Any) -> list[str]:
+        gone = []
+        with self.collecting():
+            self._sweep()
+            for digest in dict.fromkeys(digests):
+                if not referenced(digest):
+                    self.delete(digest)
+                    gone.append(digest)
+        return gone
+
+    def _put(self, digest: str, data: bytes) -> None:
         path = self.path(digest)
         try:
             held = os.lstat(path)
@@ -161,6 +200,8 @@ class FolderBlobs(BlobStore):
         try:
             new_folders = [p for p in (self.folder, path.parent.parent, path.parent) if not p.exists()]
             make_private_dirs(path.parent)
+            # what dead writers left in this folder (it holds content a crash cut off), once it is surely theirs
+            leftovers.remove(leftovers.stale(leftovers.blob_temps_in(path.parent), STALE_AFTER))
             temp = path.with_name(f".{digest[2:10]}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:

@@ -31,6 +31,7 @@ from sessiontree.projections.context import SessionContext, SessionContextBuildO
 from sessiontree.projections.context_messages import ContextMessages
 from sessiontree.projections.stats import SessionStats
 from sessiontree.projections.tokens import CharEstimator, ContextTokens, TextCounterEstimator
+from sessiontree.projections.tool_pairs import ContextProblem, repair_tool_pairs
 from sessiontree.seed import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
@@ -66,6 +67,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "sessiontree.session": ("Session",),
     "sessiontree.retention": ("PruneError", "PruneResult", "PrunedSession", "parse_age"),
     "sessiontree.adapters.archive": ("ArchiveSessionStorage",),
+    "sessiontree.tool_repair": ("ContextRepairWarning",),
 }
 _LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in names}
 
@@ -82,6 +84,7 @@ if TYPE_CHECKING:
     from sessiontree.retention import PrunedSession, PruneError, PruneResult, parse_age
     from sessiontree.search import SearchHit, search_tool
     from sessiontree.session import Session
+    from sessiontree.tool_repair import ContextRepairWarning
 
 
 def __getattr__(name: str) -> Any:
@@ -116,6 +119,8 @@ __all__ = [  # noqa: RUF022 - grouped by what they are for, not sorted
     "ThinkingLevelChangeEntry",
     # projections and the context
     "FunctionProjection", "Projection", "SessionContext", "SessionContextBuildOptions", "SessionStats", "TreeNode",
+    # tool calls and results (docs/concepts.md)
+    "ContextProblem", "ContextRepairWarning", "repair_tool_pairs",
     # audit
     "VerifyReport", "verify",
 ]

@@ -9,7 +9,7 @@ several processes append to one JSONL session.
 2. One process appending for ``--seconds``, then ``--writers`` processes appending to one session at once, alternating,
    ``--rounds`` times: appends per second, the ratio to one process (issue 31: at least 0.5), and each writer's share
    (min/max of the mean share, and Jain's fairness index: 1.0 is perfectly even, 1/writers is one writer taking all).
-   Only this tree: under a writer lease a second process is refused.
+   Only this tree: with the lock kept from the first append until close, a second process was refused.
 """
 
 from __future__ import annotations
