@@ -193,9 +193,12 @@ class SessionTreeSession:
             self._entries, self._blobs, self._tool_names, self._leaf = entries, blobs, names, leaf
         return session
 
-    def _extend(self, session: Session, leaf: str | None, most: int = 256) -> bool:
+    def _extend(
+        self, session: Session, leaf: str | None, most: int = 256, own: dict[str, tuple[Any, bytes]] | None = None,
+    ) -> bool:
         """Take in the items between the cached leaf and ``leaf`` when the cached one is on ``leaf``'s branch (within
-        ``most`` entries); False if it is not."""
+        ``most`` entries); False if it is not. ``own``: the items this store just added, by entry id (kept as the caller
+        gave them, key order included, as a database row keeps them)."""
         if self._leaf is _UNREAD or leaf is None:
             return False
         added: list[Entry] = []
@@ -207,11 +210,11 @@ class SessionTreeSession:
             added.append(entry)
             at = entry.parent_id
         for entry in reversed(added):
-            item = _item_of(entry)
-            if item is not _NOT_AN_ITEM:
+            data, blob = own[entry.id] if own and entry.id in own else (_item_of(entry), None)
+            if data is not _NOT_AN_ITEM:
                 self._entries.append(entry)
-                self._blobs.append(_encode(item))
-                _note_tool_name(self._tool_names, item)
+                self._blobs.append(blob if blob is not None else _encode(data))
+                _note_tool_name(self._tool_names, data)
         self._leaf = leaf
         return True
 
@@ -244,7 +247,8 @@ class SessionTreeSession:
     def _add_items(self, items: Iterable[Any]) -> None:
         session = self._read()
         batch: list[Any] = []
-        for data, _, message in self._plan(items):
+        planned = self._plan(items)
+        for data, _, message in planned:
             if message is None:
                 batch.append(lambda agg, id, now, data=data: commands.append_custom_entry(agg, CUSTOM_TYPE, data, id=id,
                                                                                           timestamp=now))
@@ -252,8 +256,9 @@ class SessionTreeSession:
                 batch.append(lambda agg, id, now, message=message: commands.append_message(agg, message, id=id,
                                                                                            timestamp=now))
         # one write after the log's leaf at write time: the items of one call stay together, as in a SQLiteSession
-        session._run_all(batch, follow=True)
-        if not self._extend(session, session.leaf_id):
+        ids = session._run_all(batch, follow=True)
+        own = {entry_id: (data, blob) for entry_id, (data, blob, _) in zip(ids, planned)}
+        if not self._extend(session, session.leaf_id, own=own):
             self._leaf = _UNREAD  # read again at the next call
 
     def _plan(self, items: Iterable[Any]) -> list[tuple[Any, bytes, Message | None]]:
