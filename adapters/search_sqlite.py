@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from sessiontree.adapters.files import make_private_dirs
 from sessiontree.adapters.search_state import FORMAT, Change, Filters, Hit, SourceState, branch_flags, rank
 from sessiontree.adapters.search_text import Query
+from sessiontree.domain.errors import SessionError
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -50,6 +52,16 @@ def _private_file(path: str) -> None:
     make_private_dirs(Path(path).parent)
     with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+    for suffix in ("", "-wal", "-shm", "-journal"):  # SQLite opens these itself, following links
+        try:
+            mode = os.lstat(path + suffix).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            kind = ("a directory" if stat.S_ISDIR(mode) else "a symbolic link" if stat.S_ISLNK(mode)
+                    else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket")
+            raise SessionError("storage", f"the search index {path + suffix} is {kind}, not a regular file: remove it "
+                               "(the index is a cache, built again from the logs)", path=path + suffix)
 
 
 class SqliteSearchIndex:
