@@ -19,6 +19,7 @@ from pathlib import Path
 import orjson
 
 from sessiontree.adapters.files import make_private_dirs, open_regular
+from sessiontree.adapters.jsontext import loads
 
 MARKER = ".sessiontree-repository"
 MARKER_TEXT = b"This folder is a sessiontree repository: sessiontree created it, or adopted it holding only its own sessions.\n"
@@ -88,7 +89,7 @@ def _is_pi_log(path: str) -> bool:
     if not newline and len(head) == HEADER_LIMIT:
         return _SESSION_HEADER.match(first) is not None
     try:
-        header = orjson.loads(first)
+        header = loads(first)
     except orjson.JSONDecodeError:
         return False
     return isinstance(header, dict) and header.get("type") == "session" and "parent_session" not in header

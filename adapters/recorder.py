@@ -23,6 +23,7 @@ from eventsourcing.persistence import (
 from sessiontree.adapters import chain
 from sessiontree.adapters.blob_tables import TableBlobs, blobs_of
 from sessiontree.adapters.codec import Codec, native_codec
+from sessiontree.adapters.jsontext import loads
 from sessiontree.adapters.line_replace import replace_recorded, sealed_stub
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain.errors import SessionError
@@ -53,7 +54,7 @@ class SessionMapper(Mapper[str]):
 def stored_event(originator_id: str, version: int, line: bytes) -> StoredEvent:
     """The stored event holding ``line`` (its topic names the line's type)."""
     try:
-        kind = orjson.loads(line).get("type")
+        kind = loads(line).get("type")
     except (orjson.JSONDecodeError, AttributeError):
         kind = None
     if not isinstance(kind, str):

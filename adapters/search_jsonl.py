@@ -101,7 +101,7 @@ def _parse(line: bytes | None) -> object:
     if line is None:
         return None
     try:
-        return orjson.loads(line)
+        return jsontext.loads(line)  # never a line of too many values
     except orjson.JSONDecodeError:
         return None  # a line that cannot be read is not searched (verify and open report it)
 

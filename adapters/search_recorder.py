@@ -16,6 +16,7 @@ import attrs
 import orjson
 
 from sessiontree.adapters.blob_tables import blobs_of
+from sessiontree.adapters.jsontext import loads
 from sessiontree.adapters.search_state import Change, Filters, Hit, SearchIndex, SourceState
 from sessiontree.adapters.search_text import Row, entry_row, erased_id, same_place, with_text, without_erased
 
@@ -46,7 +47,7 @@ def session_versions(recorder: Any, module: str) -> dict[str, int]:
 
 def _line(stored: Any) -> Any:
     try:
-        return orjson.loads(bytes(stored.state))
+        return loads(bytes(stored.state))  # never a row of too many values
     except orjson.JSONDecodeError:
         return None
 
