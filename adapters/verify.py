@@ -119,7 +119,10 @@ def _verify_file(path: Path, wanted: set[int], anchor: bytes | None, progress: C
     if not lines:
         report.problem(1, "the file is empty: no session header")
         return report
-    _check(lines, report, path, wanted, anchor, progress, folder_for(path))
+    blobs = folder_for(path)
+    _check(lines, report, path, wanted, anchor, progress, blobs)
+    for link in blobs.links():  # content could be written out of the repository through it
+        report.problem(None, link.message)
     return report
 
 
