@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sessiontree.adapters.archive import GZIP_MAGIC, expand
+from sessiontree.adapters.archive import GZIP_MAGIC, expand_lines
 from sessiontree.adapters.blob_check import BlobCheck
 from sessiontree.adapters.blob_stores import folder_for
 from sessiontree.adapters.chain import check_chain
@@ -104,8 +104,8 @@ def _verify_file(path: Path, wanted: set[int], anchor: bytes | None, progress: C
             lines, tail = _lines(fd, path)
         finally:
             os.close(fd)
-    except SessionError as exc:  # an archive that cannot be expanded
-        report.problem(1, exc.message)
+    except SessionError as exc:  # an archive that cannot be expanded, or stopped at a line that cannot be a log's
+        report.problem(exc.line or 1, exc.message)
         return report
     except FileNotFoundError:
         raise SessionError("not_found", "no session file there", path=str(path)) from None
@@ -131,8 +131,8 @@ def _lines(fd: int, path: Path) -> tuple[Any, bytes]:
     forward pass whose pages are handed back as it goes, so memory stays bounded whatever the file's size."""
     size = os.fstat(fd).st_size
     if os.pread(fd, len(GZIP_MAGIC), 0) == GZIP_MAGIC:  # a pruned session's archive: the log's bytes, compressed
-        lines = expand(_read_all(fd), path).split(b"\n")
-        return lines, lines.pop()
+        log, offsets = expand_lines(_read_all(fd), path)  # each line checked as it is expanded: a bomb stops early
+        return MappedLines(log, offsets, []), log[offsets[-1] :]
     mapped = map_file(fd, path, size) if size else None
     if mapped is None:
         lines = _read_all(fd).split(b"\n")
