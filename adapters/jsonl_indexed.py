@@ -25,7 +25,7 @@ from sessiontree.adapters.jsonl_lease import names
 from sessiontree.adapters.jsonl_loader import LineLoader, pausing_collector
 from sessiontree.adapters.jsonl_scan import Envelopes, envelope_decoder, envelopes_of, utf8
 from sessiontree.adapters.jsontext import parse
-from sessiontree.adapters.mapped import MappedLines, map_file, windows
+from sessiontree.adapters.mapped import MappedLines, map_file, whole_lines_end, windows
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.log import EntryLog
 
@@ -63,17 +63,19 @@ def scan_mapped(storage: JsonlSessionStorage) -> tuple[MappedLines, LineLoader, 
     their loader and their envelopes checked in bulk; None at anything a bulk check does not pass."""
     file = storage._file
     size = os.fstat(file.fd).st_size
-    if not size:
+    lines_end = whole_lines_end(file.fd, size)  # mapped no further: a torn tail is read plainly (a writer may cut it off)
+    if not lines_end:
         return None
-    mapped = map_file(file.fd, file.path, size)
+    mapped = map_file(file.fd, file.path, lines_end)
     if mapped is None:
         return None
     with pausing_collector():
-        scanned = _scan_windows(mapped, size, envelope_decoder(storage.codec.dialect.parent_key).decode)
+        scanned = _scan_windows(mapped, lines_end, envelope_decoder(storage.codec.dialect.parent_key).decode)
     if scanned is None:
         return None
     lengths, heads, end = scanned
-    tail = mapped[end:size]
+    tail = os.pread(file.fd, max(0, size - end), end)
+    size = end + len(tail)
     whole = bool(tail) and is_whole_line(tail)
     try:
         if whole:

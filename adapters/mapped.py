@@ -22,7 +22,8 @@ RELEASE = 8 << 20  # bytes read between two hand-backs of the mapping's pages
 
 
 def map_file(fd: int, path: Any, length: int) -> mmap.mmap | None:
-    """The first ``length`` bytes of the file open at ``fd``, mapped read-only through a descriptor of its own: the
+    """The first ``length`` bytes of the file open at ``fd`` (whole lines only: :func:`whole_lines_end`), mapped
+    read-only through a descriptor of its own: the
     mapping keeps its descriptor open, and one that shared ``fd``'s open file would keep the writer's lease (an
     ``flock``) after the storage closed. None if the file cannot be opened again."""
     try:
@@ -40,6 +41,24 @@ def map_file(fd: int, path: Any, length: int) -> mmap.mmap | None:
     finally:
         os.close(own)
     return None
+
+
+def whole_lines_end(fd: int, size: int, chunk: int = 1 << 16) -> int:
+    """Where the last newline-terminated line in the first ``size`` bytes of ``fd`` ends (0: there is none), found
+    with plain reads from the end. A mapping stops there: a writer repairing a torn tail cuts the file back to that
+    point, and a mapped page past a file's end is a ``SIGBUS``, not an error."""
+    end = size
+    while end > 0:
+        start = max(0, end - chunk)
+        data = os.pread(fd, end - start, start)
+        cut = data.rfind(b"\n")
+        if cut >= 0:
+            return start + cut + 1
+        if len(data) < end - start:  # cut short meanwhile: look again below what is there now
+            end = start + len(data)
+            continue
+        end = start
+    return 0
 
 
 def release(mapped: mmap.mmap, start: int, end: int) -> int:

@@ -25,7 +25,7 @@ from sessiontree.adapters.jsonl_index import offsets_from_lengths
 from sessiontree.adapters.jsonl_salvage import read_entry
 from sessiontree.adapters.jsonl_scan import read_header
 from sessiontree.adapters.jsontext import MAX_LINE_BYTES, duplicate_key
-from sessiontree.adapters.mapped import MappedLines, line_lengths, map_file
+from sessiontree.adapters.mapped import MappedLines, line_lengths, map_file, whole_lines_end
 from sessiontree.adapters.pi_migrate import CURRENT as PI_CURRENT
 from sessiontree.adapters.verify_checkpoints import check_checkpoints
 from sessiontree.adapters.verify_erasures import check_signed_erasures, note_erasures
@@ -133,12 +133,13 @@ def _lines(fd: int, path: Path) -> tuple[Any, bytes]:
     if os.pread(fd, len(GZIP_MAGIC), 0) == GZIP_MAGIC:  # a pruned session's archive: the log's bytes, compressed
         log, offsets = expand_lines(_read_all(fd), path)  # each line checked as it is expanded: a bomb stops early
         return MappedLines(log, offsets, []), log[offsets[-1] :]
-    mapped = map_file(fd, path, size) if size else None
+    end = whole_lines_end(fd, size)  # mapped no further: a torn tail is read plainly (a writer may cut it off)
+    mapped = map_file(fd, path, end) if end else None
     if mapped is None:
         lines = _read_all(fd).split(b"\n")
         return lines, lines.pop()
-    lengths, end = line_lengths(mapped, size)
-    return MappedLines(mapped, offsets_from_lengths(lengths), []), mapped[end:size]
+    lengths, _ = line_lengths(mapped, end)
+    return MappedLines(mapped, offsets_from_lengths(lengths), []), os.pread(fd, max(0, size - end), end)
 
 
 def _read_all(fd: int) -> bytes:
