@@ -30,6 +30,7 @@ from sessiontree.adapters.pi_migrate import CURRENT as PI_CURRENT
 from sessiontree.adapters.verify_checkpoints import check_checkpoints
 from sessiontree.adapters.verify_erasures import check_signed_erasures, note_erasures
 from sessiontree.adapters.verify_report import Problem, VerifyReport
+from sessiontree.adapters.verify_sidecar import check_sidecar
 from sessiontree.domain.errors import SessionError
 
 _UNCHAINED = "no chain: this log is not tamper-evident (written before chaining, or by another producer); structure checked"
@@ -121,6 +122,8 @@ def _verify_file(path: Path, wanted: set[int], anchor: bytes | None, progress: C
         return report
     blobs = folder_for(path)
     _check(lines, report, path, wanted, anchor, progress, blobs)
+    if report.dialect is not None:
+        check_sidecar(path, lines, report)
     for link in blobs.links():  # content could be written out of the repository through it
         report.problem(None, link.message)
     return report
