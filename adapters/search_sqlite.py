@@ -27,7 +27,7 @@ _TABLES = (
     "name TEXT, leaf TEXT, version INTEGER NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, "
     "ino INTEGER NOT NULL, offset INTEGER NOT NULL, last_id TEXT)",
     "CREATE TABLE IF NOT EXISTS search_entries (rowid INTEGER PRIMARY KEY, source TEXT NOT NULL, seq INTEGER NOT NULL, "
-    "entry_id TEXT NOT NULL, parent_id TEXT, kind TEXT NOT NULL, ts TEXT NOT NULL, text TEXT)",
+    "entry_id TEXT NOT NULL, parent_id TEXT, kind TEXT NOT NULL, ts TEXT NOT NULL, text TEXT, at INTEGER NOT NULL)",
     "CREATE INDEX IF NOT EXISTS search_entries_source ON search_entries (source, seq)",
     "CREATE TABLE IF NOT EXISTS search_generation (n INTEGER NOT NULL)",
     "INSERT INTO search_generation VALUES (0)",
@@ -172,8 +172,9 @@ class SqliteSearchIndex:
                 continue
             for row in change.rows:
                 cursor = c.execute(
-                    "INSERT INTO search_entries (source, seq, entry_id, parent_id, kind, ts, text) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (change.source, row.seq, row.entry_id, row.parent_id, row.kind, row.timestamp, row.text),
+                    "INSERT INTO search_entries (source, seq, entry_id, parent_id, kind, ts, text, at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (change.source, row.seq, row.entry_id, row.parent_id, row.kind, row.timestamp, row.text, row.at),
                 )
                 if row.text is not None:
                     c.execute("INSERT INTO search_fts (rowid, words) VALUES (?, ?)", (cursor.lastrowid, row.words))
@@ -183,7 +184,8 @@ class SqliteSearchIndex:
                        s.last_id))
 
     def query(self, filters: Filters) -> list[Hit]:
-        sql = ["SELECT e.source, s.session_id, e.entry_id, e.kind, e.ts, e.text, -bm25(search_fts), s.name, s.cwd, s.leaf "
+        sql = ["SELECT e.source, s.session_id, e.entry_id, e.kind, e.ts, e.text, -bm25(search_fts), s.name, s.cwd, s.leaf, "
+               "e.seq, e.at "
                "FROM search_fts JOIN search_entries e ON e.rowid = search_fts.rowid "
                "JOIN search_sources s ON s.source = e.source WHERE search_fts MATCH ?"]
         params: list[Any] = [fts_expression(filters.query)]

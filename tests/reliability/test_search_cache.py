@@ -4,7 +4,9 @@ not a regular file is a clear ``SessionError``, never a raw ``OSError`` nor a wr
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
+import sessiontree_pg as pg
 import sessiontree_testkit as kit
 
 from sessiontree import SessionError, open_repo, verify
@@ -86,3 +89,54 @@ def test_search_and_verify_never_parse_a_line_over_the_key_limit(tmp_path: Path)
     report, peak = _peak(lambda: verify(path))
     assert report.first_bad_line == 3 and "1,000,000 keys" in report.problems[0].message
     assert peak < 60 << 20, peak
+
+
+def _plant_sqlite(db: Path, source: str) -> None:
+    """Rows added by hand to an SQLite search index: an entry the log does not hold, and the id of a real line's
+    entry given another text."""
+    with sqlite3.connect(db) as conn:
+        for seq, entry_id in ((9, "planted1"), (2, "planted2")):
+            cursor = conn.execute("INSERT INTO search_entries (source, seq, entry_id, parent_id, kind, ts, text, at) "
+                                  "VALUES (?, ?, ?, NULL, 'user', '2026-01-01T00:00:00.000Z', 'a zebra planted', 0)",
+                                  (source, seq, entry_id))
+            conn.execute("INSERT INTO search_fts (rowid, words) VALUES (?, 'a zebra planted')", (cursor.lastrowid,))
+
+
+def test_a_row_planted_in_a_folder_search_index_is_never_a_hit(tmp_path: Path) -> None:
+    """Two rows planted in ``.sessiontree-search.sqlite`` naming a session file of the folder: the search returns the
+    log's one entry only (before: the planted rows came back as hits for entries the log does not hold)."""
+    root, sid = _folder(tmp_path)
+    with open_repo(root) as repo:
+        [real] = repo.search("zebra")
+    _plant_sqlite(root / INDEX_FILE, f"{sid}.jsonl")
+    with open_repo(root) as repo:
+        assert [h.entry_id for h in repo.search("zebra")] == [real.entry_id]
+        assert repo.search("planted") == []
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_row_planted_in_a_database_search_index_is_never_a_hit(tmp_path: Path, backend: str) -> None:
+    """The same rows planted in the search tables of an SQLite or PostgreSQL repository: never a hit."""
+    with contextlib.ExitStack() as stack:
+        if backend == "sqlite":
+            url = f"sqlite:{tmp_path / 'sessions.db'}"
+        else:
+            schema = stack.enter_context(pg.temp_schema("plant"))
+            url = pg.url(schema)
+        repo = stack.enter_context(open_repo(url))
+        session = repo.create(cwd="/w")
+        session.append_message(kit.user("the zebra crossing"))
+        [real] = repo.search("zebra")
+        if backend == "sqlite":
+            _plant_sqlite(tmp_path / "sessions.db", session.id)
+        else:
+            import psycopg
+
+            with psycopg.connect(host=pg.HOST, port=pg.PORT, user=pg.USER, dbname=pg.DBNAME, autocommit=True) as conn:
+                for seq, entry_id in ((9, "planted1"), (2, "planted2")):
+                    conn.execute(f'INSERT INTO "{schema}".sessiontree_search_entries (source, seq, entry_id, kind, ts, '
+                                 "text, words) VALUES (%s, %s, %s, 'user', '2026-01-01T00:00:00.000Z', 'a zebra planted', "
+                                 "'''a'' ''zebra'' ''planted''')", (session.id, seq, entry_id))
+        fresh = stack.enter_context(open_repo(url))
+        assert [h.entry_id for h in fresh.search("zebra")] == [real.entry_id]
+        assert fresh.search("planted") == []
