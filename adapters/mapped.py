@@ -100,14 +100,15 @@ def line_lengths(mapped: mmap.mmap, size: int) -> tuple[array[int], int]:
 
 
 class MappedLines:
-    """A file's lines as a sequence: those at ``offsets`` sliced from the mapped file when asked (nothing held),
+    """A file's lines as a sequence: those at ``offsets`` sliced from the mapped file (or from bytes in memory: an
+    expanded archive) when asked (nothing held),
     then the lines read or appended since, held. The loader's "drop this line" is a no-op for a mapped one. Reading
     forward hands back the pages behind every so often, so a pass over the whole file (an export, a replay) stays
     bounded; any order stays correct."""
 
     __slots__ = ("_count", "_held", "_map", "_released", "offsets")
 
-    def __init__(self, mapped: mmap.mmap, offsets: Sequence[int], held: list[Any]) -> None:
+    def __init__(self, mapped: mmap.mmap | bytes, offsets: Sequence[int], held: list[Any]) -> None:
         self._map, self.offsets, self._count, self._held = mapped, offsets, len(offsets) - 1, held
         self._released = 0
 
@@ -122,7 +123,7 @@ class MappedLines:
             offset = offsets[number]
             if offset < self._released:  # a new pass from an earlier line
                 self._released = offset - offset % mmap.PAGESIZE
-            elif offset - self._released >= RELEASE:
+            elif offset - self._released >= RELEASE and isinstance(self._map, mmap.mmap):
                 self._released = release(self._map, self._released, offset)
             return self._map[offset : offsets[number + 1] - 1]
         return self._held[number - self._count]
