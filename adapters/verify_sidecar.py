@@ -24,7 +24,7 @@ def check_sidecar(path: Any, lines: Sequence[bytes], report: VerifyReport) -> No
     """Report where the index an open of ``path`` would use disagrees with the file's ``lines``."""
     where = jsonl_index.sidecar_path(path)
     index = jsonl_index.read(where) if where is not None else None
-    if index is None or not _in_use(path, index, len(lines)):
+    if index is None or index.dialect != report.dialect or not _in_use(path, index, lines):
         return
     found = _disagreement(lines, index)
     if found is not None:
@@ -33,14 +33,18 @@ def check_sidecar(path: Any, lines: Sequence[bytes], report: VerifyReport) -> No
                        "forged; an open stops at such a line and removes it, and deleting it is always safe")
 
 
-def _in_use(path: Any, index: jsonl_index.SidecarIndex, count: int) -> bool:
-    """Would an open use this index for the file (its identity, and no more lines than the file has)?"""
+def _in_use(path: Any, index: jsonl_index.SidecarIndex, lines: Sequence[bytes]) -> bool:
+    """Would an open use this index for the file (as ``jsonl_indexed._from_index`` decides: its identity, its size
+    and time, the digests of its header and last covered line)?"""
     try:
         st = os.stat(path, follow_symlinks=False)
     except OSError:
         return False
-    return ((st.st_dev, st.st_ino) == (index.device, index.inode) and index.size <= st.st_size
-            and (index.size < st.st_size or st.st_mtime_ns == index.mtime_ns) and index.lines <= count)
+    if ((st.st_dev, st.st_ino) != (index.device, index.inode) or index.size > st.st_size
+            or (index.size == st.st_size and st.st_mtime_ns != index.mtime_ns) or index.lines > len(lines)):
+        return False
+    return (jsonl_index.line_digest(lines[0] + b"\n") == index.header_digest
+            and jsonl_index.line_digest(lines[index.lines - 1] + b"\n") == index.last_digest)
 
 
 def _disagreement(lines: Sequence[bytes], index: jsonl_index.SidecarIndex) -> tuple[int, str] | None:
