@@ -14,6 +14,7 @@ import sessiontree_testkit as kit
 
 from sessiontree import JsonlSessionStorage, Session, SessionError, open_repo, verify
 from sessiontree.adapters import jsonl_index
+from sessiontree.adapters.pi_convert import export_pi
 from sessiontree.domain.messages import UserMessage
 
 
@@ -70,3 +71,29 @@ def test_a_forged_index_never_changes_what_open_returns(tmp_path: Path, change: 
     assert caught.value.code == "corrupt" and "sidecar index" in caught.value.message
     assert _said(path) == words
     assert verify(path).ok
+
+
+def test_a_forged_pi_leaf_marker_in_the_index_is_not_decoded_as_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index of a pi file (in the cache directory) names a message line a leaf marker: the open scans the file
+    instead, and the context is the file's (before: the message was decoded as a leaf move)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    native = tmp_path / "native.jsonl"
+    session = Session(JsonlSessionStorage.create(native, cwd="/p"))
+    first = session.append_message(kit.user("one"))
+    session.append_message(kit.user("two"))
+    session.move_to(first)
+    session.append_message(kit.user("three"))
+    session.close()
+    path = tmp_path / "pi" / "s.jsonl"
+    path.parent.mkdir()
+    export_pi(native, path)
+    words = _said(path)
+    assert words == ["one", "three"]
+
+    def marker(index: jsonl_index.SidecarIndex) -> None:
+        message = index.types.index("message", 1)  # "two"
+        index.markers = sorted({*index.markers, message})
+
+    _forge(path, marker)
+    assert not verify(path).ok
+    assert _said(path) == words
