@@ -140,3 +140,18 @@ def test_a_row_planted_in_a_database_search_index_is_never_a_hit(tmp_path: Path,
         fresh = stack.enter_context(open_repo(url))
         assert [h.entry_id for h in fresh.search("zebra")] == [real.entry_id]
         assert fresh.search("planted") == []
+
+
+@pytest.mark.parametrize("url", ["memory:", "sqlite"])
+def test_a_database_never_stores_a_line_over_the_key_limit(tmp_path: Path, url: str) -> None:
+    """An entry of 1.2M keys appended to a database repository is ``invalid_entry`` and not stored, so no reader (the
+    search included) ever meets it (before: stored, and parsed whole by every later search)."""
+    repo = open_repo(url if url == "memory:" else f"sqlite:{tmp_path / 's.db'}")
+    session = repo.create(cwd="/w")
+    kept = session.append_message(kit.user("the zebra crossing"))
+    with pytest.raises(SessionError) as caught:
+        session.append_custom_entry("x", {"note": "zebra", **{f"k{i}": 1 for i in range(1_200_000)}})
+    assert caught.value.code == "invalid_entry" and "1,000,000 keys" in caught.value.message
+    hits, peak = _peak(lambda: repo.search("zebra"))
+    assert [h.entry_id for h in hits] == [kept] and peak < 60 << 20
+    repo.close()
