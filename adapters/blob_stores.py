@@ -18,10 +18,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from sessiontree.adapters import leftovers
 from sessiontree.adapters.blobs import DEFAULT_THRESHOLD
 from sessiontree.adapters.files import make_private_dirs
 from sessiontree.domain.errors import SessionError
 
+STALE_AFTER = 60.0  # seconds a dead writer's temporary file is left before a blob write removes it (leftovers.py)
 FOLDER = ".blobs"  # in a JSONL repository's folder (a dot: listings and pi's layout checks skip it)
 
 
@@ -201,12 +203,20 @@ class FolderBlobs(BlobStore):
                 os.close(fd)
 
     @contextmanager
-    def _locked(self, mode: int) -> Iterator[None]:
-        """The folder's lock file, shared by writers and exclusive while blobs are collected (across processes)."""
-        folder = self._open_folder(create=True)
-        assert folder is not None
+    def _locked(self, mode: int, *, create: bool = True) -> Iterator[None]:
+        """The folder's lock file, shared by writers and exclusive while blobs are collected (across processes);
+        ``create=False``: only if the file is there (else nothing is locked). Opened through the folder's descriptor,
+        never through a link."""
+        folder = self._open_folder(create=create)
+        if folder is None:  # no folder yet (and none made): nothing to lock
+            yield
+            return
         try:
-            fd = os.open("lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
+            flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+            fd = os.open("lock", flags, 0o600, dir_fd=folder)
+        except FileNotFoundError:
+            yield
+            return
         except OSError as exc:
             raise self._error("lock", exc) from exc
         finally:
@@ -224,9 +234,39 @@ class FolderBlobs(BlobStore):
         return self._locked(fcntl.LOCK_EX)
 
     def put(self, digest: str, data: bytes) -> None:
+        # shared, when the folder has its lock file: a collection (which removes the temporary files of writers it
+        # sees dead) waits for it. Without one (a new folder, an archive's) no collection ran, and the pid check alone
+        # keeps a live writer's file; the lock file is not made for it.
+        with self._locked(fcntl.LOCK_SH, create=False):
+            self._put(digest, data)
+
+    def sweep(self) -> list[Path]:
+        """Remove the temporary files of blob writes whose process died (they hold content a crash cut off), under
+        the folder's exclusive lock: no write is under way, and a live process's file is kept all the same."""
+        if not self.folder.is_dir():
+            return []
+        with self.collecting():
+            return self._sweep()
+
+    def _sweep(self) -> list[Path]:
+        return leftovers.remove(leftovers.dead(leftovers.blob_temps(self.folder)))
+
+    def collect(self, digests: Any, referenced: Any) -> list[str]:
+        gone = []
+        with self.collecting():
+            self._sweep()
+            for digest in dict.fromkeys(digests):
+                if not referenced(digest):
+                    self.delete(digest)
+                    gone.append(digest)
+        return gone
+
+    def _put(self, digest: str, data: bytes) -> None:
         name = digest[2:]
         with self._within(digest, create=True) as folder:
             assert folder is not None
+            # what dead writers left in this folder (it holds content a crash cut off), once it is surely theirs
+            leftovers.remove(leftovers.stale(leftovers.blob_temps_in(self.path(digest).parent), STALE_AFTER))
             try:
                 held = os.lstat(name, dir_fd=folder)
                 # held already (a damaged one, of any size, is written again: these bytes are the content's own)

@@ -69,6 +69,27 @@ class DatabaseStore(SessionStore):
         self.module = type(self.app.factory).__module__
         self._lock = threading.RLock()
         self._open_listing()
+        if self.module == "eventsourcing.sqlite":
+            self._guard_versions()
+
+    def _guard_versions(self) -> None:
+        """SQLite refuses a line whose previous version is not stored, in the insert itself (a trigger): an object
+        that read a session before it was deleted (pruned) cannot append to it, be told it succeeded, and lose the line
+        (docs/reliability.md). Streams are numbered from 1 without gaps, so this never refuses a good insert."""
+        table = self.recorder.events_table_name
+        statement = (f"CREATE TRIGGER IF NOT EXISTS {table}_follows BEFORE INSERT ON {table} "
+                     "WHEN NEW.originator_version > 1 AND NOT EXISTS (SELECT 1 FROM " + table + " WHERE originator_id = "
+                     "NEW.originator_id AND originator_version = NEW.originator_version - 1) "
+                     "BEGIN SELECT RAISE(ABORT, 'the previous version of this stream is not stored'); END")
+        try:
+            with self.recorder.datastore.transaction(commit=False) as cursor:  # made once: a read-only file still opens
+                cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?", (f"{table}_follows",))
+                if cursor.fetchone() is not None:
+                    return
+            with self.recorder.datastore.transaction(commit=True) as cursor:
+                cursor.execute(statement)
+        except PersistenceError as exc:
+            raise SessionError("storage", f"cannot open the session database {self.url}: {exc}") from exc
 
     def _open_listing(self) -> None:
         """The listing: a projection of the notification log (``database_index.py``)."""
@@ -173,6 +194,37 @@ class DatabaseStore(SessionStore):
             return
         with recorder.datastore.transaction(commit=True) as c:  # SQLite (PostgresStore has its own remove)
             c.execute(f"DELETE FROM {recorder.events_table_name} WHERE originator_id = ?", (session_id,))
+
+    def stream_ids(self) -> list[str]:
+        """Every stream of session lines in the store (not the ``~`` streams of markers), listed or not."""
+        recorder: Any = self.recorder
+        if self.module == "eventsourcing.popo":
+            with recorder._database_lock:
+                ids = [sid for sid, versions in recorder._stored_events_index.items() if versions]
+        else:
+            statement: Any = f"SELECT DISTINCT originator_id FROM {recorder.events_table_name}"
+            if self.module == "eventsourcing.postgres":
+                from psycopg.sql import SQL, Identifier
+
+                statement = SQL("SELECT DISTINCT originator_id FROM {}.{}").format(
+                    Identifier(recorder.datastore.schema), Identifier(recorder.events_table_name))
+            try:
+                with recorder.datastore.transaction(commit=False) as cursor:
+                    cursor.execute(statement)
+                    ids = [str(row["originator_id"]) for row in cursor.fetchall()]
+            except PersistenceError as exc:
+                raise SessionError("storage", f"could not read the sessions of {self.url}: {exc}") from exc
+        return sorted(sid for sid in ids if not sid.startswith("~"))
+
+    def storage_of(self, session_id: str) -> SessionStorage:
+        return self._storage(session_id)
+
+    def refold(self, session_id: str) -> None:
+        """A line of the session was rewritten (erasure) in a store whose listing lives in memory (POPO): its listing
+        row is folded again. (SQLite and PostgreSQL fold it in the rewrite's transaction: row_replace.py.)"""
+        refold = getattr(self.view, "refold", None)
+        if refold is not None:
+            refold(session_id, [bytes(e.state) for e in self.recorder.select_events(session_id)])
 
     def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
         self.refresh_index()

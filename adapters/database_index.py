@@ -19,7 +19,7 @@ from eventsourcing.projection import Projection
 from eventsourcing.sqlite import SQLiteTrackingRecorder
 
 from sessiontree.adapters.codec import native_codec
-from sessiontree.adapters.index import Summary
+from sessiontree.adapters.index import Summary, fold_lines
 from sessiontree.adapters.jsontext import loads
 from sessiontree.adapters.recorder import SessionMapper
 
@@ -102,6 +102,14 @@ class POPOSessionIndexView(POPOTrackingRecorder):
                 else:
                     self._rows[sid] = summary
             self._insert_tracking(tracking)
+
+    def refold(self, session_id: str, lines: Sequence[bytes]) -> None:
+        """Fold a session's row again from its lines (one of them was rewritten), if the view holds one."""
+        with self._database_lock:
+            if session_id in self._rows:
+                summary = fold_lines(lines)
+                if summary is not None:
+                    self._rows[session_id] = summary
 
     def summaries(self, cwd: str | None) -> list[Summary]:
         with self._database_lock:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sessiontree.adapters.codegen import compiled
 from sessiontree.adapters.schema import Field, Schema, default_of
 from sessiontree.domain import messages as m
 
@@ -102,7 +101,7 @@ class Encoders:
         ]
         lines += [f"    if out[{f.wire!r}] is None:\n        del out[{f.wire!r}]" for f in schema.fields if f.omit_none]
         lines.append("    return out")
-        exec(compiled("\n".join(lines), f"<sessiontree encoder {schema.cls.__name__}>"), ns)
+        exec(compile("\n".join(lines), f"<sessiontree encoder {schema.cls.__name__}>", "exec"), ns)
         # the ignore below: exec fills the namespace with the generated function
         return ns["encode"]  # type: ignore[no-any-return]
 

@@ -10,15 +10,15 @@ user's cache directory, and the command line puts new sessions elsewhere.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
-from pathlib import Path
 
 import orjson
 
-from sessiontree.adapters.files import make_private_dirs, open_regular
+from sessiontree.adapters.cache_files import cache_file
+from sessiontree.adapters.cache_files import private_parent as private_parent  # its callers' name here too
+from sessiontree.adapters.files import open_regular
 from sessiontree.adapters.jsontext import loads
 
 MARKER = ".sessiontree-repository"
@@ -95,29 +95,7 @@ def _is_pi_log(path: str) -> bool:
     return isinstance(header, dict) and header.get("type") == "session" and "parent_session" not in header
 
 
-def cache_home() -> str | None:
-    """``$XDG_CACHE_HOME`` (absolute only, as the XDG spec says), else ``~/.cache``; None without a home."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if os.path.isabs(base):
-        return base
-    home = os.path.expanduser("~")
-    return os.path.join(home, ".cache") if os.path.isabs(home) and os.path.isdir(home) else None  # no $HOME made
-
-
 def cached_index_path(root: str | os.PathLike[str]) -> str | None:
     """Where the listing index of the foreign folder ``root`` is kept: one file per folder, named by a
     hash of its real path, in ``<cache>/sessiontree/indexes/``; None when there is no cache directory."""
-    base = cache_home()
-    if base is None:
-        return None
-    key = hashlib.sha256(os.fsencode(os.path.realpath(root))).hexdigest()[:32]
-    return os.path.join(base, "sessiontree", "indexes", f"{key}.json")
-
-
-def private_parent(path: str) -> bool:
-    """Create the folders above ``path`` (0700); False if that is not possible."""
-    try:
-        make_private_dirs(Path(path).parent)
-    except OSError:
-        return False
-    return True
+    return cache_file("indexes", root, ".json", 32)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -18,11 +17,13 @@ import attrs
 import orjson
 
 from sessiontree.adapters import folders, jsontext
+from sessiontree.adapters.cache_files import write_private
 from sessiontree.adapters.files import open_regular, read_lines
 from sessiontree.adapters.jsontext import line_problem
+from sessiontree.domain.events import format_timestamp, parse_timestamp
 
 INDEX_FILE = ".sessiontree-index.json"
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: ``modified`` is never before ``created`` (a fork made now lists as new)
 MAX_INDEX_BYTES = 256 << 20  # an index past this is read as missing (rebuilt from the logs)
 
 
@@ -38,6 +39,7 @@ class Summary:
     message_count: int = 0
     first_message: str | None = None
     parent_session: str | None = None
+    forked_at: str | None = None  # a fork's: the entry of the source its branch was copied up to
     version: int = 1  # events folded so far (the header is version 1)
 
     @classmethod
@@ -50,7 +52,10 @@ class Summary:
             return None
         timestamp = _str(data.get("timestamp")) or ""
         parent = _str(data.get("parent_session", data.get("parentSession")))
-        return cls(id=sid, cwd=_str(data.get("cwd")) or "", created=timestamp, modified=timestamp, parent_session=parent)
+        source = data.get("source")
+        forked_at = _str(source.get("entry_id")) if isinstance(source, Mapping) and parent else None
+        return cls(id=sid, cwd=_str(data.get("cwd")) or "", created=timestamp, modified=timestamp, parent_session=parent,
+                   forked_at=forked_at)
 
     def apply(self, data: Any) -> None:
         """Fold one entry (a parsed JSON object in either dialect)."""
@@ -58,8 +63,8 @@ class Summary:
         if not isinstance(data, Mapping):
             return
         timestamp = data.get("timestamp")
-        if isinstance(timestamp, str):
-            self.modified = timestamp
+        if isinstance(timestamp, str):  # when the session was last written: a fork's copied entries keep older times
+            self.modified = timestamp if sortable(timestamp) >= sortable(self.created) else self.created
         kind = data.get("type")
         if kind == "message":
             self.message_count += 1
@@ -77,6 +82,17 @@ class Summary:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Summary:
         return cls(**{f.name: data[f.name] for f in attrs.fields(cls) if f.name in data})
+
+
+def sortable(timestamp: str) -> str:
+    """A string that sorts chronologically: our own ``...sss.mmmZ`` form as it is (the common
+    case, no parsing), anything else converted to it ("" when it is not a time)."""
+    if len(timestamp) == 24 and timestamp[-1] == "Z" and timestamp[10] == "T":
+        return timestamp
+    try:
+        return format_timestamp(parse_timestamp(timestamp))
+    except (ValueError, TypeError, IndexError, OverflowError):
+        return ""
 
 
 def _str(value: Any) -> str | None:
@@ -127,37 +143,66 @@ def _parse(line: bytes | None) -> Any:
         return None  # listing is best effort; opening the session reports the bad line
 
 
-def _private(path: str, flags: int) -> int:
-    # a new file of our own, never one a link points to
-    return os.open(path, flags | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-
-
-def _logs(root: str) -> Iterator[tuple[str, str, os.stat_result]]:
+def _logs(root: str, unreadable: list[tuple[str, str]]) -> Iterator[tuple[str, str, os.stat_result]]:
     """The regular, not hidden ``*.jsonl`` files directly in ``root`` and in its not hidden sub-folders (pi keeps one
-    per working directory), as (name relative to ``root``, path, ``stat``). Links are never followed."""
+    per working directory), as (name relative to ``root``, path, ``stat``). Links are never followed. A folder or file
+    that cannot be read is added to ``unreadable`` as (path, reason); a missing ``root`` lists nothing."""
     try:
         entries = list(os.scandir(root))
-    except OSError:
+    except FileNotFoundError:
         return
-    yield from _files(entries, "")
+    except OSError as exc:
+        unreadable.append((root, _reason(exc)))
+        return
+    yield from _files(entries, "", unreadable)
     for folder in entries:
         if not folder.name.startswith(".") and folder.is_dir(follow_symlinks=False):
             try:
-                yield from _files(list(os.scandir(folder.path)), f"{folder.name}/")
-            except OSError:
+                inside = list(os.scandir(folder.path))
+            except OSError as exc:
+                unreadable.append((folder.path, _reason(exc)))
                 continue
+            yield from _files(inside, f"{folder.name}/", unreadable)
 
 
-def _files(entries: list[os.DirEntry[str]], prefix: str) -> Iterator[tuple[str, str, os.stat_result]]:
+def unreadable_logs(root: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """(path, reason) of each session file or folder of ``root`` (as a listing finds them) that cannot be read."""
+    unreadable: list[tuple[str, str]] = []
+    for _name, path, _st in _logs(os.fspath(root), unreadable):
+        try:
+            os.close(open_regular(path, follow=False))
+        except OSError as exc:
+            unreadable.append((path, _reason(exc)))
+    return unreadable
+
+
+def _reason(exc: OSError) -> str:
+    return str(exc.strerror or exc)
+
+
+def _files(
+    entries: list[os.DirEntry[str]], prefix: str, unreadable: list[tuple[str, str]],
+) -> Iterator[tuple[str, str, os.stat_result]]:
     for entry in entries:
         if not entry.name.endswith(".jsonl") or entry.name.startswith("."):
             continue
         try:
             st = entry.stat(follow_symlinks=False)
-        except OSError:
+        except OSError as exc:
+            unreadable.append((entry.path, _reason(exc)))
             continue
         if stat.S_ISREG(st.st_mode):  # a symlink, a FIFO, a device: never a session here
             yield prefix + entry.name, entry.path, st
+
+
+def _stamped(st: os.stat_result) -> dict[str, int]:
+    """What a record keeps of a file's ``stat`` to tell whether it changed: its size, times and inode (the change time
+    moves with a new mode too, so a file that became unreadable, or readable again, is read again)."""
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "ctime_ns": st.st_ctime_ns}
+
+
+def _stamp(record: dict[str, Any]) -> tuple[Any, ...]:
+    return (record["size"], record["mtime_ns"], record["ino"], record.get("ctime_ns"))
 
 
 def _fold_on(fd: int, summary: Summary | None, offset: int) -> tuple[Summary | None, int]:
@@ -189,6 +234,7 @@ class DirectoryIndex:
         self._files: dict[str, dict[str, Any]] | None = None
         self._kept_at: str | None = None  # where ``_files`` were last read from or written to
         self._summaries: dict[str, Summary] = {}  # decoded once per file version
+        self.unreadable: list[tuple[str, str]] = []  # (path, reason) of what the last refresh could not read
 
     @property
     def path(self) -> str | None:
@@ -224,16 +270,7 @@ class DirectoryIndex:
         data: dict[str, Any] = {"format": INDEX_FORMAT, "files": files}
         if real_root is not None:
             data["root"] = real_root
-        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        try:
-            with open(tmp, "wb", opener=_private) as handle:  # it quotes first messages
-                handle.write(orjson.dumps(data))
-            os.replace(tmp, path)
-        except OSError:  # a read-only directory still lists; it just cannot keep its cache
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        write_private(path, orjson.dumps(data))  # private: it quotes first messages; a read-only folder keeps nothing
 
     def refresh(self) -> dict[str, Summary]:
         """Bring the index up to date with the directory; ``{file name: summary}`` (names relative to ``root``), shared
@@ -244,12 +281,17 @@ class DirectoryIndex:
         else:  # the folder may have become ours since (adopted): the index moves in with the next save
             files, changed = self._files, path != self._kept_at
         seen: dict[str, dict[str, Any]] = {}
-        for name, log, st in _logs(self.root):
+        unreadable: list[tuple[str, str]] = []
+        for name, log, st in _logs(self.root, unreadable):
             record = files.get(name)
-            if record is None or (record["size"], record["mtime_ns"], record["ino"]) != (st.st_size, st.st_mtime_ns, st.st_ino):
+            if (record is None or "error" in record  # a file that could not be read is tried again (its mode may change)
+                    or _stamp(record) != (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)):
                 record = self._scan(log, st, record)
                 changed = True
+            if "error" in record:
+                unreadable.append((log, record["error"]))
             seen[name] = record
+        self.unreadable = unreadable
         self._files, self._kept_at = seen, path
         if (changed or set(files) != set(seen)) and os.path.isdir(self.root):
             self._save(path, real_root, seen)
@@ -289,8 +331,9 @@ class DirectoryIndex:
                 summary, offset = _fold_on(fd, summary, offset)
             finally:
                 os.close(fd)
-        except OSError:
-            summary = None
+        except OSError as exc:
+            return {**_stamped(st), "offset": 0, "summary": None,
+                    "error": _reason(exc)}
         if summary is None:
-            return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "offset": 0, "summary": None}
-        return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "offset": offset, "summary": summary.to_dict()}
+            return {**_stamped(st), "offset": 0, "summary": None}
+        return {**_stamped(st), "offset": offset, "summary": summary.to_dict()}

@@ -29,6 +29,7 @@ import attrs
 import orjson
 
 from sessiontree.adapters import folders
+from sessiontree.adapters.cache_files import cache_file, write_private
 from sessiontree.adapters.files import open_regular
 
 MAGIC = b"sessiontree-idx\n"
@@ -88,11 +89,7 @@ def sidecar_path(session_path: str | os.PathLike[str]) -> str | None:
     folder, name = os.path.split(os.path.abspath(session_path))
     if folders.is_ours(folder):
         return os.path.join(folder, f".{name}.idx")
-    base = folders.cache_home()
-    if base is None:
-        return None
-    key = hashlib.sha256(os.fsencode(os.path.realpath(session_path))).hexdigest()[:40]
-    return os.path.join(base, "sessiontree", "sidecars", f"{key}.idx")
+    return cache_file("sidecars", session_path, ".idx", 40)
 
 
 def encode(index: SidecarIndex) -> bytes:
@@ -200,26 +197,7 @@ def read(path: str) -> SidecarIndex | None:
 
 def write(path: str, index: SidecarIndex) -> bool:
     """Write ``index`` to ``path`` atomically and private; False (and nothing left behind) if it cannot be written."""
-    if not folders.private_parent(path):
-        return False
-    tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            data = encode(index)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        return False
-    return True
+    return write_private(path, encode(index))
 
 
 def remove(session_path: str | os.PathLike[str]) -> None:

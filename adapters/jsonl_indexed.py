@@ -22,7 +22,7 @@ from sessiontree.adapters import jsonl_index, jsontext
 from sessiontree.adapters.files import is_whole_line
 from sessiontree.adapters.jsonl_index import SidecarIndex, line_digest, offsets_from_lengths, offsets_of
 from sessiontree.adapters.jsonl_lease import names
-from sessiontree.adapters.jsonl_loader import LineLoader, pausing_collector
+from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsonl_scan import Envelopes, envelope_decoder, envelopes_of, utf8
 from sessiontree.adapters.jsontext import parse
 from sessiontree.adapters.mapped import MappedLines, map_file, whole_lines_end, windows
@@ -69,8 +69,7 @@ def scan_mapped(storage: JsonlSessionStorage) -> tuple[MappedLines, LineLoader, 
     mapped = map_file(file.fd, file.path, lines_end)
     if mapped is None:
         return None
-    with pausing_collector():
-        scanned = _scan_windows(mapped, lines_end, envelope_decoder(storage.codec.dialect.parent_key).decode)
+    scanned = _scan_windows(mapped, lines_end, envelope_decoder(storage.codec.dialect.parent_key).decode)
     if scanned is None:
         return None
     lengths, heads, end = scanned
@@ -84,8 +83,7 @@ def scan_mapped(storage: JsonlSessionStorage) -> tuple[MappedLines, LineLoader, 
         return None
     if not lengths or len(tail) > jsontext.MAX_LINE_BYTES or (whole and not utf8([tail])):
         return None
-    with pausing_collector():
-        found = envelopes_of(heads)
+    found = envelopes_of(heads)
     if found is None:
         return None
     file.bytes_read += size

@@ -1,18 +1,14 @@
-"""Decoding a file's entries on demand, and the memory handling that goes with it.
+"""Decoding a file's entries on demand.
 
 :class:`LineLoader` is the log's loader port for a JSONL storage: it holds the file's lines
-and decodes those asked for, in batches, dropping each decoded line's bytes. It is the one
-module that touches the collector and the allocator, for bulk reads only (docs/architecture.md).
+and decodes those asked for, in batches, dropping each decoded line's bytes. It leaves the
+process's collector and allocator alone (docs/architecture.md).
 """
 
 from __future__ import annotations
 
-import ctypes
-import gc
-import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -22,41 +18,9 @@ from sessiontree.adapters.codec import Codec
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry
 
-RELEASE_EVERY = 2048
-
 
 class DuplicateKeyWarning(UserWarning):
     """A pi line repeats a key in one object; its last value is read, as pi's reader does."""
-
-
-@contextmanager
-def pausing_collector() -> Iterator[None]:
-    """Pause the cyclic collector while a loop makes objects that all survive."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()  # then unfreeze: every object made meanwhile joins the oldest generation untraversed
-        gc.unfreeze()
-        gc.enable()
-
-
-def _find_malloc_trim() -> Callable[[], Any]:
-    if sys.platform != "linux":
-        return lambda: None
-    try:
-        trim = ctypes.CDLL(None).malloc_trim  # the process's own C library (glibc has it; musl not)
-    except (OSError, AttributeError):
-        return lambda: None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return lambda: trim(0)
-
-
-release_free_memory = _find_malloc_trim()
 
 
 class LineLoader:
@@ -86,37 +50,30 @@ class LineLoader:
 
     def load(self, positions: Sequence[int]) -> list[Entry]:
         out = []
-        dropped = 0
         lines, decode, sid, shared = self.lines, self.codec.decode_line, self.session_id, self.shared
         decoded, warns = self.decoded, self.codec.warns
         expected = self.expected if self.expected is not None else ()
         known = len(expected)
-        with pausing_collector():
-            for pos in positions:
-                entry = decoded.pop(pos, None) if decoded else None
-                if entry is None:
-                    line = lines[pos + 1]
-                    version = pos + 2
-                    try:  # only a dialect that warns of a repeated key gets the warning's callback (made per line)
-                        warn = partial(self.warn_at, version) if warns else None
-                        if shared is not None and MARKER in line:  # a failure to read its content is named below
-                            entry = decode(inline(line, self.blobs, read=shared.reader(lambda: "")), sid, version, warn)
-                            shared.share(entry)
-                        else:
-                            entry = decode(line, sid, version, warn)
-                    except SessionError as exc:
-                        raise SessionError(exc.code, f"session {sid}: {exc.message}", path=str(self.path), line=version) from None
-                    lines[pos + 1] = None
-                    if pos < known and entry.id != expected[pos]:
-                        raise self.moved(version, entry.id)
-                    if pos < known and self.expected_heads is not None:
-                        self._check_head(pos, entry)
-                    dropped += 1
-                    if dropped % RELEASE_EVERY == 0:
-                        release_free_memory()
-                out.append(entry)
-        if dropped >= RELEASE_EVERY // 2:
-            release_free_memory()
+        for pos in positions:
+            entry = decoded.pop(pos, None) if decoded else None
+            if entry is None:
+                line = lines[pos + 1]
+                version = pos + 2
+                try:  # only a dialect that warns of a repeated key gets the warning's callback (made per line)
+                    warn = partial(self.warn_at, version) if warns else None
+                    if shared is not None and MARKER in line:  # a failure to read its content is named below
+                        entry = decode(inline(line, self.blobs, read=shared.reader(lambda: "")), sid, version, warn)
+                        shared.share(entry)
+                    else:
+                        entry = decode(line, sid, version, warn)
+                except SessionError as exc:
+                    raise SessionError(exc.code, f"session {sid}: {exc.message}", path=str(self.path), line=version) from None
+                lines[pos + 1] = None
+                if pos < known and entry.id != expected[pos]:
+                    raise self.moved(version, entry.id)
+                if pos < known and self.expected_heads is not None:
+                    self._check_head(pos, entry)
+            out.append(entry)
         return out
 
     def _check_head(self, pos: int, entry: Entry) -> None:

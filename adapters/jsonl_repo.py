@@ -60,10 +60,12 @@ class JsonlStore(SessionStore):
             raise SessionError("storage", f"session {session_id}: {LINK_REFUSED}", path=str(path))
         if path.is_file():
             return path
-        for name, summary in self.index.refresh().items():
-            if summary.id == session_id:
-                return self.root / name
-        return None
+        held = [self.root / name for name, summary in self.index.refresh().items() if summary.id == session_id]
+        if len(held) > 1:  # copies (pi's folders may hold one in two places): which one is meant is not ours to guess
+            files = "; ".join(str(p) for p in sorted(held))
+            raise SessionError("conflict", f"session {session_id} is held by {len(held)} files: {files}; open one by "
+                                           "its path (open_session(path), or the path on the command line)")
+        return held[0] if held else None
 
     def _private_root(self) -> None:
         """Make the directory (0700) if it is missing, and mark it ours: a directory we made, or one holding nothing
@@ -128,6 +130,9 @@ class JsonlStore(SessionStore):
 
     def parent_reference(self, storage: SessionStorage) -> str:
         return storage.location  # a fork's header names the source file, as pi's does
+
+    def unreadable(self) -> list[tuple[str, str]]:
+        return list(self.index.unreadable)
 
 
 def same_place(cwd: str) -> str:

@@ -16,7 +16,7 @@ import msgspec
 
 from sessiontree.adapters.chain import strip as strip_chain
 from sessiontree.adapters.codec import Codec, native_codec
-from sessiontree.adapters.jsonl_loader import LineLoader, pausing_collector
+from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsontext import parse
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
@@ -115,11 +115,10 @@ def scan(lines: Sequence[bytes], loader: LineLoader, found: Envelopes | None = N
     """The lazy log of ``lines[1:]`` (line ``k``, 1-based, is version ``k``); strict: any bad
     line is ``SessionError("corrupt")`` naming the file and the line. ``found``: their envelopes,
     already checked in bulk (:func:`envelopes_of`)."""
-    with pausing_collector():
-        found = found or bulk_envelopes(lines, loader.parent_key)
-        if found is None or ("leaf" in found.types and not _leaf_targets_ok(lines, found)):
-            found = line_by_line(lines, loader)
-        return EntryLog.lazy(found.types, found.ids, found.parents, found.index, loader)
+    found = found or bulk_envelopes(lines, loader.parent_key)
+    if found is None or ("leaf" in found.types and not _leaf_targets_ok(lines, found)):
+        found = line_by_line(lines, loader)
+    return EntryLog.lazy(found.types, found.ids, found.parents, found.index, loader)
 
 
 def bulk_envelopes(lines: Sequence[bytes], parent_key: str) -> Envelopes | None:

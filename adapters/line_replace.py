@@ -1,5 +1,5 @@
-"""Rewriting one stored line in place (erasure, docs/audit.md): a file is replaced whole and atomically, a database
-row is updated. Nothing else in the package rewrites a stored line."""
+"""Rewriting one stored line in place (erasure, docs/audit.md): a file is replaced whole and atomically (a database row
+is updated by ``row_replace.py``). Nothing else in the package rewrites a stored line."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sessiontree.adapters import chain, jsontext
+from sessiontree.adapters import chain, jsontext, leftovers
 from sessiontree.adapters.files import fsync_dir, is_whole_line
 from sessiontree.adapters.jsonl_file import StaleFileError
 from sessiontree.adapters.jsonl_lease import append_error
@@ -37,6 +37,9 @@ def replace_in_file(file: Any, version: int, line: bytes) -> None:
         file.sync()
         if file.torn:
             file.repair()
+        # copies an earlier rewrite left when its process died: they can hold content erased since (the lease is
+        # held, so no other rewrite of this file is under way; a live writer's is kept all the same)
+        leftovers.remove(leftovers.dead(leftovers.rewrites(path)))
         lines, tail, _ = file.read_split(0)
         if tail or not 1 <= version <= len(lines):
             raise StaleFileError(f"{path} has no line {version} to rewrite")
@@ -99,6 +102,15 @@ class FileLines:
             storage._file.warn_torn(len(parts) + 1, tail)
         return parts
 
+    def stamp(self) -> tuple[tuple[int, int], int, int] | None:
+        """((device, inode), size, mtime) of the file: a rewrite (erasure) replaces the file, so its identity changes."""
+        storage: Any = self
+        try:
+            st = os.stat(storage.path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino), st.st_size, st.st_mtime_ns
+
     def line_before(self, version: int) -> tuple[bytes, bytes | None]:
         storage: Any = self
         lines = self.read_lines(version - 1)
@@ -116,39 +128,4 @@ class FileLines:
         storage._live = None  # its lines are the old file's
 
 
-def replace_recorded(recorder: Any, session_id: str, version: int, line: bytes) -> None:
-    """Replace the state of one stored event (the line of ``version``) in an eventsourcing recorder's table."""
-    kinds = {cls.__module__ for cls in type(recorder).__mro__}  # ours may subclass eventsourcing's recorders
-    if hasattr(recorder, "_stored_events_index"):  # POPO: the list the recorder reads from
-        from eventsourcing.persistence import StoredEvent  # not imported by a JSONL storage that never needs it
-
-        with recorder._database_lock:
-            index = recorder._stored_events_index[session_id].get(version)
-            if index is None:
-                raise LookupError(f"session {session_id} has no version {version}")
-            old = recorder._stored_events[index]
-            recorder._stored_events[index] = StoredEvent(old.originator_id, old.originator_version, old.topic, line)
-        return
-    if "eventsourcing.sqlite" in kinds:
-        statement = f"UPDATE {recorder.events_table_name} SET state = ? WHERE originator_id = ? AND originator_version = ?"
-        with recorder.datastore.transaction(commit=True) as cursor:
-            cursor.execute(statement, (line, session_id, version))
-            cursor.execute("SELECT changes()")
-            if cursor.fetchone()[0] != 1:
-                raise LookupError(f"session {session_id} has no version {version}")
-        return
-    if "eventsourcing.postgres" in kinds:
-        from psycopg.sql import SQL, Identifier
-
-        query = SQL("UPDATE {}.{} SET state = %s WHERE originator_id = %s AND originator_version = %s").format(
-            Identifier(recorder.datastore.schema), Identifier(recorder.events_table_name)
-        )
-        with recorder.datastore.transaction(commit=True) as cursor:
-            cursor.execute(query, (line, session_id, version))
-            if cursor.rowcount != 1:
-                raise LookupError(f"session {session_id} has no version {version}")
-        return
-    raise SessionError("storage", f"session {session_id}: a {type(recorder).__name__} cannot rewrite a stored line")
-
-
-__all__ = ["FileLines", "replace_in_file", "replace_recorded", "sealed_stub"]
+__all__ = ["FileLines", "replace_in_file", "sealed_stub"]

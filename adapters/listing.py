@@ -17,7 +17,8 @@ from typing import Any
 import attrs
 import orjson
 
-from sessiontree.adapters.store import SessionInfo, sortable
+from sessiontree.adapters.index import sortable
+from sessiontree.adapters.store import SessionInfo
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import format_timestamp, parse_timestamp
 
@@ -29,6 +30,8 @@ class SessionList(list[SessionInfo]):
     next page (``repo.list(..., cursor=rows.cursor)``); None when there is no next page."""
 
     cursor: str | None = None
+    unreadable: tuple[tuple[str, str], ...] = ()
+    """(path, reason) of each session file or folder the listing could not read (JSONL folders): left out of it."""
 
 
 @attrs.frozen

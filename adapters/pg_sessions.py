@@ -15,20 +15,21 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import groupby
 from typing import Any
 
-from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
+import orjson
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError, StoredEvent
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresDatastore
 from eventsourcing.utils import retry
 from psycopg.sql import SQL, Composed, Identifier
 
 from sessiontree.adapters.database_index import DELETIONS_STREAM  # markers of the SQLite projection: not a session
-from sessiontree.adapters.index import Summary, fold_line, fold_lines
+from sessiontree.adapters.index import Summary, fold_line, fold_lines, sortable
 from sessiontree.adapters.listing import ListQuery, SessionList, page
-from sessiontree.adapters.store import SessionInfo, sortable
+from sessiontree.adapters.store import SessionInfo
 
-LISTING_BUILT = "listing-v1"
+LISTING_BUILT = "listing-v2"  # v2: forked_at, and modified never before created (refilled once)
 _UNSET = "\x00unset"  # a name no session_info can set: the name did not change
 _COLUMNS = ("session_id", "version", "cwd", "created", "modified", "sort_key", "created_key", "name", "message_count",
-            "first_message", "parent_session")
+            "first_message", "parent_session", "forked_at")
 
 
 def _text(values: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -39,13 +40,15 @@ def _text(values: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _row(summary: Summary) -> tuple[Any, ...]:
     return (summary.id, summary.version, summary.cwd, summary.created, summary.modified, sortable(summary.modified),
-            sortable(summary.created), summary.name, summary.message_count, summary.first_message, summary.parent_session)
+            sortable(summary.created), summary.name, summary.message_count, summary.first_message, summary.parent_session,
+            summary.forked_at)
 
 
 def _info(row: dict[str, Any], url: str) -> SessionInfo:
     return SessionInfo(id=row["session_id"], path=f"{url}#{row['session_id']}", cwd=row["cwd"], created=row["created"],
                        modified=row["modified"], name=row["name"], message_count=row["message_count"],
-                       first_message=row["first_message"], parent_session=row["parent_session"])
+                       first_message=row["first_message"], parent_session=row["parent_session"],
+                       forked_at=row["forked_at"])
 
 
 def _columns(events: Sequence[StoredEvent], one: bool) -> tuple[Any, ...]:
@@ -73,7 +76,10 @@ class SessionRecorder(PostgresAggregateRecorder):
             "INSERT INTO {listing} (" + ", ".join(_COLUMNS) + ") VALUES (" + ", ".join(["%s"] * len(_COLUMNS)) + ") "
             "ON CONFLICT (session_id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:]))
         self._advance = self._sql(
-            "UPDATE {listing} SET version = %s, modified = COALESCE(%s, modified), sort_key = COALESCE(%s, sort_key), "
+            # as Summary.apply folds it: never before the header's time (a fork's copied entries keep older times)
+            "UPDATE {listing} SET version = %s, "
+            "modified = CASE WHEN %s::text IS NULL THEN modified WHEN %s::text < created_key THEN created ELSE %s END, "
+            "sort_key = CASE WHEN %s::text IS NULL THEN sort_key ELSE GREATEST(%s::text, created_key) END, "
             "message_count = message_count + %s, name = CASE WHEN %s THEN %s ELSE name END, "
             "first_message = COALESCE(first_message, %s) WHERE session_id = %s AND version < %s")
         # Columns as arrays rather than eventsourcing's array of a composite type: cheaper to send and to parse; one
@@ -85,8 +91,22 @@ class SessionRecorder(PostgresAggregateRecorder):
         }
         statements = {"new": self._upsert, "more": self._advance}
         self._alone = {kind: s.as_bytes() for kind, s in statements.items()}
-        self._together = {(kind, one): (SQL("WITH inserted AS ({0}) ").format(self._insert[one]) + s).as_bytes()
-                          for kind, s in statements.items() for one in (False, True)}
+        self._together = {("new", one): (SQL("WITH inserted AS ({0}) ").format(self._insert[one]) + self._upsert).as_bytes()
+                          for one in (False, True)}
+        # Lines after the header go in only while the session's listing row is there, locked for the statement (a
+        # deletion locks it first too): an append to a session deleted meanwhile inserts nothing, and says so.
+        following = {
+            False: self._sql("INSERT INTO {events} (originator_id, originator_version, topic, state) SELECT * FROM "
+                             "unnest(%s::text[], %s::bigint[], %s::text[], %b::bytea[]) WHERE EXISTS (SELECT 1 FROM held)"),
+            True: self._sql("INSERT INTO {events} (originator_id, originator_version, topic, state) "
+                            "SELECT %s, %s::bigint, %s::text, %b::bytea WHERE EXISTS (SELECT 1 FROM held)"),
+        }
+        lock = self._sql("SELECT 1 FROM {listing} WHERE session_id = %s FOR UPDATE")
+        for one in (False, True):
+            self._together["more", one] = (
+                SQL("WITH held AS ({0}), inserted AS ({1} RETURNING 1), advanced AS ({2}) "
+                    "SELECT count(*) AS n FROM inserted").format(lock, following[one], self._advance)).as_bytes()
+        self._lock_listing = self._sql("SELECT session_id FROM {listing} WHERE session_id = ANY(%s) FOR UPDATE")
         self._select_events = self._sql("SELECT originator_version, topic, state FROM {events} WHERE originator_id = %s")
 
     def _sql(self, template: str) -> Composed:
@@ -112,8 +132,9 @@ class SessionRecorder(PostgresAggregateRecorder):
                 delta = fold_line(delta, bytes(event.state))
             assert delta is not None  # folding entries into a summary always gives one
             modified = delta.modified or None
+            key = sortable(modified) if modified else None
             yield "more", _text((
-                delta.version, modified, sortable(modified) if modified else None, delta.message_count,
+                delta.version, key, key, modified, key, key, delta.message_count,
                 delta.name != _UNSET, None if delta.name == _UNSET else delta.name, delta.first_message,
                 str(sid), delta.version,
             ))
@@ -131,12 +152,25 @@ class SessionRecorder(PostgresAggregateRecorder):
             kind, params = listing[0]
             with self.datastore.get_connection() as conn, conn.cursor() as curs:
                 one = len(stored_events) == 1
-                curs.execute(self._together[kind, one], (*_columns(stored_events, one), *params), prepare=True)
+                sid = str(stored_events[0].originator_id)
+                held = (sid,) if kind == "more" else ()
+                curs.execute(self._together[kind, one], (*held, *_columns(stored_events, one), *params), prepare=True)
+                if kind == "more" and (row := curs.fetchone()) is not None and row["n"] == 0:
+                    raise IntegrityError(f"session {sid} is not stored (deleted since it was read)")
             return None
         exc: Exception | None = None
         with self.datastore.get_connection() as conn:
             with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
                 try:
+                    firsts: dict[str, int] = {}
+                    for event in stored_events:
+                        firsts.setdefault(str(event.originator_id), event.originator_version)
+                    following = [sid for sid, first in firsts.items() if first > 1]
+                    if following:  # locked as a deletion locks them; a session deleted meanwhile is not appended to
+                        curs.execute(self._lock_listing, (following,))
+                        gone = set(following) - {row["session_id"] for row in curs.fetchall()}
+                        if gone:
+                            raise IntegrityError(f"session {sorted(gone)[0]} is not stored (deleted since it was read)")
                     if before is not None:
                         before(curs)
                     curs.execute(self._insert[False], _columns(stored_events, False), prepare=True)
@@ -172,8 +206,9 @@ class SessionRecorder(PostgresAggregateRecorder):
         """Delete a session's events and listing row in one transaction; with ``lines``, only if it still has that many
         (its listing row is locked first, and every append updates that row, so none lands meanwhile)."""
         with self.datastore.transaction(commit=True) as curs:
+            # first, always: an append holds this row's lock for its insert, so none lands beside the deletion
+            curs.execute(self._sql("SELECT 1 FROM {listing} WHERE session_id = %s FOR UPDATE"), (session_id,))
             if lines is not None:
-                curs.execute(self._sql("SELECT 1 FROM {listing} WHERE session_id = %s FOR UPDATE"), (session_id,))
                 curs.execute(self._sql("SELECT COUNT(*) AS n FROM {events} WHERE originator_id = %s"), (session_id,))
                 row = curs.fetchone()
                 if row is None or row["n"] != lines:
@@ -181,6 +216,33 @@ class SessionRecorder(PostgresAggregateRecorder):
             curs.execute(self._sql("DELETE FROM {events} WHERE originator_id = %s"), (session_id,))
             curs.execute(self._sql("DELETE FROM {listing} WHERE session_id = %s"), (session_id,))
         return True
+
+    def replace_line(self, session_id: str, version: int, line: bytes) -> None:
+        """Rewrite the line of ``version`` (erasure), its session's listing row folded again from its rows and one more
+        marker in the ``~erasures`` stream (row_replace.py), in one transaction. The listing row is locked first, as
+        every append and deletion does, so none of them interleaves; ``LookupError`` when there is no such line."""
+        from sessiontree.adapters.row_replace import ERASED_TOPIC, ERASURES_STREAM
+
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute(self._sql("SELECT 1 FROM {listing} WHERE session_id = %s FOR UPDATE"), (session_id,))
+            listed = curs.fetchone() is not None
+            curs.execute(self._sql("UPDATE {events} SET state = %s WHERE originator_id = %s AND originator_version = %s"),
+                         (line, session_id, version))
+            if curs.rowcount != 1:
+                raise LookupError(f"session {session_id} has no version {version}")
+            if listed:
+                curs.execute(self._sql("SELECT state FROM {events} WHERE originator_id = %s ORDER BY originator_version"),
+                             (session_id,))
+                summary = fold_lines(bytes(row["state"]) for row in curs.fetchall())
+                if summary is not None and summary.id == session_id:
+                    curs.execute(self._upsert, _text(_row(summary)))
+            # one erasure at a time takes the next marker number (the count a reader compares)
+            curs.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.datastore.schema}.{self.events_table_name}~",))
+            curs.execute(self._sql(
+                "INSERT INTO {events} (originator_id, originator_version, topic, state) SELECT %s, "
+                "COALESCE(MAX(originator_version), 0) + 1, %s, %s FROM {events} WHERE originator_id = %s"),
+                (ERASURES_STREAM, ERASED_TOPIC, orjson.dumps({"type": "erased", "id": session_id, "version": version}),
+                 ERASURES_STREAM))
 
     # -- the listing table -----------------------------------------------------------------------------------------
 
@@ -193,7 +255,8 @@ class SessionRecorder(PostgresAggregateRecorder):
                 "CREATE TABLE IF NOT EXISTS {listing} (session_id text PRIMARY KEY, version bigint NOT NULL, "
                 "cwd text NOT NULL, created text NOT NULL, modified text NOT NULL, sort_key text NOT NULL, "
                 "created_key text NOT NULL, name text, message_count bigint NOT NULL, first_message text, "
-                "parent_session text)"))
+                "parent_session text, forked_at text)"))
+            curs.execute(self._sql("ALTER TABLE {listing} ADD COLUMN IF NOT EXISTS forked_at text"))  # a v1 table
             names = (Identifier(self.datastore.schema), Identifier(self.listing_table_name))
             for suffix, columns in (("_newest", ""), ("_cwd_newest", "cwd, ")):
                 curs.execute(SQL("CREATE INDEX IF NOT EXISTS {0} ON {1}.{2} (" + columns +

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sessiontree.adapters.jsonl import JsonlSessionStorage
-from sessiontree.adapters.jsonl_loader import LineLoader, pausing_collector
+from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsonl_scan import Envelopes, bulk_envelopes, corrupt, envelope_problem, line_by_line, tree_problem
 from sessiontree.adapters.jsontext import parse
 from sessiontree.adapters.pi import PI_PARENT_KEY, PiCodec, pi_codec
@@ -51,14 +51,13 @@ class PiSessionStorage(JsonlSessionStorage):
         return pi_codec()
 
     def _entries(self, lines: Any, loader: LineLoader, found: Envelopes | None = None) -> EntryLog:
-        with pausing_collector():
-            if self.source_version < CURRENT:
-                return self._migrated(lines)
-            found = found or bulk_envelopes(lines, PI_PARENT_KEY)
-            if found is None or "leaf" in found.types:  # not pi's own type: the line-by-line checks apply
-                found = line_by_line(lines, loader)
-            orphans = self._markers(lines, found, loader) if "custom" in found.types else {}
-            return EntryLog.lazy(found.types, found.ids, found.parents, found.index, loader, orphans)
+        if self.source_version < CURRENT:
+            return self._migrated(lines)
+        found = found or bulk_envelopes(lines, PI_PARENT_KEY)
+        if found is None or "leaf" in found.types:  # not pi's own type: the line-by-line checks apply
+            found = line_by_line(lines, loader)
+        orphans = self._markers(lines, found, loader) if "custom" in found.types else {}
+        return EntryLog.lazy(found.types, found.ids, found.parents, found.index, loader, orphans)
 
     def _markers(self, lines: list[bytes], found: Envelopes, loader: LineLoader) -> dict[int, str]:
         """Decode the leaf markers now (a ``custom`` line no entry hangs under), as ``leaf``

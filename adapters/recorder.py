@@ -24,7 +24,8 @@ from sessiontree.adapters import chain
 from sessiontree.adapters.blob_tables import TableBlobs, blobs_of
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.jsontext import loads, too_many_values
-from sessiontree.adapters.line_replace import replace_recorded, sealed_stub
+from sessiontree.adapters.line_replace import sealed_stub
+from sessiontree.adapters.row_replace import erasures, replace_recorded
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
@@ -112,11 +113,13 @@ class RecorderSessionStorage(SessionStorage):
         try:
             if table is not None and put:
                 table.insert_with(self.recorder, stored, put)
+            elif first > 1 and hasattr(self.recorder, "_stored_events_index"):
+                self._insert_following(stored)
             else:
                 self.recorder.insert_events(stored)
         except IntegrityError:
             if not self._landed(lines, first):
-                raise self.conflict(first) from None
+                raise self._refused(first) from None
         except ConnectionPoolClosedError as exc:
             raise self._failed(exc) from exc
         except PersistenceError as exc:
@@ -126,6 +129,30 @@ class RecorderSessionStorage(SessionStorage):
         for blob_digest, blob in put if table is None else ():  # again, now that the line refers to it: a collector
             self.blobs.put(blob_digest, blob)  # may have taken it meanwhile
         self.chain_head.set(first + len(lines) - 1, digest)
+
+    def _insert_following(self, stored: list[StoredEvent]) -> None:
+        """POPO: insert lines after the header only while the line before is there, under the recorder's lock (which
+        deleting a session takes too): an append to a session deleted meanwhile stores nothing. (SQLite checks this with
+        a trigger, PostgreSQL with the listing row's lock: database.py, pg_sessions.py.)"""
+        recorder: Any = self.recorder
+        with recorder._database_lock:
+            before = stored[0].originator_version - 1
+            if not recorder.select_events(self._session_id, gt=before - 1, lte=before):
+                raise IntegrityError(f"session {self._session_id} has no version {before}")
+            recorder.insert_events(stored)
+
+    def _refused(self, first: int) -> SessionError:
+        """The error of an insert the store refused: ``not_found`` when the session is gone (deleted or pruned after
+        this storage read it: nothing was stored), else ``conflict`` (another writer took the version)."""
+        if first > 1:
+            try:
+                gone = not self._select(limit=1)
+            except SessionError:
+                gone = False
+            if gone:
+                return SessionError("not_found", f"session {self._session_id} is no longer stored at {self._location} "
+                                    "(deleted or pruned after it was opened): the append was not stored")
+        return self.conflict(first)
 
     def _landed(self, lines: list[bytes], first: int) -> bool | None:
         """Are exactly these lines stored (an attempt that committed although its connection
@@ -174,11 +201,21 @@ class RecorderSessionStorage(SessionStorage):
     def replace_line(self, version: int, canonical: bytes, digest: str | None) -> None:
         self.check_writable()
         try:
-            replace_recorded(self.recorder, self._session_id, version, sealed_stub(canonical, digest))
+            replace_recorded(self.recorder, self._session_id, version, sealed_stub(canonical, digest),
+                             getattr(self.owner, "refold", None))
         except LookupError as exc:
             raise self.conflict(version, str(exc)) from None
         except (PersistenceError, ConnectionPoolClosedError) as exc:
             raise self._failed(exc) from exc
+
+    def stamp(self) -> tuple[int, int]:
+        """(the store's erasure count, the session's last version): a rewritten line moves the first (row_replace.py),
+        an append the second."""
+        try:
+            last = self.recorder.select_events(self._session_id, desc=True, limit=1)
+            return erasures(self.recorder), (last[0].originator_version if last else 0)
+        except (PersistenceError, ConnectionPoolClosedError) as exc:
+            raise SessionError("storage", f"could not read session {self._session_id}: {_why(exc)}") from exc
 
     def load(self) -> tuple[SessionStarted, EntryLog]:
         return self._decoded(self._select(), observe=True)

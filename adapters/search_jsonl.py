@@ -9,7 +9,6 @@ torn last line (a writer mid-append) waits for the next search.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import threading
@@ -20,11 +19,11 @@ import orjson
 
 from sessiontree.adapters import folders, jsontext
 from sessiontree.adapters.blob_stores import folder_for
+from sessiontree.adapters.cache_files import cache_file
 from sessiontree.adapters.files import open_regular, read_lines
 from sessiontree.adapters.search_sqlite import SqliteSearchIndex
 from sessiontree.adapters.search_state import Change, Filters, Hit, SourceState, checked
 from sessiontree.adapters.search_text import Row, backs, entry_row, erased_id, same_place, with_text, without_erased
-from sessiontree.adapters.search_watch import FolderWatch
 
 INDEX_FILE = ".sessiontree-search.sqlite"
 
@@ -33,12 +32,8 @@ def index_path(root: str) -> tuple[str | None, str | None]:
     """Where the search index of ``root`` is kept, and the folder it must name (None: it is in the folder itself)."""
     if folders.is_ours(root):
         return os.path.join(root, INDEX_FILE), None
-    base = folders.cache_home()
-    if base is None:
-        return None, None
-    real = os.path.realpath(root)
-    key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
-    return os.path.join(base, "sessiontree", "search", f"{key}.sqlite"), real
+    path = cache_file("search", root, ".sqlite", 32)
+    return (path, os.path.realpath(root)) if path is not None else (None, None)
 
 
 def _stamp(st: os.stat_result) -> tuple[int, int, int]:
@@ -109,14 +104,11 @@ def _parse(line: bytes | None) -> object:
 class JsonlSearch:
     """Search over one folder of JSONL sessions, its index caught up before each query."""
 
-    def __init__(self, root: str | os.PathLike[str], *, watch: bool = True) -> None:
+    def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = os.fspath(root)
-        self._watching = watch  # False for one search (the command line): a watch pays only from the second
         self._index: SqliteSearchIndex | None = None
         self._where: str | None = None
         self._stamps: dict[str, tuple[int, int, int]] = {}
-        self._watch: FolderWatch | None = None
-        self._scanned = False
         self._generation = -1
         self._lock = threading.Lock()
 
@@ -129,27 +121,15 @@ class JsonlSearch:
                 path = None
             self._index = SqliteSearchIndex(path or ":memory:", root=real)
             self._where, self._stamps, self._generation = path, self._index.stamps(), self._index.generation()
-            self._scanned = False
-            if self._watching and self._watch is None and os.path.isdir(self.root):  # watched before the scan: no gap
-                watch = FolderWatch(self.root)
-                self._watch = watch if watch.usable else None
         return self._index
 
     def refresh(self) -> SqliteSearchIndex:
-        """Bring the index up to date with the folder: the files the watch says changed, or (without one, or when it
-        cannot tell) every file."""
+        """Bring the index up to date with the folder: a ``stat`` of every file says which changed (docs/search.md)."""
         index = self.index()
         if index.generation() != self._generation:  # another process wrote the index: what it holds, read again
-            self._stamps, self._scanned, self._generation = index.stamps(), False, index.generation()
-        dirty = self._watch.changes() if self._watch is not None and self._scanned else None
-        if dirty is None:
-            names, changed, prefixes = scan(self.root, self._stamps)
-            gone = set() if len(names) == len(self._stamps) and not changed else self._stamps.keys() - set(names)
-            self._scanned = True
-            if self._watch is not None:
-                self._watch.rearm(prefixes)
-        else:
-            changed, gone = self._check(dirty)
+            self._stamps, self._generation = index.stamps(), index.generation()
+        names, changed, _folders = scan(self.root, self._stamps)
+        gone = set() if len(names) == len(self._stamps) and not changed else self._stamps.keys() - set(names)
         if not changed and not gone:
             return index
         with index.writing():
@@ -163,24 +143,6 @@ class JsonlSearch:
         found.update((c.source, c.state) for c in changes)
         self._remember(found)
         return index
-
-    def _check(self, names: set[str]) -> tuple[list[tuple[str, str, os.stat_result]], set[str]]:
-        """Of the names the watch reported: the session files that differ from what was read, and those gone."""
-        changed, gone = [], set()
-        for name in names:
-            if not name.endswith(".jsonl") or name.rpartition("/")[2].startswith("."):
-                continue
-            path = os.path.join(self.root, name)
-            try:
-                st = os.lstat(path)
-            except OSError:
-                st = None
-            if st is None or not stat.S_ISREG(st.st_mode):
-                if name in self._stamps:
-                    gone.add(name)
-            elif self._stamps.get(name) != _stamp(st):
-                changed.append((name, path, st))
-        return changed, gone
 
     def _remember(self, states: Mapping[str, SourceState | None]) -> None:
         """What the index holds of these files now (None: nothing), as their size, time and inode when they were read
@@ -217,9 +179,6 @@ class JsonlSearch:
         return line is not None and backs(hit, _parse(line), line, folder_for(path))
 
     def close(self) -> None:
-        if self._watch is not None:
-            self._watch.close()
-            self._watch = None
         if self._index is not None:
             self._index.close()
             self._index = None

@@ -33,6 +33,10 @@ class StoreSearch:
         hits: list[Hit] = self._impl.search(filters)
         return hits
 
+    def catch_up(self) -> None:
+        """Bring the index up to date with the store now (an erasure does, so the erased text leaves it at once)."""
+        self._impl.refresh()
+
     def close(self) -> None:
         self._impl.close()
 

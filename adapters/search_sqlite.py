@@ -34,6 +34,9 @@ _TABLES = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(words, tokenize = 'unicode61 remove_diacritics 0')",
 )
 _DROP = tuple(f"DROP TABLE IF EXISTS search_{name}" for name in ("generation", "fts", "entries", "sources", "meta"))
+# FTS5's secure-delete option (SQLite 3.42+): a deleted row's terms leave the index at once. Older versions merge the
+# segments after a deletion instead ('optimize'), which drops them too (docs/audit.md: nothing erased stays on disk).
+SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 42, 0)
 _STATE_COLUMNS = "session_id, cwd, name, leaf, version, size, mtime_ns, ino, offset, last_id"
 
 
@@ -70,6 +73,7 @@ class SqliteSearchIndex:
 
     def __init__(self, path: str, *, own: bool = True, root: str | None = None) -> None:
         self.path, self.own, self.root = path, own, root
+        self._purged = self._secure = False
         self._conn = self._open()
 
     def _open(self) -> sqlite3.Connection:
@@ -91,6 +95,7 @@ class SqliteSearchIndex:
             if self.own and self.path != ":memory:":
                 conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA secure_delete = ON")  # deleted rows (an erased entry's text) are overwritten, not freed
             self._ensure(conn)
         except BaseException:
             conn.close()
@@ -104,6 +109,8 @@ class SqliteSearchIndex:
             meta = dict(conn.execute("SELECT key, value FROM search_meta").fetchall())
             if meta == expected:
                 conn.execute("SELECT count(*) FROM search_fts WHERE rowid = 0").fetchone()  # FTS5 table readable
+                self._secure = SECURE_DELETE and conn.execute(
+                    "SELECT 1 FROM search_fts_config WHERE k = 'secure-delete' AND v = 1").fetchone() is not None
                 return
         except sqlite3.OperationalError:
             pass
@@ -112,7 +119,10 @@ class SqliteSearchIndex:
             for statement in (*_DROP, *_TABLES):
                 conn.execute(statement)
             conn.executemany("INSERT INTO search_meta VALUES (?, ?)", expected.items())
+            if SECURE_DELETE:  # FTS5 removes a deleted row's terms from its segments at once (SQLite 3.42+)
+                conn.execute("INSERT INTO search_fts (search_fts, rank) VALUES ('secure-delete', 1)")
             conn.execute("COMMIT")
+            self._secure = SECURE_DELETE
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -133,18 +143,21 @@ class SqliteSearchIndex:
     def writing(self) -> Iterator[None]:
         """One write transaction (taken at once, so two processes catching up take turns)."""
         self._conn.execute("BEGIN IMMEDIATE")
+        self._purged = False
         try:
             yield
         except BaseException:
             self._conn.execute("ROLLBACK")
             raise
         self._conn.execute("COMMIT")
+        if self._purged:  # old page images in the WAL still hold the deleted text: copied back and the WAL emptied
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def apply(self, changes: Iterable[Change]) -> None:
         """Store changes (inside ``writing()``, or in a transaction of their own)."""
         if self._conn.in_transaction:
             self._apply(changes)
-            return
+            return  # (the caller's writing() checkpoints)
         with self.writing():
             self._apply(changes)
 
@@ -162,8 +175,10 @@ class SqliteSearchIndex:
     def _apply(self, changes: Iterable[Change]) -> None:
         c = self._conn
         c.execute("UPDATE search_generation SET n = n + 1")
+        purged = False
         for change in changes:
             if change.state is None or change.reset:
+                purged = True
                 c.execute("DELETE FROM search_fts WHERE rowid IN "
                           "(SELECT rowid FROM search_entries WHERE source = ? AND text IS NOT NULL)", (change.source,))
                 c.execute("DELETE FROM search_entries WHERE source = ?", (change.source,))
@@ -182,6 +197,10 @@ class SqliteSearchIndex:
             c.execute(f"INSERT OR REPLACE INTO search_sources (source, {_STATE_COLUMNS}) VALUES ({', '.join('?' * 11)})",
                       (change.source, s.session_id, s.cwd, s.name, s.leaf, s.version, s.size, s.mtime_ns, s.ino, s.offset,
                        s.last_id))
+        if purged:
+            self._purged = True
+            if not self._secure:  # before 3.42 a deleted row's terms stay in FTS5's segments until they are merged
+                c.execute("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
 
     def query(self, filters: Filters) -> list[Hit]:
         sql = ["SELECT e.source, s.session_id, e.entry_id, e.kind, e.ts, e.text, -bm25(search_fts), s.name, s.cwd, s.leaf, "

@@ -128,6 +128,13 @@ class SessionStorage(ABC):
         """Store ``canonical`` (sealed with ``digest``, the one the old line recorded) as the line of ``version``."""
         raise SessionError("storage", f"session {self.session_id} at {self.location}: {self.why_no_replace}")
 
+    def stamp(self) -> Any:
+        """A cheap token of the stored log that changes whenever it does, as a tuple whose first item changes only when
+        the log changed other than by appends (a rewritten line, a file replaced): a reader that keeps the session open
+        compares it before trusting what it holds, and reads the log again from the start when that item moved. None:
+        this storage cannot tell."""
+        return None
+
     def conflict(self, version: int, why: str = "") -> SessionError:
         return SessionError(
             "conflict",

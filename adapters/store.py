@@ -17,11 +17,11 @@ from typing import Any
 import attrs
 from eventsourcing.popo import POPOAggregateRecorder
 
-from sessiontree.adapters.index import Summary, fold_line
+from sessiontree.adapters.index import Summary, fold_line, sortable
 from sessiontree.adapters.memory import InMemorySessionStorage
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain.errors import SessionError
-from sessiontree.domain.events import SessionStarted, format_timestamp, parse_timestamp
+from sessiontree.domain.events import SessionStarted
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
@@ -34,11 +34,12 @@ class SessionInfo:
     path: str  # where it lives: a file path, a database URL with ``#id``, ``memory:<id>``
     cwd: str
     created: str  # the header timestamp (ISO 8601)
-    modified: str  # the last entry's timestamp (the header's for an empty session)
+    modified: str  # when it was last written: its last entry's timestamp, or its header's when later (a fork)
     name: str | None
     message_count: int  # message entries on every branch
     first_message: str | None  # text of the first user message in log order
     parent_session: str | None = None
+    forked_at: str | None = None  # a fork's: the entry of the source its branch was copied up to (when recorded)
 
     @property
     def location(self) -> str:
@@ -49,6 +50,7 @@ class SessionInfo:
         return cls(
             id=summary.id, path=path, cwd=summary.cwd, created=summary.created, modified=summary.modified, name=summary.name,
             message_count=summary.message_count, first_message=summary.first_message, parent_session=summary.parent_session,
+            forked_at=summary.forked_at,
         )
 
 
@@ -68,17 +70,6 @@ def check_session_id(session_id: Any) -> str:
 def newest_first(infos: Iterable[SessionInfo]) -> list[SessionInfo]:
     """A listing sorted by modification time, newest first (ties: newest creation, then id)."""
     return sorted(infos, key=lambda i: (sortable(i.modified), sortable(i.created), i.id), reverse=True)
-
-
-def sortable(timestamp: str) -> str:
-    """A string that sorts chronologically: our own ``...sss.mmmZ`` form as it is (the common
-    case, no parsing), anything else converted to it."""
-    if len(timestamp) == 24 and timestamp[-1] == "Z" and timestamp[10] == "T":
-        return timestamp
-    try:
-        return format_timestamp(parse_timestamp(timestamp))
-    except (ValueError, TypeError, IndexError, OverflowError):
-        return ""
 
 
 def forget_popo_events(recorder: POPOAggregateRecorder, session_id: str) -> None:
@@ -122,6 +113,11 @@ class SessionStore(ABC):
         rows = {i.id: i for cwd in query.cwds for i in self.infos(cwd)}
         return select(rows.values(), attrs.evolve(query, cwds=None))
 
+    def unreadable(self) -> list[tuple[str, str]]:
+        """(path, reason) of what the last listing could not read, and so left out (a file or folder without read
+        permission); stores that read no files have none."""
+        return []
+
     def exists(self, session_id: str) -> bool:
         try:
             self.attach(session_id).close()
@@ -130,6 +126,15 @@ class SessionStore(ABC):
                 return False
             raise
         return True
+
+    def stream_ids(self) -> list[str]:
+        """Every session id the store holds lines of, listed or not (a session whose header is gone is not listed:
+        verify checks these too). A store whose listing reads the logs themselves has none unlisted: []."""
+        return []
+
+    def storage_of(self, session_id: str) -> SessionStorage:
+        """The storage of a stream, without reading it (verify's way to a session that cannot be opened)."""
+        return self.attach(session_id)
 
     def parent_reference(self, storage: SessionStorage) -> str:
         """What a fork of the session in ``storage`` records as its ``parent_session``."""
@@ -175,6 +180,7 @@ class MemoryStore(SessionStore):
             if session_id in self._ids:
                 raise SessionError("already_exists", f"session {session_id} already exists in memory")
             storage = InMemorySessionStorage.attach(self.recorder, session_id)
+            storage.owner = self  # an erasure asks it to fold the session's listing again (refold)
             write(storage)
             self._ids[session_id] = None
         return storage
@@ -182,7 +188,23 @@ class MemoryStore(SessionStore):
     def attach(self, session_id: str) -> SessionStorage:
         if session_id not in self._ids:
             raise SessionError("not_found", f"session {session_id} not found in memory")
-        return InMemorySessionStorage.attach(self.recorder, session_id)
+        storage = InMemorySessionStorage.attach(self.recorder, session_id)
+        storage.owner = self
+        return storage
+
+    def stream_ids(self) -> list[str]:
+        with self.recorder._database_lock:
+            return [sid for sid, versions in self.recorder._stored_events_index.items() if versions]
+
+    def storage_of(self, session_id: str) -> SessionStorage:
+        storage = InMemorySessionStorage.attach(self.recorder, session_id)
+        storage.owner = self
+        return storage
+
+    def refold(self, session_id: str) -> None:
+        """A line of the session was rewritten (erasure): its listing summary is folded again from the start."""
+        with self._lock:
+            self._summaries.pop(session_id, None)
 
     def remove(self, session_id: str) -> None:
         with self._lock:

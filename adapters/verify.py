@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sessiontree.adapters import leftovers
 from sessiontree.adapters.archive import GZIP_MAGIC, expand_lines
 from sessiontree.adapters.blob_check import BlobCheck
 from sessiontree.adapters.blob_stores import folder_for
@@ -126,7 +127,22 @@ def _verify_file(path: Path, wanted: set[int], anchor: bytes | None, progress: C
         check_sidecar(path, lines, report)
     for link in blobs.links():  # content could be written out of the repository through it
         report.problem(None, link.message)
+    _warn_leftovers(report, path, blobs.folder)
     return report
+
+
+def _warn_leftovers(report: VerifyReport, path: Path, blob_folder: Path) -> None:
+    """Files a crash left beside the log that can hold its content (leftovers.py): not part of the log, but content
+    erased since may survive in them."""
+    for found in leftovers.rewrites(path):
+        if not leftovers.running(found[1]):
+            report.warn(None, f"{leftovers.describe(found)}: a copy of this file an interrupted erasure left; it may hold "
+                        "content erased since: running redact again removes it")
+    temps = [found for found in leftovers.blob_temps(blob_folder) if not leftovers.running(found[1])]
+    if temps:
+        names = ", ".join(leftovers.describe(found) for found in temps[:3]) + (", ..." if len(temps) > 3 else "")
+        report.warn(None, f"the blob folder holds {len(temps)} temporary file(s) of blob writes a crash interrupted "
+                    f"({names}); they hold content no line refers to: the next erasure or collection removes them")
 
 
 def _lines(fd: int, path: Path) -> tuple[Any, bytes]:
@@ -168,7 +184,8 @@ def _verify_records(storage: Any, wanted: set[int], anchor: bytes | None, progre
     lines = []
     for expected, item in enumerate(stored, 1):
         if item.originator_version != expected:
-            report.problem(expected, f"version {expected} is missing (the next stored is {item.originator_version})")
+            what = "the session header (version 1)" if expected == 1 else f"version {expected}"
+            report.problem(expected, f"{what} is missing (the next stored is {item.originator_version})")
             break
         lines.append(bytes(item.state))
     if lines:

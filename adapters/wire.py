@@ -16,7 +16,6 @@ import attrs
 import msgspec
 from msgspec import UNSET
 
-from sessiontree.adapters.codegen import compiled_all
 from sessiontree.adapters.schema import BLOCK_CLASSES, MESSAGE_CLASSES, Field, Schema, default_of
 from sessiontree.domain import messages as m
 from sessiontree.domain.events import Entry
@@ -40,14 +39,13 @@ class WireDecoder:
         self._structs: dict[type, type] = {}
         self._convert: dict[type, Callable[..., Any]] = {}
         self._chain_key = chain_key
-        self._sources: list[tuple[type, str, str, dict[str, Any]]] = []  # converters, compiled together at the end
+        self._sources: list[tuple[type, str, str, dict[str, Any]]] = []  # converters, compiled once all are made
         self._blocks = Union[tuple(self._struct(c) for c in BLOCK_CLASSES)]  # noqa: UP007 - a union built at run time
         self._messages = Union[tuple(self._struct(c) for c in MESSAGE_CLASSES)]  # noqa: UP007 - a union built at run time
         entries = [self._struct(cls) for cls in schemas if issubclass(cls, Entry)]
         self._decode = msgspec.json.Decoder(Union[tuple(entries)]).decode  # noqa: UP007 - a union built at run time
-        codes = compiled_all([(source, filename) for _, source, filename, _ in self._sources])
-        for (struct, _, _, ns), code in zip(self._sources, codes):
-            exec(code, ns)
+        for struct, source, filename, ns in self._sources:
+            exec(compile(source, filename, "exec"), ns)
             self._convert[struct] = ns["convert"]
         for _, _, _, ns in self._sources:  # a nested value's converter, called directly
             ns.update({key: self._convert[value] for key, value in ns.items() if key.startswith("_nested")})

@@ -15,6 +15,7 @@ from typing import Any
 
 from sessiontree.adapters.blob_gc import collect, digests_of
 from sessiontree.adapters.blobs import is_digest
+from sessiontree.adapters.erasure_scrub import scrub
 from sessiontree.domain import aggregate as commands
 from sessiontree.domain.erasure import PLACEHOLDER, RECORD_TYPE, STUB_KEY, erased, is_stub
 from sessiontree.domain.errors import SessionError
@@ -54,6 +55,7 @@ def redact(session: Any, entry_id: str, reason: str, by: str | None = None) -> s
             if known is None:
                 raise SessionError("corrupt", f"entry {entry.id} is a redaction stub that no redaction record names")
             _collect(storage, known.data.get("blobs"))  # an erasure interrupted after its line was rewritten
+            scrub(storage)
             return str(known.id)
         stub = storage.codec.encode_event(erased(entry))
         gone = digests_of([storage.line_before(entry.version + 1)[0]])
@@ -69,6 +71,7 @@ def redact(session: Any, entry_id: str, reason: str, by: str | None = None) -> s
             record_id = known.id
         storage.replace_line(entry.version, stub, digest)
         _collect(storage, gone)
+        scrub(storage)  # the caches that quote the session, and what a crash left (erasure_scrub.py)
         session.reload()
         return str(record_id)
 

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from sessiontree import compaction as _compaction
+from sessiontree import tool_repair as _tool_repair
 from sessiontree.domain.aggregate import SessionAggregate, leaf_at
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, SessionStarted, parse_timestamp
@@ -27,6 +28,7 @@ from sessiontree.projections.names import SessionNameProjection
 from sessiontree.projections.path import CURRENT_LEAF, branch_positions, path_to_root_or_compaction
 from sessiontree.projections.stats import SessionStats, StatsProjection, stats_of
 from sessiontree.projections.tokens import ContextTokens, TokenEstimator
+from sessiontree.projections.tool_pairs import ContextProblem
 from sessiontree.projections.tree import TreeProjection
 
 BUILTINS: dict[str, Any] = {
@@ -228,6 +230,11 @@ class SessionReader:
             return self._current_context().context()
         merged = self._options.merged(options)  # first: options of another type are a TypeError
         return build_at(self._agg.log, self._leaf(leaf_id), merged, self._limit).context()
+
+    def check_context(self, leaf_id: str | None = CURRENT_LEAF) -> list[ContextProblem]:
+        """What in the context at ``leaf_id`` (default: the current leaf) breaks the providers' tool-call rules, in order
+        (docs/concepts.md, *Tool calls and results*); [] when it is valid. Raises only as ``build_context`` does."""
+        return _tool_repair.check_context(self, self._leaf(leaf_id))
 
     def _current_context(self) -> Built:
         return build_at(self._agg.log, self.leaf_id, self._options, self._limit)

@@ -92,7 +92,12 @@ class SessionRepo:
         """The session with this id (``SessionError('not_found')`` if there is none). ``salvage=True`` reads what can be
         read of a damaged log, whatever the backend: a read-only session in memory, the skipped ``(line, reason)`` in
         its ``storage.skipped``."""
-        storage = self.store.attach(check_session_id(session_id))
+        try:
+            storage = self.store.attach(check_session_id(session_id))
+        except SessionError as exc:
+            if exc.code in ("not_found", "invalid_entry"):
+                self._hint_full_id(session_id, exc)
+            raise
         if not salvage:
             return self._session(storage)
         try:
@@ -103,6 +108,16 @@ class SessionRepo:
         copy = salvaged_copy(storage, header, entries)
         copy.read_only, copy.skipped = True, skipped  # type: ignore[attr-defined]  # what the salvage left out
         return self._session(copy)
+
+    def _hint_full_id(self, ref: Any, exc: SessionError) -> None:
+        """``open`` takes a full id: a prefix or a name that names sessions is told so, with the ids it names."""
+        if not isinstance(ref, str) or not ref:
+            return
+        named = [i.id for i in self.list() if i.id.startswith(ref) or i.name == ref]
+        if named:
+            which = named[0] if len(named) == 1 else f"{len(named)} sessions: {', '.join(named[:10])}"
+            raise SessionError(exc.code, f"open takes a full session id; {ref!r} is a prefix or name of {which} "
+                                         "(repo.list(name=...) finds sessions by name)") from None
 
     def exists(self, session_id: str) -> bool:
         return self.store.exists(check_session_id(session_id))
@@ -117,12 +132,15 @@ class SessionRepo:
         current directory; a header naming it as written is kept too). ``name`` keeps those whose name contains it
         (ignoring case), ``since`` those modified at or after a time (ISO 8601 or an aware ``datetime``). ``limit``
         returns at most that many, and the result's ``cursor`` (None after the last page) continues where it stopped:
-        ``repo.list(limit=50, cursor=page.cursor)``."""
+        ``repo.list(limit=50, cursor=page.cursor)``. Its ``unreadable`` names, as (path, reason), each session file or
+        folder that could not be read (no read permission) and so is not listed."""
         cwds = None
         if cwd:
             resolved = os.path.normpath(os.path.abspath(os.path.expanduser(cwd)))
             cwds = (resolved,) if resolved == cwd else (resolved, cwd)
-        return cast(SessionList, self.store.page(ListQuery.of(cwds, name, since, limit, cursor)))
+        rows = cast(SessionList, self.store.page(ListQuery.of(cwds, name, since, limit, cursor)))
+        rows.unreadable = tuple(self.store.unreadable())  # left out: a file or folder without read permission
+        return rows
 
     def search(
         self, query: str, *, limit: int = 20, cwd: str | None = None, role: str | None = None, since: Any = None,
@@ -174,7 +192,7 @@ class SessionRepo:
                 session_id=new_id, timestamp=now_iso(self._clock), cwd=source.header.cwd,
                 parent_session=parent, metadata=source.header.metadata if metadata is None else metadata,
             )
-            header = attrs.evolve(header, extra={SOURCE_KEY: record})
+            header = attrs.evolve(header, extra={SOURCE_KEY: {**record, "entry_id": path[-1].id if path else None}})
             entries = fork_entries(source, path, header.originator_id, self._new_entry_id, now_iso(self._clock))
         finally:
             source.close()

@@ -91,7 +91,7 @@ def search_folder(folder: str | os.PathLike[str], query: str, **options: Any) ->
     """``open_repo(folder).search(query, ...)`` for a folder of JSONL sessions, without opening a repository (the
     command line's quick path: no storage or database module is loaded)."""
     filters = _filters(query, **options)
-    searcher = JsonlSearch(folder, watch=False)
+    searcher = JsonlSearch(folder)
     try:
         return [_hit(h, filters.query) for h in searcher.search(filters)]
     finally:

@@ -179,6 +179,7 @@ append_custom_message_entry = _session_function("append_custom_message_entry")
 append_label_change = _session_function("append_label_change")
 append_session_info = _session_function("append_session_info")
 move_to = _session_function("move_to")
+append_branch_summary = _session_function("append_branch_summary")
 build_context = _session_function("build_context")
 get_session_stats = _session_function("get_session_stats")
 get_entry = _session_function("get_entry")
@@ -211,6 +212,7 @@ __all__ = [
     "SessionTreeEntry",
     "ThinkingLevelChangeEntry",
     "append_active_tools_change",
+    "append_branch_summary",
     "append_compaction",
     "append_custom_entry",
     "append_custom_message_entry",

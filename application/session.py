@@ -13,6 +13,7 @@ from typing import Any
 
 from sessiontree import compaction as _compaction
 from sessiontree import erasure as _erasure
+from sessiontree import tool_repair as _tool_repair
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain import aggregate as commands
 from sessiontree.domain.errors import SessionError
@@ -209,6 +210,12 @@ class Session(Redacting, SessionReader):
         redaction record appended. ``by``: who asked (default: the OS user)."""
         return _erasure.redact(self, entry_id, reason, by)
 
+    def repair(self) -> list[str]:
+        """Append a synthetic error result for each call of the leaf's trailing turn that has none (an interrupted run),
+        and return the ids appended. Problems further back are history: they stay in the log, ``repair`` warns
+        (:class:`~sessiontree.tool_repair.ContextRepairWarning`) and ``repair_tool_pairs`` repairs them in the context."""
+        return _tool_repair.repair(self)
+
     def append_message(self, message: Any, *, entry_id: str | None = None) -> str:
         """Append a user, assistant or tool-result message; returns the entry id. ``entry_id`` chooses the id: a retry with
         the same id and message writes nothing (see docs/reliability.md, *Retrying an append*). Every append method takes it."""
@@ -279,6 +286,19 @@ class Session(Redacting, SessionReader):
             self._storage.save(events)
             self._fold(events)
             return events[1].id if len(events) > 1 else None
+
+    def append_branch_summary(
+        self, from_id: str | None, summary: str, details: Any = None, from_hook: bool = False, usage: Any = None,
+    ) -> str:
+        """A branch summary under ``from_id``, which becomes the leaf; its id. The seed's earlier ``appendBranchSummary``
+        (pi's ``branchWithSummary``): the same as ``move_to(from_id, {"summary": summary, ...})``, which records the leaf
+        move too (docs/porting.md)."""
+        fields: dict[str, Any] = {"summary": summary, "details": details, "from_hook": from_hook}
+        if usage is not None:
+            fields["usage"] = usage
+        summary_id = self.move_to(from_id, fields)
+        assert summary_id is not None  # a move with a summary always appends one
+        return summary_id
 
     async def amove_to(self, entry_id: str | None, summarize: Any) -> str | None:
         """:meth:`move_to` with ``summarize=`` an async (or plain) summariser."""

@@ -4,8 +4,8 @@ Writes ``--sessions`` sessions of ``--entries`` entries (user and assistant turn
 seeded vocabulary, every session one rare word) into a JSONL folder, then measures, in one run:
 
 * ``index build``: the first ``repo.search`` of a repository with no index (every log read, the index written);
-* ``warm query p50``: ``repo.search`` again on the same object (catching up with the files the kernel says changed,
-  then the index), the index query alone, and the same search where the kernel does not tell (a ``stat`` per file);
+* ``warm query p50``: ``repo.search`` again on the same object (catching up with the files that changed, found by a
+  ``stat`` of every file, then the index), and the index query alone;
 * ``grep -rl``: the same words found by ``grep -rl WORD folder``, the no-index floor: the ratio is query / grep;
 * ``append to searchable p50``: an append by another repository object, then the search that finds it;
 * ``CLI warm``: ``sessiontree search WORD --repo folder`` timed from outside by ``farm-bench -n 5`` (interpreter start
@@ -31,10 +31,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 from sessiontree import AssistantMessage, TextContent, UserMessage, open_repo
-from sessiontree.adapters import search_watch
 from sessiontree.adapters.search_state import Filters
 from sessiontree.adapters.search_text import parse_query
 from sessiontree.search import store_search
@@ -88,16 +86,6 @@ def measure_repo(url: str, qs: list[str]) -> dict[str, float]:
     reopened, _ = timed(lambda: open_repo(url).search(qs[1]))  # a new repository object, as a new process: index read
     repo.close()
     return {"build": build, "warm": p50(warm), "query_only": p50(query_only), "reopen": reopened}
-
-
-def measure_scanned(folder: Path, qs: list[str]) -> float:
-    """Warm searches when the kernel does not say what changed (not Linux): one ``stat`` per file each time."""
-    with mock.patch.object(search_watch, "_LIBC", None):
-        repo = open_repo(folder)
-        repo.search(qs[0])
-        warm = [timed(lambda q=q: repo.search(q))[0] for q in qs]
-        repo.close()
-    return p50(warm)
 
 
 def grep_floor(folder: Path, qs: list[str]) -> float:
@@ -207,10 +195,9 @@ def main() -> None:
     qs = queries(words, args.sessions, rng)
     jsonl = measure_repo(str(folder), qs)
     print(f"JSONL: {jsonl}", file=sys.stderr)
-    scanned = measure_scanned(folder, qs)
     grep = grep_floor(folder, qs)
     append = append_to_searchable(folder)
-    print(f"scanned {scanned:.1f}, grep {grep:.1f}, append {append:.1f}", file=sys.stderr)
+    print(f"grep {grep:.1f}, append {append:.1f}", file=sys.stderr)
     cli, floor = cli_warm(folder, qs[10])
     ratio = jsonl["warm"] / grep
     rows = [
@@ -219,7 +206,6 @@ def main() -> None:
         ("warm query p50, in process", f"{jsonl['warm']:.1f}", f"<= {TARGETS['query_ms']:.0f}",
          jsonl["warm"] <= TARGETS["query_ms"]),
         ("  of which: the index query alone", f"{jsonl['query_only']:.1f}", "", None),
-        ("warm query p50 without inotify (a stat per file)", f"{scanned:.1f}", "", None),
         ("first search of a new repository object", f"{jsonl['reopen']:.0f}", "", None),
         ("grep -rl p50 (no-index floor)", f"{grep:.1f}", "", None),
         ("warm query / grep", f"{ratio:.3f}x", f"<= {TARGETS['grep_ratio']}x", ratio <= TARGETS["grep_ratio"]),

@@ -16,7 +16,7 @@ from importlib import import_module
 from typing import Any, TextIO
 
 from sessiontree.cli import output
-from sessiontree.cli.output import PROG, CliError, error_line, warn
+from sessiontree.cli.output import PROG, SALVAGE_HINT, CliError, error_line, warn
 from sessiontree.cli.parser import COMMANDS, build_parser, command_of
 
 # The positional forms of label/name/move/redact, by (command, --clear) and word count: the session, when given, comes first.
@@ -101,7 +101,10 @@ def _dispatch(args: argparse.Namespace, debug: bool) -> int:
     except Exception as exc:  # one line, never a traceback (unless --debug)
         if debug:
             traceback.print_exc()
-        error_line(*_describe(exc))
+        message, code = _describe(exc)
+        if code == "corrupt" and getattr(args, "salvage", None) is False:  # a command that could read past it
+            message += f" ({SALVAGE_HINT})"
+        error_line(message, code)
         return 1
 
 

@@ -58,7 +58,9 @@ def _sources(names: list[str]) -> Iterator[tuple[str, SessionError | None]]:
         elif os.path.isfile(name):
             yield name, None
         else:
-            yield name, SessionError("not_found", f"no such session file: {name}")
+            where = "pi keeps its sessions there: is pi installed, or are they elsewhere?"
+            hint = f" ({where})" if Path(name).parts[-3:] == (".pi", "agent", "sessions") else ""
+            yield name, SessionError("not_found", f"no such session file or folder: {name}{hint}")
 
 
 def _stored_copy(repo: SessionRepo, session_id: str, lines: list[bytes], name: str) -> str | None:
@@ -80,7 +82,16 @@ def _stored_copy(repo: SessionRepo, session_id: str, lines: list[bytes], name: s
     )
 
 
-def _import_one(repo: SessionRepo, name: str) -> dict[str, Any]:
+def _import_one(repo: SessionRepo, name: str, salvage: bool = False) -> dict[str, Any]:
+    try:
+        return _import_whole(repo, name)
+    except SessionError as exc:
+        if exc.code != "corrupt" or not salvage:
+            raise
+    return _import_salvaged(repo, name)
+
+
+def _import_whole(repo: SessionRepo, name: str) -> dict[str, Any]:
     storage_class = feature("sessiontree.adapters.jsonl", "JsonlSessionStorage", "reading JSONL session files")
     with tempfile.TemporaryDirectory() as tmp:
         # Convert to the native dialect first (keeps fields pi left out as left out), then copy into the
@@ -103,6 +114,40 @@ def _import_one(repo: SessionRepo, name: str) -> dict[str, Any]:
     return {**item, "location": location, "entries": entries, "notes": list(conversion.notes)}
 
 
+def _import_salvaged(repo: SessionRepo, name: str) -> dict[str, Any]:
+    """``--salvage``: a file that fails verify is copied as far as it can be read; the copy's header records the lines
+    skipped and the source's head (``source``). Run again on the same file, it is already there."""
+    from sessiontree.cli.destination import file_source
+
+    source, sid = file_source(name)
+    with source:
+        stored = source.store.attach(sid)  # the file's one storage, closed with its source
+        dialect = stored.codec.dialect.name
+        if repo.exists(sid):
+            there = repo.open(sid)
+            try:
+                record, location = there.header.extra.get("source"), there.storage.location
+            finally:
+                there.close()
+            lines = len(stored.read_lines())
+            if isinstance(record, dict) and record.get("lines") == lines:
+                return {"file": name, "status": "already_there", "dialect": dialect, "session_id": sid, "location": location,
+                        "entries": None, "notes": []}
+            raise SessionError("already_exists", f"{name}: session {sid} is already in the repository ({location}) "
+                                                 "with other content; not imported")
+        session = repo.copy_from(source, sid, salvage=True)
+    try:
+        location, entries = session.storage.location, len(session)
+        skipped = session.header.extra["source"]["skipped"]
+    finally:
+        session.close()
+    shown = ", ".join(map(str, skipped[:10])) + (", ..." if len(skipped) > 10 else "")
+    warn(f"{name}: imported what could be read; {len(skipped)} line(s) skipped ({shown}), as the copy's header records "
+         f"(`verify {name}` says why)")
+    return {"file": name, "status": "imported", "dialect": dialect, "session_id": sid, "location": location,
+            "entries": entries, "notes": [], "skipped": skipped}
+
+
 def _unpacked(name: str, tmp: str) -> str:
     """The file to import: ``name``, or for a pruned session's archive its log written out in ``tmp`` (a restore)."""
     from sessiontree.adapters.archive import is_archive, read_archive
@@ -120,13 +165,15 @@ def _unpacked(name: str, tmp: str) -> str:
     return restored
 
 
-def _failure(name: str, exc: Exception) -> dict[str, Any]:
+def _failure(name: str, exc: Exception, salvage: bool) -> dict[str, Any]:
     if isinstance(exc, SessionError):
         code, message = exc.code, str(exc)[len(exc.code) + 2 :]  # "path:line: message", without the code
     else:
         code, message = "storage", f"{getattr(exc, 'strerror', None) or exc}"
     if name not in message:
         message = f"{name}: {message}"
+    if code == "corrupt" and not salvage:
+        message += " (run it again with --salvage to import what can be read; the file is not changed)"
     return {"file": name, "status": "failed", "code": code, "message": message}
 
 
@@ -143,9 +190,9 @@ def cmd_import(args: argparse.Namespace) -> int:
                     if error is not None:
                         raise error
                     assert repo is not None  # opened whenever there is a file
-                    items.append(_import_one(repo, name))
+                    items.append(_import_one(repo, name, args.salvage))
                 except (SessionError, OSError) as exc:
-                    items.append(_failure(name, exc))
+                    items.append(_failure(name, exc, args.salvage))
                 advance(1)
     finally:
         if repo is not None:

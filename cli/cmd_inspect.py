@@ -9,16 +9,20 @@ import attrs
 
 from sessiontree.adapters.codec import native_codec
 from sessiontree.cli.output import CliError, JsonRows, print_json, stdout
-from sessiontree.cli.target import open_repository, repo_url, session_for
+from sessiontree.cli.target import listing, open_repository, repo_url, session_for
 from sessiontree.compaction import estimate_context_tokens
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise CliError("--limit must be 1 or more")
+    if args.dir is not None:  # `ls DIR` is `ls --repo DIR`
+        if args.repo is not None:
+            raise CliError("name the repository once: as an argument or with --repo, not both")
+        args.repo = args.dir
     repo = open_repository(args.repo)
     with repo:
-        infos = repo.list(cwd=args.cwd, limit=args.limit, since=args.since, name=args.name)
+        infos = listing(repo, cwd=args.cwd, limit=args.limit, since=args.since, name=args.name)
     if args.json:
         print_json([attrs.asdict(i) for i in infos])
         return 0
@@ -65,7 +69,7 @@ def show_reader(reader: Any, args: argparse.Namespace) -> None:
             return
         roots = treeview.build(reader, args.filter)
         head = {"session_id": reader.id, "name": reader.get_session_name(), "version": reader.version,
-                "leaf_id": reader.leaf_id, "filter": args.filter}
+                "leaf_id": reader.leaf_id, "filter": args.filter, "parent_session": reader.header.parent_session}
         rows = JsonRows(head, "rows")
         for row in render.tree_rows(roots, native_codec(), window=args.window or 0):
             rows.add(row)
@@ -109,7 +113,12 @@ def pi_context_payload(context: Any) -> dict[str, Any]:
 
 
 def print_context(reader: Any, args: argparse.Namespace, leaf_option: str | None = None) -> None:
-    context = reader.build_context() if leaf_option is None else reader.build_context(leaf_id=leaf_option)
+    options = None
+    if getattr(args, "repair", False):
+        from sessiontree import SessionContextBuildOptions, repair_tool_pairs
+
+        options = SessionContextBuildOptions(entry_transforms=[repair_tool_pairs])
+    context = reader.build_context(options) if leaf_option is None else reader.build_context(options, leaf_id=leaf_option)
     leaf = reader.leaf_id if leaf_option is None else leaf_option
     if getattr(args, "format", None) == "pi":
         if getattr(args, "last", None) is not None:
@@ -125,6 +134,10 @@ def print_context(reader: Any, args: argparse.Namespace, leaf_option: str | None
     tokens = estimate_context_tokens(reader, leaf_id=leaf)
     from sessiontree.cli import views  # rich: only for people
 
+    if options is not None:
+        problems = reader.check_context(leaf_id=leaf)
+        stdout().print(f"repaired: {len(problems)} tool-call problem(s)" + "".join(
+            f"\n  {p.kind}: {p.message}" for p in problems), style="dim")
     stdout().print(views.context_view(reader.id, leaf, context, tokens, full=getattr(args, "full", False), last=last))
 
 

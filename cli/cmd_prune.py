@@ -14,12 +14,12 @@ from typing import Any
 import attrs
 
 from sessiontree.cli.clip import one_line
-from sessiontree.cli.output import CliError, print_json, stdout
+from sessiontree.cli.output import CliError, print_json, stdout, warn
 from sessiontree.cli.target import open_repository, repo_url
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from sessiontree import PruneError, parse_age
+    from sessiontree.retention import PruneError, parse_age
 
     try:
         age = parse_age(args.older_than)
@@ -29,6 +29,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
     with repo:
         plan = repo.prune(age, dry_run=True, keep_labelled=args.keep_labelled, keep_named=args.keep_named,
                           archive=args.archive, cwd=args.cwd)
+        for path, reason in repo.store.unreadable():
+            warn(f"{path}: cannot read it ({reason}): its sessions are left out")
         if args.dry_run or not plan.sessions:
             _show(plan if args.dry_run else attrs.evolve(plan, dry_run=False), args, acted=False)
             return 0

@@ -17,9 +17,15 @@ def cmd_redact(args: argparse.Namespace) -> int:
     with session_for(args.repo, args.session, args) as session:
         record_id = session.redact(args.entry, reason=args.reason, by=args.by)
         payload = {"session_id": session.id, "entry_id": args.entry, "record_id": record_id, "reason": args.reason}
+        if getattr(args, "vacuum", False):
+            from sessiontree.adapters.erasure_scrub import vacuum
+
+            payload["vacuum"] = vacuum(session.storage)
         if args.json:
             print_json(payload)
         else:
             stdout().print(Text(f"erased the content of {args.entry} (redaction record {record_id}); "
                                 f"verify reports it and still checks every other line"))
+            if "vacuum" in payload:
+                stdout().print(Text(str(payload["vacuum"])))
     return 0

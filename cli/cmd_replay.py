@@ -93,8 +93,8 @@ def _change(removed: int, added: list[str], size: int) -> Text:
 
 
 CHUNK = 500  # rows laid out together: the columns fit these rows, and they appear as they are computed
-HEADINGS = ("#", "time", "event", "leaf", "context msgs")
-Row = tuple[str, str, Text, str, Text]
+HEADINGS = ("#", "time", "leaf", "context msgs", "event")
+Row = tuple[str, str, Text, str, Text]  # number, time, event, leaf, context change
 GAP = "   "  # between columns
 
 
@@ -103,33 +103,34 @@ def _pad(text: str, width: int, right: bool = False) -> str:
     return fill + text if right else text + fill
 
 
-def _fit(text: str, width: int) -> str:
-    """``text`` padded or cut to ``width`` cells, as ``Text.truncate(width, overflow="ellipsis", pad=True)`` does."""
-    size = cell_len(text)
-    return set_cell_size(text, width - 1) + "…" if size > width else text + " " * (width - size)
+def _cut(text: str, width: int) -> str:
+    """``text`` cut to ``width`` cells with an ellipsis, never padded (the event is the last column)."""
+    return set_cell_size(text, width - 1) + "…" if cell_len(text) > width else text
 
 
 def _widths(console: Console, rows: list[Row]) -> list[int]:
-    """Each column fits its cells; the event column takes the room the others leave."""
+    """Each column fits its cells; the event, last, takes the room the others leave (piped: all it needs, unpadded)."""
+    cells = [(number, clock, moved, change, event) for number, clock, event, moved, change in rows]
     widths = [
         max(cell_len(heading), *(cell.cell_len if isinstance(cell, Text) else cell_len(cell) for cell in column))
-        for heading, column in zip(HEADINGS, zip(*rows))
+        for heading, column in zip(HEADINGS, zip(*cells))
     ]
-    others = sum(widths) - widths[2] + len(GAP) * 4
-    widths[2] = max(1, min(widths[2], console.width - others))
+    others = sum(widths[:4]) + len(GAP) * 4
+    widths[4] = max(1, min(widths[4], console.width - others))
     return widths
 
 
 def _print_rows(console: Console, rows: list[Row]) -> None:
-    """A table of ``rows`` under the headings, laid out as rich's simple-head table would be."""
+    """A table of ``rows`` under the headings, laid out as rich's simple-head table would be; the event column comes
+    last, so a long event pads no other row."""
     widths = _widths(console, rows)
-    heading = GAP.join(_pad(h, w, right=i == 0) for i, (h, w) in enumerate(zip(HEADINGS, widths)))
+    heading = GAP.join(_pad(h, w, right=i == 0) for i, (h, w) in enumerate(zip(HEADINGS[:4], widths))) + GAP + HEADINGS[4]
     rule = "─" * (sum(widths) + len(GAP) * 4)
     if console.color_system is None:  # nothing to style: plain lines, without laying out a Text per cell
         lines = [heading, rule]
         for number, clock, event, moved, change in rows:
             cells = (_pad(strip_control_codes(number), widths[0], right=True), _pad(strip_control_codes(clock), widths[1]),
-                     _fit(event.plain, widths[2]), _pad(strip_control_codes(moved), widths[3]), _fit(change.plain, widths[4]))
+                     _pad(strip_control_codes(moved), widths[2]), _pad(change.plain, widths[3]), _cut(event.plain, widths[4]))
             lines.append(GAP.join(cells))
         console.file.write("\n".join(lines) + "\n")
         console.file.flush()
@@ -139,19 +140,19 @@ def _print_rows(console: Console, rows: list[Row]) -> None:
     out.append("\n" + rule)
     for number, clock, event, moved, change in rows:
         cell = event.copy()
-        cell.truncate(widths[2], overflow="ellipsis", pad=True)
+        cell.truncate(widths[4], overflow="ellipsis")
         context = change.copy()
-        context.truncate(widths[4], pad=True)
+        context.truncate(widths[3], pad=True)
         out.append("\n")
         out.append(_pad(number, widths[0], right=True), "bold")
         out.append(GAP)
         out.append(_pad(clock, widths[1]), "dim")
         out.append(GAP)
-        out.append_text(cell)
-        out.append(GAP)
-        out.append(_pad(moved, widths[3]), "bold yellow")
+        out.append(_pad(moved, widths[2]), "bold yellow")
         out.append(GAP)
         out.append_text(context)
+        out.append(GAP)
+        out.append_text(cell)
     console.print(out, soft_wrap=True)
 
 

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from sessiontree.cli.output import CliError, print_json
+from sessiontree.cli.output import CliError, print_json, warn
 from sessiontree.cli.target import local_directory, open_repository, repo_url
 
 
@@ -34,8 +34,12 @@ def cmd_search(args: argparse.Namespace) -> int:
 def _search(option: str | None, query: str, options: dict[str, Any]) -> list[Any]:
     folder = local_directory(repo_url(option))
     if folder is not None and os.path.isdir(folder):
+        from sessiontree.adapters.index import unreadable_logs
         from sessiontree.search import search_folder  # a folder: searched without opening a repository
 
-        return search_folder(folder, query, **options)
+        hits = search_folder(folder, query, **options)
+        for path, reason in unreadable_logs(folder):
+            warn(f"{path}: cannot read it ({reason}): its sessions are not searched")
+        return hits
     with open_repository(option) as repo:
         return list(repo.search(query, **options))

@@ -19,4 +19,4 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError("serve prints its URL as the first line on stdout; --json does not apply")
     from sessiontree.web.server import serve
 
-    return serve(args.repo, args.host, args.port, not args.no_browser)
+    return serve(args.repo, args.host, args.port, not args.no_browser, allow_writes=args.allow_writes)

@@ -48,13 +48,23 @@ def load_key(path: str) -> Any:
         raise CliError(f"{path} is not a usable PEM key: {exc}") from None
 
 
-def _files(paths: list[str]) -> list[Path]:
+def _files(paths: list[str], unread: list[str], *, named: bool = True) -> list[Path]:
+    """The session files (and pruned sessions' archives) ``paths`` name, folders searched recursively; what could not be
+    read (a folder that cannot be listed, a named folder holding no session file) is added to ``unread``."""
     out: list[Path] = []
     for name in paths:
         path = Path(name)
         if path.is_dir():
-            found = [*path.rglob("*.jsonl"), *path.rglob("*.jsonl.gz")]  # session files and pruned sessions' archives
+            found: list[Path] = []
+
+            def unreadable(exc: OSError) -> None:
+                unread.append(f"{exc.filename}: cannot read the folder ({exc.strerror or exc}): its sessions were not checked")
+
+            for folder, _, names in os.walk(path, onerror=unreadable):
+                found += [Path(folder, n) for n in names if n.endswith((".jsonl", ".jsonl.gz"))]
             out.extend(sorted(p for p in found if p.is_file()))
+            if named and not found and not any(u.startswith(name) for u in unread):
+                unread.append(f"{name}: no session files (*.jsonl) in it")
         elif path.exists():
             out.append(path)
         else:
@@ -65,7 +75,7 @@ def _files(paths: list[str]) -> list[Path]:
 def _check(verify: Any, target: Any, args: argparse.Namespace, key: Any, where: str, kept: Any, advance: Any = None) -> Any:
     checkpoints = None
     if kept is not None:
-        session_id = getattr(target, "id", None) or _session_id_of(target)
+        session_id = getattr(target, "id", None) or getattr(target, "session_id", None) or _session_id_of(target)
         checkpoints = [cp for cp in kept if cp.session_id == session_id]
     try:
         return verify(
@@ -104,6 +114,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     key = load_key(args.key) if args.key else None
     kept = _kept_checkpoints(args)
     reports: list[Any] = []
+    unread: list[str] = []  # what could not be read: each is an error
     paths = list(args.paths)
     if not paths:
         directory = local_directory(repo_url(args.repo))
@@ -112,11 +123,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 open_repository(args.repo)  # raises the usual "no session repository" error
             paths = [directory]
     if paths:
-        files = _files(paths)
+        files = _files(paths, unread, named=bool(args.paths))  # an empty repository is no error; an empty folder named is
         one = len(files) == 1  # one file: its lines are counted (a large session takes seconds)
         with progress("verifying lines" if one else "verifying", None if one else len(files)) as advance:
             for path in files:
-                reports.append(_check(verify, path, args, key, str(path), kept, advance if one else None))
+                try:
+                    reports.append(_check(verify, path, args, key, str(path), kept, advance if one else None))
+                except SessionError as exc:  # a file that cannot be read: said, counted, and the others checked
+                    if exc.code != "storage":
+                        raise
+                    unread.append(str(exc).removeprefix("storage: "))
                 if not one:
                     advance(1)
     else:
@@ -127,20 +143,27 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     with repo.open(info.id) as session:
                         reports.append(_check(verify, session, args, key, info.path, kept))
                     advance(1)
-    return _print(reports, args)
+            # lines of a session the listing does not show (its header is gone): checked, so they fail
+            listed = {info.id for info in infos}
+            for session_id in repo.store.stream_ids():
+                if session_id not in listed:
+                    storage = repo.store.storage_of(session_id)
+                    reports.append(_check(verify, storage, args, key, storage.location, kept))
+    return _print(reports, args, unread)
 
 
-def _print(reports: list[Any], args: argparse.Namespace) -> int:
+def _print(reports: list[Any], args: argparse.Namespace, unread: list[str]) -> int:
     bad = [r for r in reports if not r.ok]
-    errors = sum(len(r.problems) + r.omitted for r in reports)
+    errors = sum(len(r.problems) + r.omitted for r in reports) + len(unread)
     if args.json:
         print_json(
             {
-                "ok": not bad,
+                "ok": not bad and not unread,
                 "files": len(reports),
                 "errors": errors,
                 "warnings": sum(len(r.warnings) for r in reports),
                 "reports": [r.to_dict() for r in reports],
+                "unreadable": unread,
             }
         )
     else:
@@ -171,10 +194,16 @@ def _print(reports: list[Any], args: argparse.Namespace) -> int:
                 console.print(Text.assemble("  ", where, ": ", (severity, style), ": ", problem.message))
             if report.omitted:
                 console.print(Text(f"  … {report.omitted} more problem(s) not listed", "dim"))
+        for problem in unread:
+            console.print(Text.assemble(("✗ ", "bold red"), problem))
         total = sum(r.entries for r in reports)
         console.print(Text(f"checked {len(reports)} session(s), {total:,} entries: {errors} error(s)", "bold"))
+    if unread and not bad:
+        error_line(f"verify could not read {len(unread)} place(s): {'; '.join(unread)}", code="storage")
+        return 1
     if bad:
-        error_line(f"verify found {errors} error(s) in {len(bad)} of {len(reports)} session(s)")
+        more = f", and could not read {len(unread)} place(s)" if unread else ""
+        error_line(f"verify found {errors} error(s) in {len(bad)} of {len(reports)} session(s){more}")
         return 1
     unsigned = [r for r in reports if r.unverified_from is not None]
     if unsigned:
@@ -199,9 +228,13 @@ def cmd_sign(args: argparse.Namespace) -> int:
             if not os.path.isdir(directory):
                 open_repository(args.repo)
             paths = [directory]
+    unread: list[str] = []
     try:
         if paths:
-            for path in _files(paths):
+            files = _files(paths, unread, named=bool(args.paths))
+            if unread:  # nothing is signed that would leave a session out unsaid
+                raise SessionError("storage", "; ".join(unread))
+            for path in files:
                 checkpoint = sign(path, key, key_id=args.key_id, sequence=_sequence(module, args, path))
                 where = module.append_checkpoint(args.out, checkpoint) if args.out else module.save_checkpoint(path, checkpoint)
                 signed.append((str(path), checkpoint, where))

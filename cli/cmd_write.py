@@ -9,6 +9,7 @@ never into pi's folders.
 from __future__ import annotations
 
 import argparse
+import os
 from contextlib import ExitStack
 from typing import Any
 
@@ -18,6 +19,7 @@ from sessiontree.cli.clip import clip_field, clip_repr
 from sessiontree.cli.destination import OneFile, file_source, new_sessions_url, open_target, same_repository
 from sessiontree.cli.output import CliError, print_json, stdout
 from sessiontree.cli.target import (
+    directory_hint,
     feature,
     looks_like_path,
     open_file,
@@ -54,6 +56,10 @@ def cmd_label(args: argparse.Namespace) -> int:
 def cmd_name(args: argparse.Namespace) -> int:
     if args.clear and args.text is not None:
         raise CliError("give a name or --clear, not both")
+    if args.text is not None and args.session is None and _names_a_session(args.repo, args.text):
+        args.session, args.text = args.text, None  # `name SESSION`: print that session's name, never rename to its id
+    if args.text is not None:
+        _check_new_name(args.repo, args.text)
     with session_for(args.repo, args.session) as session:
         if args.text is None and not args.clear:
             name = session.get_session_name()
@@ -62,6 +68,32 @@ def cmd_name(args: argparse.Namespace) -> int:
         name = session.get_session_name()
         payload = {"session_id": session.id, "entry_id": entry_id, "name": name}
         return _done(args, payload, Text(f"named the session {clip_repr(name)}" if name else "cleared the session's name"))
+
+
+def _sessions(option_repo: str | None) -> list[Any]:
+    """The listing of ``--repo``, or [] when there is no repository to read."""
+    try:
+        repo = open_repository(option_repo)
+    except SessionError:
+        return []
+    with repo:
+        return list(repo.list())
+
+
+def _names_a_session(option_repo: str | None, word: str) -> bool:
+    """Does the one word given to ``name`` name a session (a session file, an id, an id prefix or a name)?"""
+    if looks_like_path(word) and os.path.exists(word):
+        return True
+    return any(i.id.startswith(word) or i.name == word for i in _sessions(option_repo))
+
+
+def _check_new_name(option_repo: str | None, text: str) -> None:
+    """A name that is also a session's id or id prefix is refused: `show NAME` would then name two sessions."""
+    clash = next((i for i in _sessions(option_repo) if text.strip() and i.id.startswith(text.strip())), None)
+    if clash is not None:
+        what = "the id" if clash.id == text.strip() else "a prefix of the id"
+        raise CliError(f"{text!r} is {what} of session {clash.id}: a session name must not be an id or id prefix "
+                       "(it would name two sessions); choose another name", code="invalid_name")
 
 
 def cmd_move(args: argparse.Namespace) -> int:
@@ -87,12 +119,13 @@ def _fork_source(args: argparse.Namespace) -> tuple[Any, str, str | None]:
     if args.session is not None and looks_like_path(args.session):
         repo, sid = file_source(args.session)
         return repo, sid, None
-    repo = open_repository(args.repo)
-    try:
-        return repo, resolve_id(repo, args.session, repo_url(args.repo)), repo_url(args.repo)
-    except BaseException:
-        repo.close()
-        raise
+    with directory_hint(args.session):
+        repo = open_repository(args.repo)
+        try:
+            return repo, resolve_id(repo, args.session, repo_url(args.repo)), repo_url(args.repo)
+        except BaseException:
+            repo.close()
+            raise
 
 
 def _resolve_entry(source: Any, sid: str, args: argparse.Namespace) -> None:
@@ -140,7 +173,8 @@ def cmd_fork(args: argparse.Namespace) -> int:
             }
             where = f"{position} {args.entry}" if args.entry else "at its leaf"
             message = Text.assemble(
-                f"forked {sid} {where} into ", (fork.id, "bold cyan"), f" ({len(fork)} entries, {fork.storage.location})"
+                f"forked {sid} {where} into ", (fork.id, "bold cyan"), f" ({len(fork)} entries, {fork.storage.location})",
+                "; it is now the newest session there, which commands without a SESSION work on",
             )
             return _done(args, payload, message)
         finally:
@@ -156,8 +190,9 @@ def compact_report(
     ``tokens_after`` (None unless it compacted), ``summarized_entries``, ``summarized_messages``,
     ``kept_entries``, ``summarized_tokens``, ``kept_tokens``, ``fits``.
     """
-    from sessiontree import compaction, extractive_summary
+    from sessiontree import compaction
     from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS
+    from sessiontree.summary import extractive_summary
 
     keep = DEFAULT_KEEP_RECENT_TOKENS if keep_recent_tokens is None else keep_recent_tokens
     planned = compaction.plan(session, keep, retain_tail)
@@ -179,6 +214,12 @@ def compact_report(
     }
 
 
+def _default_keep() -> int:
+    from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS
+
+    return DEFAULT_KEEP_RECENT_TOKENS
+
+
 def cmd_compact(args: argparse.Namespace) -> int:
     kwargs: dict[str, Any] = {"retain_tail": args.retain_tail, "dry_run": args.dry_run}
     if args.keep_tokens is not None:
@@ -193,7 +234,11 @@ def cmd_compact(args: argparse.Namespace) -> int:
             return 0
         console = stdout()
         if not report["summarized_entries"]:
-            console.print("nothing to compact: the context is already within the recent-turns budget")
+            budget = kwargs.get("keep_recent_tokens", _default_keep())
+            console.print(Text(
+                f"nothing to compact: the {report['kept_entries']} entries since the last compaction (≈"
+                f"{report['kept_tokens']:,} tokens, characters / 4) fit in the {budget:,} tokens of recent turns kept "
+                "verbatim (--keep-tokens N keeps fewer)"))
             return 0
         verb = "would summarise" if args.dry_run else "summarised"
         console.print(

@@ -147,3 +147,15 @@ def _entry_gist(entry: Any) -> str:
 
 def _quoted(text: str) -> str:
     return repr(text) if len(text) <= PREVIEW_CHARS else repr(text[:PREVIEW_CHARS]) + "…"
+
+
+def fork_note(parent_session: str | None, forked_at: str | None) -> str | None:
+    """``fork of 01a2274b at 25318bf2`` for a fork (its source by short id, and the source's entry its branch was copied
+    up to, when the header records it); None for a session that is not a fork. A source recorded as a file path (pi's
+    way) is named by the session id in its file name."""
+    if not parent_session:
+        return None
+    name = parent_session.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".jsonl")
+    source = name.rsplit("_", 1)[-1] if "/" in parent_session or parent_session.endswith(".jsonl") else name
+    note = f"fork of {source[:8] if len(source) == 36 else one_line(source, 60)}"  # a UUID by its first 8
+    return note + (f" at {one_line(forked_at, 40)}" if forked_at else "")

@@ -6,6 +6,12 @@ or a ``</details>`` that closes the export's own block). Raw HTML always starts 
 handled apart: fenced blocks are written out again at the margin with a fence their text cannot close, and an inline
 code span holding such a ``<`` becomes a ``<code>`` element of escaped text. No ``<`` from the session is left raw
 wherever a renderer draws a block or span boundary; a misjudged boundary only changes how code looks.
+
+Links stay links only where they lead somewhere plain: a link destination (inline ``[x](dest)`` or a definition
+``[x]: dest``) that does not start with ``http:``, ``https:`` or ``mailto:`` (``javascript:``, ``data:``, a relative
+path) loses its link syntax, and an image (``![alt](src)``, which a reader would fetch on opening the document) is
+written as a link to its source. Both are done with a character reference for the structural ``(``, ``:`` or ``!``,
+which CommonMark shows as the character but never reads as structure, whatever backslashes come before it.
 """
 
 from __future__ import annotations
@@ -26,13 +32,28 @@ _INFO = re.compile(r"[^\w+#.-]")
 # underscore inside a word (snake_case) is never emphasis, so it is left as it is.
 _MARKUP = re.compile(r"[\\`*\[\]#~&<]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
 _ENTITIES = {"&": "&amp;", "<": "&lt;"}
+# ``](`` or ``]:``, looking ahead at the destination after it (spaces, at most one line break, an optional ``<``):
+# only the bracket pair is consumed, so a destination holding another ``](`` is looked at again.
+_DESTINATION = re.compile(r"\]([(:])(?=[ \t]*\n?[ \t]*<?([^\s<>]*))")
+_SAFE_TARGET = re.compile(r"(?:https?|mailto):", re.IGNORECASE)
+_IMAGE = re.compile(r"(?<!\\)((?:\\\\)*)!(?=\[)")  # a ``!`` before ``[`` that no backslash escapes
 _CODE_LITERAL = str.maketrans({c: "\\" + c for c in string.punctuation} | {"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
 
 def escape_html(text: str) -> str:
     """``text`` with every ``<`` that could open a tag, comment or autolink, and every ``&`` that would start an
-    entity, escaped; all other Markdown is kept."""
-    return _TAG_START.sub("&lt;", _ENTITY.sub("&amp;", text))
+    entity, escaped, and its links and images made inert (see the module documentation); all other Markdown is kept."""
+    return inert_links(_TAG_START.sub("&lt;", _ENTITY.sub("&amp;", text)))
+
+
+def inert_links(text: str) -> str:
+    """``text`` (outside code) with images as links and links to anything but http(s) or mailto as plain text."""
+    def destination(m: re.Match[str]) -> str:
+        if _SAFE_TARGET.match(m.group(2)):
+            return m.group()
+        return "]&#40;" if m.group(1) == "(" else "]&#58;"
+
+    return _IMAGE.sub(r"\1&#33;", _DESTINATION.sub(destination, text))
 
 
 def literal(text: str) -> str:

@@ -19,6 +19,9 @@ PROG = "sessiontree"
 SHOW_AFTER = 1.0  # seconds of work before a progress bar appears
 
 
+SALVAGE_HINT = "run it again with --salvage to read past the lines that cannot be read; the file is not changed"
+
+
 class CliError(Exception):
     """A command-line failure that is not a ``SessionError`` (bad arguments, a missing feature, an ambiguous name);
     ``code`` is what ``--json`` reports (``usage`` unless said)."""

@@ -68,6 +68,7 @@ COMMANDS = (
     ("ls", "cmd_inspect", "list sessions, newest first"),
     ("show", "cmd_inspect", "show a session's tree with the leaf, labels and branch points marked"),
     ("context", "cmd_inspect", "show the messages the model would see"),
+    ("check", "cmd_check", "list the tool calls and results the model would refuse (exit 1 when there are any)"),
     ("search", "cmd_search", "search the entries of every session (messages, tool calls and output, summaries, labels)"),
     ("stats", "cmd_inspect", "entries, messages, tokens and cost, in total, per branch and per model"),
     ("replay", "cmd_replay", "time travel: the session as it was, or each event's effect step by step"),
@@ -118,6 +119,7 @@ def _demo_args(p: Parser) -> None:
 
 
 def _ls_args(p: Parser) -> None:
+    p.add_argument("dir", nargs="?", metavar="DIR", help="the repository to list (as --repo DIR)")
     p.add_argument("--cwd", help="only sessions started in this directory")
     p.add_argument("-n", "--limit", type=int, metavar="N", help="at most N sessions")
     p.add_argument("--since", metavar="TIME", help="only sessions modified at or after TIME (ISO 8601)")
@@ -139,6 +141,16 @@ def _context_args(p: Parser) -> None:
     p.add_argument("--last", type=int, metavar="N", help="show only the last N messages (the totals still count all)")
     p.add_argument("--format", choices=("text", "pi"), default="text",
                    help="pi: the JSON pi's buildSessionContext returns (camelCase, pi's roles), to compare with pi")
+    p.add_argument("--repair", action="store_true",
+                   help="the context with its tool calls and results repaired (what `check` lists; the log is unchanged)")
+
+
+def _check_args(p: Parser) -> None:
+    _session_args(p)
+    _salvage_arg(p)
+    p.add_argument("--leaf", metavar="ID", help="the branch ending at this entry (default: the current leaf)")
+    p.add_argument("--repair", action="store_true",
+                   help="append an error result for each unanswered call of the leaf's last turn (nothing is rewritten)")
 
 
 def _search_args(p: Parser) -> None:
@@ -192,7 +204,8 @@ def _label_args(p: Parser) -> None:
 def _name_args(p: Parser) -> None:
     p.usage = f"{PROG} name [SESSION] [NAME] [--clear] [-s SESSION]"
     p.add_argument("words", nargs="*", metavar="[SESSION] [NAME]",
-                   help="the new name (omit to print the current one); the session may come first")
+                   help="the new name (omit to print the current one); the session may come first, and a lone word that "
+                        "names a session prints that session's name")
     p.add_argument("--clear", action="store_true", help="clear the session's name")
     _session_args(p, positional=False)
 
@@ -219,6 +232,8 @@ def _compact_args(p: Parser) -> None:
 
 def _import_args(p: Parser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="session files or directories (pi or native JSONL)")
+    p.add_argument("--salvage", action="store_true",
+                   help="import a file that fails verify as far as it can be read (the copy records the lines skipped)")
 
 
 def _export_args(p: Parser) -> None:
@@ -232,11 +247,14 @@ def _export_args(p: Parser) -> None:
 
 
 def _redact_args(p: Parser) -> None:
-    p.usage = f"{PROG} redact [SESSION] ENTRY --reason TEXT [--by NAME] [-s SESSION]"
+    p.usage = f"{PROG} redact [SESSION] ENTRY --reason TEXT [--by NAME] [--vacuum] [-s SESSION]"
     p.add_argument("words", nargs="+", metavar="[SESSION] ENTRY",
                    help="the entry to erase (an id, a 4+ character id prefix or a label); the session may come first")
     p.add_argument("--reason", required=True, help="why (recorded in the log, shown by verify)")
     p.add_argument("--by", metavar="NAME", help="who asked (recorded; default: your user name)")
+    p.add_argument("--vacuum", action="store_true",
+                   help="then rewrite the database's files so no old row version keeps the content (SQLite: VACUUM; "
+                        "PostgreSQL: VACUUM FULL of its tables, which locks them meanwhile; docs/audit.md)")
     _session_args(p, positional=False)
 
 
@@ -265,6 +283,8 @@ def _serve_args(p: Parser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=0, metavar="N", help="the port to listen on (default: 0, any free port)")
     p.add_argument("--no-browser", action="store_true", help="only print the URL; do not open a browser")
+    p.add_argument("--allow-writes", action="store_true",
+                   help="let the viewer label, rename and move the leaf in pi's session files too (read-only by default)")
 
 
 def _prune_args(p: Parser) -> None:
@@ -281,7 +301,8 @@ def _prune_args(p: Parser) -> None:
 
 
 _ARGUMENTS: dict[str, Callable[[Parser], None]] = {
-    "demo": _demo_args, "ls": _ls_args, "show": _show_args, "context": _context_args, "search": _search_args,
+    "demo": _demo_args, "ls": _ls_args, "show": _show_args, "context": _context_args, "check": _check_args,
+    "search": _search_args,
     "stats": _stats_args, "replay": _replay_args, "fork": _fork_args, "label": _label_args, "name": _name_args,
     "move": _move_args, "compact": _compact_args, "import": _import_args, "export": _export_args,
     "redact": _redact_args, "verify": _verify_args, "sign": _sign_args, "prune": _prune_args, "serve": _serve_args,

@@ -16,7 +16,7 @@ from rich.tree import Tree
 
 from sessiontree.cli import treeview
 from sessiontree.cli.clip import PIECE_CHARS, clip_field, clip_repr, visible
-from sessiontree.cli.describe import entry_text
+from sessiontree.cli.describe import entry_text, fork_note
 from sessiontree.cli.treeview import Node
 
 LEGEND = Text.assemble(
@@ -54,9 +54,18 @@ def session_title(reader: Any, *, extra: str | None = None, full: bool = False) 
         out.append(f"  {_field(header.cwd, full)}", "dim")
     out.append(f"  {len(reader)} entries", "dim")
     out.append(f"  leaf {reader.leaf_id or '(none)'}", "dim")
+    fork = fork_note(header.parent_session, _forked_at(header))
+    if fork:
+        out.append(f"  ({fork})", "magenta")
     if extra:
         out.append(f"  {extra}", "bold magenta")
     return _whole(out) if full else out
+
+
+def _forked_at(header: Any) -> str | None:
+    source = header.extra.get("source")
+    at = source.get("entry_id") if isinstance(source, dict) else None
+    return at if isinstance(at, str) else None
 
 
 def row(node: Node, full: bool = False) -> RenderableType:

@@ -106,7 +106,7 @@ def open_file(path: str, **kwargs: Any) -> Any:
     if not os.path.exists(path):
         raise SessionError("not_found", f"no such session file: {path}")
     if os.path.isdir(path):
-        raise SessionError("not_found", f"{path} is a directory: pass it as --repo, not as a session")
+        raise directory_error(path)
     storage_class = feature("sessiontree.adapters.jsonl", "JsonlSessionStorage", "reading JSONL session files")
     from sessiontree.adapters.files import is_archive
     from sessiontree.session import Session
@@ -116,11 +116,26 @@ def open_file(path: str, **kwargs: Any) -> Any:
 
         return Session(ArchiveSessionStorage.open(path))
     storage = storage_class.open(path, **kwargs)
-    _report_skipped(path, getattr(storage, "skipped", ()))
+    report_skipped(path, getattr(storage, "skipped", ()))
     return Session(storage)
 
 
-def _report_skipped(path: str, skipped: Any, shown: int = 20) -> None:
+def directory_error(path: str) -> SessionError:
+    return SessionError("not_found", f"{path} is a directory: pass it as --repo, not as a session")
+
+
+@contextmanager
+def directory_hint(ref: str | None) -> Iterator[None]:
+    """A session named by a bare word that is no session but a directory here (`show old`) says so."""
+    try:
+        yield
+    except SessionError as exc:
+        if ref is not None and exc.code == "not_found" and os.path.isdir(ref):
+            raise directory_error(ref) from None
+        raise
+
+
+def report_skipped(path: str, skipped: Any, shown: int = 20) -> None:
     """Each unreadable line on stderr; the lines skipped only because they descend from one are counted, not listed."""
     bad = [(line, reason) for line, reason in skipped if "unknown parent" not in reason]
     for line, reason in bad[:shown]:
@@ -131,22 +146,33 @@ def _report_skipped(path: str, skipped: Any, shown: int = 20) -> None:
         warn(f"{path}: {len(skipped) - len(bad)} later lines skipped too: they descend from a skipped line")
 
 
+def listing(repo: Any, **query: Any) -> Any:
+    """``repo.list(**query)``, saying on stderr what it could not read (and so left out)."""
+    rows = repo.list(**query)
+    for path, reason in getattr(rows, "unreadable", ()):
+        warn(f"{path}: cannot read it ({reason}): its sessions are left out")
+    return rows
+
+
 def resolve_info(repo: Any, ref: str | None, url: str) -> Any:
     """The listing row of the session ``ref`` names in ``repo`` (newest when ``ref`` is None): an id, a unique id
     prefix or a name. A ref that names several is ``ambiguous``, with every candidate listed."""
     if ref is not None and not ref.strip():
         raise CliError("an empty session name names no session")
-    infos = repo.list()
+    infos = listing(repo)
+    unread = len(getattr(infos, "unreadable", ()))
+    also = f"; {unread} file(s) or folder(s) could not be read, as said above" if unread else ""
     if ref is None:
         if not infos:
-            raise SessionError("not_found", f"no sessions in {url} (run `sessiontree demo` to make one)")
+            make = "" if unread else " (run `sessiontree demo` to make one)"
+            raise SessionError("not_found", f"no sessions in {url}{make}{also}")
         return infos[0]
     # a prefix and a name count alike: one that fits two sessions two ways is ambiguous, not the first way's
     matches = [i for i in infos if i.id == ref] or [i for i in infos if i.id.startswith(ref) or i.name == ref]
     if not matches:
-        raise SessionError("not_found", f"no session {ref!r} in {url} (no id, id prefix or name matches)")
+        raise SessionError("not_found", f"no session {ref!r} in {url} (no id, id prefix or name matches{also})")
     if len(matches) > 1:
-        listed = "; ".join(f"{i.id}" + (f" {i.name!r}" if i.name else "") for i in matches)
+        listed = "; ".join(f"{i.id}" + (f" {i.name!r}" if i.name else "") + f" ({i.path})" for i in matches)
         raise CliError(f"{ref!r} names {len(matches)} sessions in {url}: {listed}", code="ambiguous")
     return matches[0]
 
@@ -206,9 +232,10 @@ def session_for(option_repo: str | None, ref: str | None, args: Any = None) -> I
         if ref is not None and looks_like_path(ref):
             session = open_file(ref, salvage=True) if salvage else open_file(ref)
         else:
-            repo = open_repository(option_repo)
-            stack.callback(repo.close)  # after the session: a database session needs its repository's connections
-            session = _open_in(repo, ref, repo_url(option_repo), salvage)
+            with directory_hint(ref):
+                repo = open_repository(option_repo)
+                stack.callback(repo.close)  # after the session: a database session needs its repository's connections
+                session = _open_in(repo, ref, repo_url(option_repo), salvage)
         stack.callback(session.close)
         if args is not None:
             resolve_entries(session, args)
@@ -222,5 +249,5 @@ def _open_in(repo: Any, ref: str | None, url: str, salvage: bool) -> Any:
     if os.path.isfile(info.path):  # a file: salvaged in place, read-only
         return open_file(info.path, salvage=True)
     session = repo.open(info.id, salvage=True)
-    _report_skipped(info.path, session.storage.skipped)
+    report_skipped(info.path, session.storage.skipped)
     return session

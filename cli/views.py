@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sessiontree.cli import clip
-from sessiontree.cli.describe import ROLE_STYLE, message_preview, one_line
+from sessiontree.cli.describe import ROLE_STYLE, fork_note, message_preview, one_line
 from sessiontree.domain.events import parse_timestamp
 from sessiontree.domain.messages import (
     ImageContent,
@@ -218,6 +218,15 @@ def stats_view(stats: Any, branches: list[tuple[str, bool, Any]]) -> Group:
     return Group(counts, roles, usage, models)
 
 
+def _name_cell(info: Any) -> Text:
+    """The session's name, and under it what it is a fork of."""
+    cell = Text(clip.clip_field(info.name or ""))
+    fork = fork_note(info.parent_session, info.forked_at)
+    if fork:
+        cell.append(("\n" if info.name else "") + fork, "magenta")
+    return cell
+
+
 def sessions_table(infos: list[Any], width: int) -> Table:
     """The ``ls`` listing: one row per session, or one card per session on narrow terminals."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False)
@@ -233,7 +242,7 @@ def sessions_table(infos: list[Any], width: int) -> Table:
                 local_time(info.modified),
                 _field(info.id),
                 f"{info.message_count:,}",
-                Text(clip.clip_field(info.name or "")),
+                _name_cell(info),
                 Text(one_line(info.first_message or "(no messages)")),
                 Text(clip.clip_field(info.cwd)),
             )
@@ -246,6 +255,10 @@ def sessions_table(infos: list[Any], width: int) -> Table:
         if info.name:
             card.append("\n")
             card.append(clip.clip_field(info.name), "bold yellow")
+        fork = fork_note(info.parent_session, info.forked_at)
+        if fork:
+            card.append("\n")
+            card.append(fork, "magenta")
         card.append("\n")
         card.append(one_line(info.first_message or "(no messages)"))
         if info.cwd:

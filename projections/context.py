@@ -202,9 +202,10 @@ def _as_messages(messages: Iterable[Any]) -> ContextMessages:
     return messages if isinstance(messages, ContextMessages) else ContextMessages(messages)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen
 class SessionContext:
-    """What the model sees: the messages, and the settings in force."""
+    """What the model sees: the messages, and the settings in force. Positional as the seed builds it
+    (``SessionContext(messages, thinking_level, model, active_tool_names)``), or by keyword."""
 
     messages: MutableSequence[Any] = attrs.field(converter=_as_messages)
     thinking_level: str = "off"

@@ -36,11 +36,11 @@ def json_response(data: Any, status: int = 200) -> Response:
 
 
 def error_parts(exc: Exception) -> tuple[int, str, str]:
-    """(status, code, message) of an error a handler raised."""
+    """(status, code, message) of an error a handler raised; the message does not repeat the code."""
     if isinstance(exc, SessionError):
-        return STATUS.get(exc.code, 400), exc.code, str(exc)
+        return STATUS.get(exc.code, 400), exc.code, str(exc).removeprefix(f"{exc.code}: ")
     if isinstance(exc, CliError):
-        return 400, exc.code, str(exc)
+        return STATUS.get(exc.code, 400), exc.code, exc.message
     if isinstance(exc, (ValueError, TypeError)):
         return 400, "invalid", str(exc)
     raise exc
@@ -88,7 +88,22 @@ async def list_sessions(request: Request) -> Response:
 
 
 def _summary(request: Request) -> Work:
-    return lambda held: payloads.summary(held.session)
+    allow = request.app.state.allow_writes
+    return lambda held: {**payloads.summary(held.session), "read_only": read_only(held.session, allow)}
+
+
+def read_only(session: Any, allow_writes: bool) -> bool:
+    """Whether the viewer refuses writes to ``session``: one its storage cannot append to, and a file pi wrote
+    (pi's own sessions are pi's to change) unless ``serve --allow-writes`` was given."""
+    if getattr(session.storage, "read_only", False):
+        return True
+    return is_pi(session) and not allow_writes
+
+
+def is_pi(session: Any) -> bool:
+    from sessiontree.adapters.pi_storage import PiSessionStorage
+
+    return isinstance(session.storage, PiSessionStorage)
 
 
 async def verify_session(request: Request) -> Response:
@@ -120,9 +135,10 @@ def _stats(request: Request) -> Work:
 def _tree(request: Request) -> Work:
     mode = request.query_params.get("filter", "default")
     start, count = _int(request, "start", 0), _int(request, "count", 200)
+    fold = folds(request)
 
     def work(held: Held) -> Any:
-        rows = held.rows(mode)
+        rows = held.rows(mode, fold)
         first = rows.focus if start is None or start < 0 else start
         return {"session_id": held.session.id, "version": rows.version, "filter": mode, "total": len(rows),
                 "leaf_id": rows.leaf_id, "focus": rows.focus, "start": first or 0, "max_count": MAX_WINDOW,
@@ -130,18 +146,35 @@ def _tree(request: Request) -> Work:
     return work
 
 
+def folds(request: Request) -> frozenset[str]:
+    """The branches to show folded: ``fold=ID,ID`` (ids of rows that start a branch)."""
+    return frozenset(x for x in request.query_params.get("fold", "").split(",") if x)
+
+
 def _context(request: Request) -> Work:
     entry, version = request.query_params.get("entry"), _int(request, "version")
     if request.query_params.get("view") == "page":
         start, count = _int(request, "start"), _int(request, "count", payloads.PAGE_MESSAGES)
-        return lambda held: payloads.context_view(held.session, entry, version, start, count or payloads.PAGE_MESSAGES)
+        repair = request.query_params.get("repair") == "1"
+        return lambda held: payloads.context_view(held.session, entry, version, start, count or payloads.PAGE_MESSAGES,
+                                                  repair)
     return lambda held: payloads.context_json(held.session, entry, version)
+
+
+def _entry(request: Request) -> Work:
+    entry, part = request.query_params.get("entry"), _int(request, "part")
+    return lambda held: payloads.entry_payload(held.session, entry, part)
+
+
+def _usage(request: Request) -> Work:
+    return lambda held: payloads.usage_payload(held.session)
 
 
 def _block(request: Request) -> Work:
     entry, version = request.query_params.get("entry"), _int(request, "version")
     message, block = _int(request, "message", 1), _int(request, "block", 0)
-    return lambda held: payloads.block_payload(held.session, entry, message or 0, block or 0, version)
+    repair = request.query_params.get("repair") == "1"
+    return lambda held: payloads.block_payload(held.session, entry, message or 0, block or 0, version, repair)
 
 
 def _replay(request: Request) -> Work:
@@ -208,9 +241,15 @@ def write_endpoint(apply: Callable[[Any, dict[str, Any]], Any]) -> Callable[[Req
         try:
             body = await _body(request)
 
+            allow = request.app.state.allow_writes
+
             def work(held: Held) -> Any:
+                if read_only(held.session, allow):
+                    raise CliError(f"session {held.session.id} is open read-only in this viewer"
+                                   + (" (a pi session: start the server with 'serve --allow-writes' to change it)"
+                                      if is_pi(held.session) else ""), code="read_only")
                 result = apply(held.session, body)
-                return {"result": result, "session": payloads.summary(held.session)}
+                return {"result": result, "session": {**payloads.summary(held.session), "read_only": False}}
 
             sid = request.path_params["sid"]
             try:
@@ -260,6 +299,8 @@ ROUTES = [
     Route("/api/sessions/{sid}/tree", endpoint(_tree)),
     Route("/api/sessions/{sid}/context", endpoint(_context)),
     Route("/api/sessions/{sid}/block", endpoint(_block)),
+    Route("/api/sessions/{sid}/entry", endpoint(_entry)),
+    Route("/api/sessions/{sid}/usage", endpoint(_usage)),
     Route("/api/sessions/{sid}/replay/{version:int}", endpoint(_replay)),
     Route("/api/sessions/{sid}/diff", endpoint(_diff)),
     Route("/api/sessions/{sid}/export", endpoint(_export)),

@@ -18,10 +18,12 @@ def static_folder() -> Path:
     return Path(str(resources.files("sessiontree.web").joinpath("static")))
 
 
-def create_app(sessions: OpenSessions, token: str) -> TokenGate:
-    """The application serving ``sessions`` to whoever has ``token``."""
+def create_app(sessions: OpenSessions, token: str, host: str | None = None, *, allow_writes: bool = False) -> TokenGate:
+    """The application serving ``sessions`` to whoever has ``token``, addressed as this machine or ``host``; pi's
+    sessions are read-only unless ``allow_writes``."""
     static = Mount("/static", StaticFiles(directory=static_folder()), name="static")
     app = Starlette(routes=[*pages.ROUTES, *api.ROUTES, *search.ROUTES, static])
     app.state.sessions = sessions
     app.state.token = token
-    return TokenGate(app, token)
+    app.state.allow_writes = allow_writes
+    return TokenGate(app, token, host)

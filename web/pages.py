@@ -8,6 +8,7 @@ parts (the virtualised tree, expanding clipped blocks, the replay slider); the p
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Callable
 from importlib import resources
 from string import Template
@@ -47,7 +48,7 @@ def page(request: Request, page: str, title: str, body: str, nav: str = "", stat
 def session_nav(sid: str, entry: str | None = None) -> str:
     base = f"/sessions/{quote(sid)}"
     links = [(base, "tree"), (url(base + "/context", entry=entry), "context"), (url(base + "/replay"), "replay"),
-             (url(base + "/diff", b=entry), "diff")]
+             (url(base + "/diff", b=entry), "diff"), (base + "/usage", "usage")]
     return " ".join(f'<a href="{e(href)}">{e(text)}</a>' for href, text in links)
 
 
@@ -86,9 +87,11 @@ async def sessions_page(request: Request) -> Response:
             f'<td data-field="verify"><span class="badge">…</span></td></tr>')
     body = (
         f'<h1>Sessions <span class="dim">in {e(sessions.url)}</span></h1>'
-        '<form action="/search"><input name="q" type="search" placeholder="search every session\'s entries"></form>'
-        '<p><input id="filter" type="search" placeholder="filter by name or cwd" autofocus> '
-        f'<span id="shown" class="dim">{len(infos)} sessions</span></p>'
+        '<div class="finders"><form action="/search" class="finder"><label for="search-box">Search entries</label>'
+        '<input id="search-box" name="q" type="search" placeholder="words in any session\'s messages"></form>'
+        '<div class="finder"><label for="filter">Filter sessions</label>'
+        '<input id="filter" type="search" placeholder="by name or working folder" autofocus></div>'
+        f'<span id="shown" class="dim">{len(infos)} sessions</span></div>'
         '<table id="sessions"><thead><tr><th>session</th><th>cwd</th><th>entries</th><th>messages</th><th>last change</th>'
         '<th>tokens</th><th>cost</th><th>verify</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
         + ("" if infos else '<p class="dim">no sessions yet (run <code>sessiontree demo</code>)</p>'))
@@ -108,24 +111,42 @@ def _header(session: Any) -> str:
         f'leaf {e(leaf or "(none)")} · export: {exports}</p></section>')
 
 
+FORK_ICON = ('<svg class="icon fork-icon" viewBox="0 0 16 16" width="14" height="14" aria-hidden="true">'
+             '<circle cx="4" cy="3" r="1.8"/><circle cx="4" cy="13" r="1.8"/><circle cx="12" cy="6" r="1.8"/>'
+             '<path d="M4 4.8v6.4M4 9c0-2 8-1 8-3.2" fill="none"/></svg>')  # the branch-point mark (tree.js draws the same)
+
+
 def _tree_body(request: Request, held: Held) -> str:
+    from sessiontree.web.api import folds, is_pi, read_only
+
     mode = request.query_params.get("filter", "default")
-    rows = held.rows(mode)
+    fold = folds(request)
+    rows = held.rows(mode, fold)
     start = max(0, (rows.focus or 0) - 40)
+    locked = read_only(held.session, request.app.state.allow_writes)
+    why = ("this session's storage cannot be appended to" if getattr(held.session.storage, "read_only", False) else
+           "pi's own session: start the server with serve --allow-writes to label, rename or move the leaf"
+           if is_pi(held.session) else "")
     first = {"total": len(rows), "focus": rows.focus, "start": start, "rows": rows.window(start, 120), "filter": mode,
-             "version": rows.version}
+             "version": rows.version, "fold": sorted(fold), "read_only": locked,
+             "read_only_reason": why if locked else None}
     options = "".join(f'<option{" selected" if f == mode else ""}>{f}</option>'
                       for f in ("default", "no-tools", "user", "labelled", "all"))
     data = orjson.dumps(first).decode().replace("</", "<\\/")
+    rename = ('<form id="rename" class="inline"><label for="rename-box" class="dim">name</label> '
+              '<input id="rename-box" name="name" placeholder="new session name"> <button>rename</button></form> ')
+    note = f'<span class="badge warn" id="read-only" title="{e(why)}">read-only</span> '
     return (
         _header(held.session)
         + '<section class="tools"><label>filter <select id="tree-filter">' + options + "</select></label> "
-        '<form id="rename" class="inline"><input name="name" placeholder="new session name"> <button>rename</button></form> '
-        f'<span class="dim">{len(rows):,} rows</span></section>'
+        + (note if locked else rename)
+        + f'<span class="dim" id="row-count">{len(rows):,} rows</span></section>'
         '<div class="split"><div id="tree" class="tree" tabindex="0"><div class="spacer"></div></div>'
-        '<aside id="entry" class="entry"><p class="dim">Click an entry to see it, its context, or act on it.</p></aside></div>'
+        '<aside id="entry" class="entry"><p class="dim">Click an entry to see it whole, open its context, or act on it.'
+        '</p></aside></div>'
         f'<script type="application/json" id="tree-data">{data}</script>'
-        '<p class="legend"><span class="leaf">◀ leaf</span> <span class="label">[label]</span> ⑂ n branch point · '
+        f'<p class="legend"><span class="leaf">leaf</span> <span class="label">label</span> '
+        f'<span class="fork">{FORK_ICON} n</span> branch point · <span class="fold-mark">▸</span> fold a branch · '
         '<span class="t-compaction">compaction</span> · <span class="t-branch_summary">branch summary</span> · '
         'dim: off the current branch</p>')
 
@@ -144,7 +165,7 @@ def _blocks_html(message: dict[str, Any], query: dict[str, Any]) -> str:
         more = ""
         if block["more_chars"]:
             link = url(f"/api/sessions/{quote(query['sid'])}/block", entry=query["entry"], version=query["version"],
-                       message=message["index"], block=block["index"])
+                       message=message["index"], block=block["index"], repair=query["repair"])
             more = (f'<button class="more" data-src="{e(link)}">show all ({block["more_chars"]:,} more characters, '
                     f'{block["more_lines"]:,} more lines)</button>')
         out.append(f'<pre class="block {e(block["kind"])}">{e(block["text"])}</pre>{more}')
@@ -153,8 +174,10 @@ def _blocks_html(message: dict[str, Any], query: dict[str, Any]) -> str:
 
 def _context_body(request: Request, held: Held) -> str:
     entry, version, start = (request.query_params.get(k) for k in ("entry", "version", "start"))
-    view = payloads.context_view(held.session, entry, int(version) if version else None, int(start) if start else None)
-    query = {"sid": held.session.id, "entry": view["leaf_id"], "version": version}
+    repair = request.query_params.get("repair") == "1"
+    view = payloads.context_view(held.session, entry, int(version) if version else None, int(start) if start else None,
+                                 repair=repair)
+    query = {"sid": held.session.id, "entry": view["leaf_id"], "version": version, "repair": "1" if repair else None}
     model = view["model"]
     tools = view["active_tool_names"]
     head = view["entry"]
@@ -166,14 +189,32 @@ def _context_body(request: Request, held: Held) -> str:
     at = f" · as of version {e(view['version'])}" if version else ""
     return (
         f'<h1>Context at {where}</h1>'
-        f'<form class="inline" method="get"><input name="entry" value="{e(entry or "")}" placeholder="entry id, prefix or label">'
+        f'<form class="inline" method="get"><input name="entry" value="{e(entry or "")}" aria-label="entry" '
+        'placeholder="entry id, prefix or label">'
         + (f'<input type="hidden" name="version" value="{e(version)}">' if version else "") + ' <button>show</button></form>'
-        f'<p id="context-meta" data-tokens="{view["estimated_tokens"]}">{len(view["messages"]):,} messages · '
+        f'<p id="context-meta" data-tokens="{view["estimated_tokens"]}">{view["total_messages"]:,} messages · '
         f'≈{view["estimated_tokens"]:,} tokens'
         + (f' ({view["reported_tokens"]:,} reported by the last reply)' if view["reported_tokens"] is not None else "")
         + f' · model {e(_model(model))}'
         f' · thinking {e(view["thinking_level"])} · tools {e(", ".join(tools) if tools is not None else "(all)")}{at}</p>'
-        + _pager(request, view) + f'<div id="messages">{messages or "<p class=dim>(an empty context)</p>"}</div>')
+        + _tool_pairs(request, view) + _pager(request, view)
+        + f'<div id="messages">{messages or "<p class=dim>(an empty context)</p>"}</div>')
+
+
+def _tool_pairs(request: Request, view: dict[str, Any]) -> str:
+    """The tool-call problems of this context (docs/concepts.md), and a link between it as logged and repaired."""
+    problems = view["problems"]
+    if not problems:
+        return ""
+    query = {k: v for k, v in request.query_params.items() if k not in ("repair", "start")}
+    items = "".join(f'<li><b>{e(p["kind"])}</b> {e(p["message"])}</li>' for p in problems)
+    if view["repaired"]:
+        state = (f'showing the context repaired (the log is unchanged) · '
+                 f'<a href="{e(url(request.url.path, **query))}">show it as logged</a>')
+    else:
+        state = f'<a href="{e(url(request.url.path, **query, repair=1))}">show the context repaired</a>'
+    return (f'<section id="tool-pairs" class="problems"><p>⚠ {len(problems)} tool-call problem(s) a provider would '
+            f'refuse · {state}</p><ul>{items}</ul></section>')
 
 
 def _pager(request: Request, view: dict[str, Any]) -> str:
@@ -208,59 +249,262 @@ def _replay_body(request: Request, held: Held) -> str:
         f'<input id="slider" type="range" min="1" max="{session.version}" value="{version}">'
         '<button id="next">▶</button><button id="last" title="last event">▶|</button> '
         f'<input id="version" type="number" min="1" max="{session.version}" value="{version}"> / {session.version}</div>'
-        '<div id="step" class="step"><p class="dim">loading…</p></div></section>')
+        + _event_strip(session) + '<div id="step" class="step"><p class="dim">loading…</p></div></section>')
+
+
+STRIP_KINDS = {"message": "message", "compaction": "compaction", "branch_summary": "summary", "leaf": "move",
+               "label": "label", "session_info": "label"}
+
+
+def _event_strip(session: Any) -> str:
+    """Every version of the session as a tick under the slider, by kind (compactions and leaf moves stand out):
+    the heads alone, no replay. Past 1,200 versions neighbouring ones share a tick (the most notable kind wins)."""
+    kinds = ["start"] + [STRIP_KINDS.get(h.type, "other") for h in session.iter_heads()]
+    per = max(1, -(-len(kinds) // 1200))
+    rank = {"compaction": 5, "move": 4, "summary": 3, "label": 2, "message": 1, "other": 0, "start": 0}
+    ticks = [max(kinds[i:i + per], key=rank.__getitem__) for i in range(0, len(kinds), per)]
+    width = 1000 / len(ticks)
+    marks = "".join(f'<rect class="tick {kind}" x="{n * width:.2f}" width="{max(width - 0.5, 0.5):.2f}" '
+                    f'y="{0 if kind in ("compaction", "move") else 6}" height="{18 if kind in ("compaction", "move") else 12}"/>'
+                    for n, kind in enumerate(ticks))
+    return (f'<svg id="event-strip" class="strip" viewBox="0 0 1000 18" preserveAspectRatio="none" data-per="{per}" '
+            f'data-ticks="{len(ticks)}" aria-label="the session\'s events (click one to go there)">{marks}'
+            f'<rect id="strip-now" class="now" x="0" y="0" width="{max(width, 2):.2f}" height="18"/></svg>'
+            '<p class="chart-legend"><span class="key message"></span>entry <span class="key compaction"></span>compaction '
+            '<span class="key move"></span>leaf moved <span class="key summary"></span>branch summary '
+            '<span class="key label"></span>label or name</p>')
 
 
 async def replay_page(request: Request) -> Response:
     return await render(request, lambda held: _replay_body(request, held), "replay", "Replay")
 
 
-def _side(title: str, side: dict[str, Any], sid: str) -> str:
-    st = side["settings"]
-    model = st["model"]
+def _setting_text(name: str, settings: dict[str, Any]) -> str:
+    value = settings[name]
+    if name == "model":
+        return _model(value)
+    if name == "active_tool_names":
+        return ", ".join(value) if value is not None else "(all)"
+    return str(value)
+
+
+def _tip_select(name: str, chosen: str | None, tips: list[dict[str, Any]], session: Any) -> str:
+    options = []
+    known = {t["id"] for t in tips}
+    if chosen and chosen not in known:  # an entry in the middle of a branch, named in the address
+        entry = session.entry(chosen)
+        options.append(f'<option value="{e(chosen)}" selected>{e(chosen)} · {e(payloads.entry_brief_text(entry))}</option>')
+    for tip in tips:
+        mark = " (current branch)" if tip["current"] else ""
+        options.append(f'<option value="{e(tip["id"])}"{" selected" if tip["id"] == chosen else ""}>'
+                       f'{e(tip["id"])} · {e(tip["text"][:60])}{mark}</option>')
+    return f'<label for="pick-{name}">{name.upper()}</label> <select id="pick-{name}" name="{name}">{"".join(options)}</select>'
+
+
+def _marked(segments: list[list[str]]) -> str:
+    tags = {"same": ("", ""), "del": ("<del>", "</del>"), "ins": ("<ins>", "</ins>")}
+    return "".join(tags[kind][0] + e(text) + tags[kind][1] for kind, text in segments)
+
+
+def _cell(message: dict[str, Any] | None, marks: list[list[str]] | None) -> str:
+    if message is None:
+        return '<td class="none"></td>'
+    text = _marked(marks) if marks is not None else e(message["text"])
+    return (f'<td class="r-{e(message["role"])}"><span class="role">{e(message["role"])}</span> {text} '
+            f'<span class="dim">≈{message["tokens"]:,}</span></td>')
+
+
+def _side_facts(title: str, side: dict[str, Any], sid: str) -> str:
+    st, leaf = side["settings"], side["leaf_id"]
     only = "".join(f'<li><code>{e(x["id"])}</code> {e(x["text"])}</li>' for x in side["only"])
     more = side["only_count"] - len(side["only"])
-    rest = "".join(f'<li class="r-{e(m["role"])}"><b>{e(m["role"])}</b> {e(m["text"])} '
-                   f'<span class="dim">≈{m["tokens"]:,}</span></li>' for m in side["context_rest"])
-    leaf = side["leaf_id"]
     return (
-        f'<div class="side"><h2>{title}: <a href="{e(url(f"/sessions/{quote(sid)}/context", entry=leaf))}">'
-        f'{e(leaf or "(none)")}</a></h2><p class="dim">{e(side["entry"]["text"] if side["entry"] else "")}</p>'
-        f'<p>model {e(_model(model))} · thinking {e(st["thinking_level"])}'
-        f' · {st["messages"]:,} messages · ≈{st["estimated_tokens"]:,} tokens</p>'
-        f'<h3>{side["only_count"]:,} entries only on this branch</h3><ol class="only">{only}</ol>'
-        + (f'<p class="dim">… {more:,} more</p>' if more > 0 else "")
-        + f'<h3>{side["context_rest_count"]:,} context messages after the shared ones</h3><ol class="rest">{rest}</ol></div>')
+        f'<div class="side"><h2>{title} <a href="{e(url(f"/sessions/{quote(sid)}/context", entry=leaf))}">'
+        f'<code>{e(leaf or "(none)")}</code></a></h2><p class="dim">{e(side["entry"]["text"] if side["entry"] else "")}</p>'
+        f'<p class="counts">{st["messages"]:,} messages · ≈{st["estimated_tokens"]:,} tokens · '
+        f'{_n(side["only_count"], "entry", "entries")} only here</p>'
+        f'<details><summary>entries only on {title}</summary><ol class="only">{only}</ol>'
+        + (f'<p class="dim">… {more:,} more</p>' if more > 0 else "") + "</details></div>")
+
+
+def _n(count: int, one: str, many: str | None = None) -> str:
+    return f"{count:,} {one if count == 1 else many or one + 's'}"
 
 
 def _diff_body(request: Request, held: Held) -> str:
     session = held.session
-    a, b = request.query_params.get("a") or "", request.query_params.get("b") or ""
-    tips = payloads.summary(session)
-    choices = "".join(f'<option value="{e(t)}">' for t in tips["branch_tips"]) + "".join(
-        f'<option value="{e(label)}">' for label in tips["labels"].values())
-    form = (f'<form class="inline" method="get" id="diff-form"><datalist id="refs">{choices}</datalist>'
-            f'A <input name="a" list="refs" value="{e(a)}" placeholder="current leaf"> '
-            f'B <input name="b" list="refs" value="{e(b)}" placeholder="current leaf"> <button>compare</button></form>')
-    d = payloads.diff_payload(session, a or None, b or None)
+    a_ref, b_ref = request.query_params.get("a") or None, request.query_params.get("b") or None
+    d = payloads.diff_payload(session, a_ref, b_ref)
+    a, b = d["a"]["leaf_id"], d["b"]["leaf_id"]
+    form = (f'<form class="pick" method="get" id="diff-form">{_tip_select("a", a, d["tips"], session)} '
+            f'{_tip_select("b", b, d["tips"], session)} <button>compare</button></form>')
     div = d["diverge_entry"]
-    where = (f'They share {d["shared_entries"]:,} entries and diverge after <code>{e(div["id"])}</code> {e(div["text"])}'
-             if div else "They share no entry (different roots).")
-    differ = ", ".join(d["settings_differ"]) or "nothing"
+    if d["same_branch"]:
+        where = "A and B are the same entry: this session has no other branch to compare with."
+    elif div:
+        where = (f'They share {_n(d["shared_entries"], "entry", "entries")} and part after <code>{e(div["id"])}</code> '
+                 f'{e(div["text"])}. Their contexts share the first {_n(d["shared_messages"], "message")}.')
+    else:
+        where = "They share no entry (different roots)."
+    differ = "".join(
+        f'<li><b>{e(name.replace("_", " "))}</b> <span class="was">{e(_setting_text(name, d["a"]["settings"]))}</span>'
+        f' → <span class="now">{e(_setting_text(name, d["b"]["settings"]))}</span></li>' for name in d["settings_differ"])
+    settings = (f'<ul id="settings-differ">{differ}</ul>' if differ else
+                '<p id="settings-differ" class="dim">Model, thinking level and tools are the same on both.</p>')
+    rows = "".join(f'<tr class="{e(r["op"])}">{_cell(r["a"], r.get("a_marks"))}{_cell(r["b"], r.get("b_marks"))}</tr>'
+                   for r in d["rows"])
+    table = (f'<table id="side-by-side"><thead><tr><th>A: after the shared messages</th><th>B</th></tr></thead>'
+             f'<tbody>{rows}</tbody></table>' if rows else '<p class="dim">The two contexts hold the same messages.</p>')
     return (
         f'<h1>Diff <span class="dim">{e(session.get_session_name() or session.id)}</span></h1>{form}'
-        f'<p id="diverge">{where}. Their contexts share the first {d["shared_messages"]:,} messages; settings that differ: '
-        f'{e(differ)}.</p><div class="sides">{_side("A", d["a"], session.id)}{_side("B", d["b"], session.id)}</div>')
+        f'<p id="diverge">{where}</p><h2>Settings that differ</h2>{settings}'
+        f'<div class="sides">{_side_facts("A", d["a"], session.id)}{_side_facts("B", d["b"], session.id)}</div>'
+        f'<h2>Messages side by side</h2>{table}')
 
 
 async def diff_page(request: Request) -> Response:
     return await render(request, lambda held: _diff_body(request, held), "diff", "Diff", request.query_params.get("b"))
 
 
+def _ticks(top: float, count: int = 4) -> list[float]:
+    """Round axis steps up to ``top``."""
+    if top <= 0:
+        return [0.0]
+    raw = top / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    return [step * i for i in range(int(top // step) + 1)]
+
+
+def _short(n: float) -> str:
+    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e4 else f"{n / 1e3:.1f}k" if n >= 1e3 else f"{n:g}"
+
+
+MAX_BARS = 400  # bars the calls chart draws at most
+
+
+def _calls_chart(u: dict[str, Any]) -> str:
+    """Tokens of each model call along the current branch (stacked: input, cache, output), the running cost as a
+    line on its own scale, and each compaction as a marked rule."""
+    calls = u["calls"]
+    if not calls:
+        return '<p class="dim">No model call on the current branch reported its usage.</p>'
+    per = -(-len(calls) // MAX_BARS)  # past MAX_BARS calls, neighbours share a bar (their sums)
+    if per > 1:
+        calls = [{"id": group[-1]["id"], "model": f"calls {n * per + 1}-{n * per + len(group)}",
+                  **{k: sum(c[k] for c in group) for k in ("input", "cache", "output", "cost")}}
+                 for n, group in enumerate(calls[i:i + per] for i in range(0, len(calls), per))]
+        u = {**u, "compactions": [{**m, "after_call": -(-m["after_call"] // per)} for m in u["compactions"]]}
+    width, height, left, right, top, bottom = 960, 300, 56, 64, 16, 40
+    plot_w, plot_h = width - left - right, height - top - bottom
+    peak = max(c["input"] + c["cache"] + c["output"] for c in calls) or 1
+    ticks = _ticks(peak)
+    peak = max(peak, ticks[-1])
+    total_cost = sum(c["cost"] for c in calls) or 1.0
+    slot = plot_w / len(calls)
+    bar = max(1.0, min(28.0, slot * 0.7))
+    out = [f'<svg id="calls-chart" class="chart" viewBox="0 0 {width} {height}" role="img" '
+           f'aria-label="tokens and cost of each model call along the current branch">']
+    for t in ticks:
+        y = top + plot_h - t / peak * plot_h
+        out.append(f'<line class="grid" x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}"/>'
+                   f'<text class="axis" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_short(t)}</text>')
+    running = 0.0
+    points = []
+    for n, c in enumerate(calls):
+        x = left + slot * n + (slot - bar) / 2
+        y = top + plot_h
+        for kind in ("input", "cache", "output"):
+            h = c[kind] / peak * plot_h
+            y -= h
+            if h > 0:
+                out.append(f'<rect class="bar {kind}" x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}"/>')
+        running += c["cost"]
+        points.append(f"{left + slot * n + slot / 2:.1f},{top + plot_h - running / total_cost * plot_h:.1f}")
+        out.append(f'<rect class="hit" data-entry="{e(c["id"])}" x="{left + slot * n:.1f}" y="{top}" width="{slot:.1f}" '
+                   f'height="{plot_h}"><title>{f"call {n + 1} · " if per == 1 else ""}{e(c["id"])} · {e(c["model"])}\n'
+                   f'input {c["input"]:,} · cache {c["cache"]:,} · output {c["output"]:,}\n'
+                   f'${c["cost"]:.4f} (running ${running:.4f})</title></rect>')
+    out.append(f'<polyline class="cost-line" points="{" ".join(points)}"/>')
+    for t in (0.0, 0.5, 1.0):
+        y = top + plot_h - t * plot_h
+        out.append(f'<text class="axis cost" x="{width - right + 6}" y="{y + 4:.1f}">${total_cost * t:.4f}</text>')
+    for m in u["compactions"]:
+        x = left + slot * m["after_call"]
+        before = f' ({m["tokens_before"]:,} tokens before)' if m["tokens_before"] is not None else ""
+        out.append(f'<g class="compaction-mark" data-entry="{e(m["id"])}"><line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" '
+                   f'y2="{top + plot_h}"/><text x="{x + 4:.1f}" y="{top + 12}">compaction</text>'
+                   f'<title>compaction {e(m["id"])}{e(before)}</title></g>')
+    step = max(1, len(calls) // 12)
+    for n in range(0, len(calls), step):
+        out.append(f'<text class="axis" x="{left + slot * n + slot / 2:.1f}" y="{top + plot_h + 16}" '
+                   f'text-anchor="middle">{n * per + 1}</text>')
+    out.append(f'<text class="axis" x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle">model call '
+               f'along the current branch{f" ({per} calls a bar)" if per > 1 else ""}</text></svg>')
+    legend = ('<p class="chart-legend"><span class="key input"></span>input <span class="key cache"></span>cache '
+              '<span class="key output"></span>output <span class="key cost-line"></span>running cost (right scale) '
+              '<span class="key compaction-mark"></span>compaction</p>')
+    return "".join(out) + legend
+
+
+def _branches_chart(u: dict[str, Any]) -> str:
+    """Each branch's total tokens as a bar: the part it shares with the current branch, then its own."""
+    branches = u["branches"]
+    if not branches:
+        return '<p class="dim">No branches.</p>'
+    row, left, right, width = 30, 300, 150, 960
+    height = row * len(branches) + 24
+    peak = max(b["tokens"] for b in branches) or 1
+    out = [f'<svg id="branches-chart" class="chart" viewBox="0 0 {width} {height}" role="img" '
+           'aria-label="total tokens of each branch">']
+    for n, b in enumerate(branches):
+        y = 8 + n * row
+        shared = (b["tokens"] - b["own_tokens"]) / peak * (width - left - right)
+        own = b["own_tokens"] / peak * (width - left - right)
+        name = f'{b["tip"]} · {b["text"][:34]}'
+        out.append(f'<g class="branch{" current" if b["current"] else ""}" data-tip="{e(b["tip"])}">'
+                   f'<text class="axis name" x="{left - 8}" y="{y + 15}" text-anchor="end">{e(name)}</text>'
+                   f'<rect class="bar shared" x="{left}" y="{y}" width="{shared:.1f}" height="{row - 10}"/>'
+                   f'<rect class="bar own" x="{left + shared:.1f}" y="{y}" width="{own:.1f}" height="{row - 10}"/>'
+                   f'<text class="axis value" x="{left + shared + own + 6:.1f}" y="{y + 15}">{b["tokens"]:,} · '
+                   f'${b["cost"]:.4f}</text><title>{e(b["tip"])}: {b["tokens"]:,} tokens, ${b["cost"]:.4f} '
+                   f'({b["own_tokens"]:,} tokens, ${b["own_cost"]:.4f} of them off the current branch)</title></g>')
+    out.append("</svg>")
+    legend = ('<p class="chart-legend"><span class="key shared"></span>shared with the current branch '
+              '<span class="key own"></span>its own <b>bold</b>: the current branch</p>')
+    return "".join(out) + legend
+
+
+def _usage_body(request: Request, held: Held) -> str:
+    u = payloads.usage_payload(held.session)
+    session = held.session
+    return (
+        f'<h1>Usage <span class="dim">{e(session.get_session_name() or session.id)}</span></h1>'
+        f'<p id="usage-total" class="big-numbers"><span><b>{len(u["calls"]):,}</b> model calls</span>'
+        f'<span><b>{u["tokens"]:,}</b> tokens</span><span><b>${u["cost"]:.4f}</b> cost</span>'
+        f'<span><b>{len(u["compactions"]):,}</b> compactions</span> <span class="dim">on the current branch</span></p>'
+        f'<h2>Along the current branch</h2>{_calls_chart(u)}'
+        f'<h2>Each branch</h2>{_branches_chart(u)}')
+
+
+async def usage_page(request: Request) -> Response:
+    return await render(request, lambda held: _usage_body(request, held), "usage", "Usage")
+
+
+FAVICON = resources.files("sessiontree.web").joinpath("static/favicon.svg").read_bytes()
+
+
+async def favicon(request: Request) -> Response:
+    """Browsers ask for /favicon.ico whatever the page names: the same icon, so no request 404s."""
+    return Response(FAVICON, media_type="image/svg+xml", headers={"cache-control": "no-store"})
+
+
 ROUTES = [
     Route("/", sessions_page),
+    Route("/favicon.ico", favicon),
     Route("/sessions/{sid}", tree_page),
     Route("/sessions/{sid}/context", context_page),
     Route("/sessions/{sid}/replay", replay_page),
     Route("/sessions/{sid}/diff", diff_page),
+    Route("/sessions/{sid}/usage", usage_page),
 ]

@@ -44,7 +44,7 @@ def address(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def serve(repo: str | None, host: str, port: int, open_browser: bool, *, keep: int = 16) -> int:
+def serve(repo: str | None, host: str, port: int, open_browser: bool, *, keep: int = 16, allow_writes: bool = False) -> int:
     import uvicorn
 
     sessions = OpenSessions(repo, keep=keep)  # a missing repository fails here, before anything is printed
@@ -55,7 +55,8 @@ def serve(repo: str | None, host: str, port: int, open_browser: bool, *, keep: i
     sys.stdout.flush()
     if host not in LOOPBACK:
         warn(f"listening on {host}: other machines can reach this server (anyone with the token can read the sessions)")
-    config = uvicorn.Config(create_app(sessions, token), log_level="warning", access_log=False, lifespan="off")
+    app = create_app(sessions, token, host, allow_writes=allow_writes)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
     if open_browser:
         threading.Timer(0.3, _open, (link,)).start()

@@ -2,8 +2,10 @@
 
 A session is opened on first use and kept so the next page of it costs no replay; the least recently used is
 closed past ``keep`` sessions or ``max_entries`` entries in all (the one in use stays open). Before each use a
-file-backed session is checked against its file (size and mtime): when another process appended to it, the
-session takes the new entries in (``refresh``), and if the file changed in any other way it is opened again. Each
+session is checked against its log (``storage.stamp()``: a file's identity, size and mtime; a database session's
+version and the store's erasure count): when another process appended to it, the session takes the new entries in
+(``refresh``), and if the log changed in any other way (a line erased, the file replaced) it is opened again, so
+the cache never serves what the log no longer holds. Each
 session has its own lock, held for every use, so a request never sees a session half way through another's write.
 """
 
@@ -27,19 +29,22 @@ LISTING_TTL = 2.0  # seconds a listing answers "where is this session's file"
 DEFAULT_MAX_ENTRIES = 250_000  # entries kept open in all (about 2 KB each in memory): a bound on the server's memory
 
 
-def _signature(session: Any) -> tuple[int, int] | None:
-    return file_signature(getattr(session.storage, "path", None))
+def _stamp(session: Any) -> Any:
+    try:
+        return session.storage.stamp()
+    except SessionError:
+        return False  # the log cannot be read now: never taken for unchanged
 
 
-def file_signature(path: Any) -> tuple[int, int] | None:
-    """A file's size and mtime (None: no file), to tell when it changed."""
+def file_signature(path: Any) -> tuple[int, int, int] | None:
+    """A file's inode, size and mtime (None: no file), to tell when it changed or was replaced."""
     if path is None:
         return None
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return st.st_size, st.st_mtime_ns
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 class Held:
@@ -48,30 +53,33 @@ class Held:
 
     def __init__(self, session: Any) -> None:
         self.session = session
-        self.signature = _signature(session)
+        self.stamp = _stamp(session)
         self.lock = threading.RLock()
         self.closed = False
         self._rows: dict[tuple[str, int], TreeRows] = {}
 
-    def rows(self, mode: str) -> TreeRows:
+    def rows(self, mode: str, fold: frozenset[str] = frozenset()) -> Any:
+        """The tree rows under a filter (with the branches ``fold`` names folded: a ``CollapsedView``)."""
         key = (mode, self.session.version)
         rows = self._rows.get(key)
         if rows is None:
             rows = TreeRows(self.session, mode)
             self._rows = {k: v for k, v in self._rows.items() if k[1] == key[1]}  # older versions' rows are stale
             self._rows[key] = rows
-        return rows
+        return rows.collapsed(fold) if fold else rows
 
     def current(self) -> bool:
-        """Take in what other writers appended to the file; False if it changed another way (to be opened again)."""
-        signature = _signature(self.session)
-        if signature == self.signature:
+        """Take in what other writers appended to the log; False if it changed another way (to be opened again)."""
+        stamp = _stamp(self.session)
+        if stamp == self.stamp and stamp is not False:
             return True
+        if not stamp or not self.stamp or stamp[0] != self.stamp[0]:  # a line rewritten, the file replaced
+            return False
         try:
             self.session.refresh()
         except SessionError:
             return False
-        self.signature = signature
+        self.stamp = stamp
         return True
 
 

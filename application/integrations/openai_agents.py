@@ -3,7 +3,9 @@
 ``SessionTreeSession(session_id, repo=...)`` is an ``agents.memory.Session``. Each item is an entry on the session's
 current branch (``openai_agents_items``: a message where the item maps to one, else a custom entry), so ``sessiontree
 show``, ``context``, ``verify`` and ``export --format pi`` work on what the agent wrote. ``pop_item`` and
-``clear_session`` move the leaf; nothing is ever deleted.
+``clear_session`` move the leaf; nothing is ever deleted. ``get_items`` gives the items repaired by the tool-call rule
+(``repair_tool_pairs``, docs/concepts.md): a run interrupted between a function call and its output loads as a history
+the next run's model call accepts; ``repair=False`` gives the items as stored.
 """
 
 from __future__ import annotations
@@ -17,14 +19,22 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
-from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
+
+from sessiontree.integrations import missing_extra
+
+try:
+    from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
+except ModuleNotFoundError as exc:  # without the extra: say which, and the pip command
+    raise missing_extra(exc, __name__) from None
 
 from sessiontree.adapters.store import check_session_id
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import CustomEntryAppended, Entry, MessageAppended
+from sessiontree.domain.messages import AssistantMessage, ToolCall, ToolResultMessage
 from sessiontree.domain.values import json_value
 from sessiontree.integrations._blocking import as_repo, call
 from sessiontree.integrations.openai_agents_items import CUSTOM_TYPE, KEY, Message, to_item, to_message
+from sessiontree.projections import tool_pairs
 from sessiontree.repository import SessionRepo
 from sessiontree.session import Session
 
@@ -43,26 +53,32 @@ class SessionTreeSession:
     ``repo`` is a repository, or a URL or folder for ``open_repo`` (a repository it opens is closed by :meth:`close`). The
     session ``session_id`` is created there on first use if it does not exist (in ``cwd``, default the current
     directory). ``get_items`` reads the current branch; ``pop_item`` moves the leaf to the parent of the last item's
-    entry and ``clear_session`` before the first entry, so the log keeps every item ever added.
+    entry and ``clear_session`` before the first entry, so the log keeps every item ever added. ``get_items`` repairs
+    the tool calls of what it returns (a missing output becomes an error output, an orphan one is left out), unless
+    ``repair`` is False; the log keeps what was added.
     """
 
     session_settings: SessionSettings | None = None
 
     def __init__(
         self, session_id: str, repo: SessionRepo | str | os.PathLike[str], *,
-        session_settings: SessionSettings | dict[str, Any] | None = None, cwd: str | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None, cwd: str | None = None, repair: bool = True,
     ) -> None:
         self.session_id = check_session_id(session_id)
         self.session_settings = coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
         self.repo = as_repo(os.fspath(repo) if isinstance(repo, os.PathLike) else repo)
         self._owns_repo = not isinstance(repo, SessionRepo)
         self._cwd = os.getcwd() if cwd is None else cwd
+        self.repair = repair
+        self._pairing = tool_pairs.PairingCheck(runs=True)  # whether the items read so far need repairing
+        self._pairing_last: Entry | None = None  # the last item's entry it checked
+        self._repaired: tuple[Entry, int, list[bytes]] | None = None  # (last entry, item count, blobs) last repaired
         self._session: Session | None = None
         self._closed = False
         # The items on the branch ending at ``_leaf``, kept as JSON: a read decodes them in one call (fresh objects
         # for the caller, as a database read gives) instead of rebuilding each item from its entry.
         self._leaf: object = _UNREAD
-        self._ids: list[str] = []  # the entry of each item
+        self._entries: list[Entry] = []  # the entry of each item
         self._blobs: list[bytes] = []
         self._tool_names: dict[str, str] = {}  # call id -> tool name, for outputs that do not name their tool
         self._mutex = threading.RLock()  # the state above, whichever thread (worker or event loop) runs a call
@@ -156,24 +172,43 @@ class SessionTreeSession:
         """The session, with the items cached for its current leaf (read again if something else moved it)."""
         session = self._open()
         if self._leaf != session.leaf_id:
-            ids: list[str] = []
+            entries: list[Entry] = []
             blobs: list[bytes] = []
             names: dict[str, str] = {}
             for entry in session.get_branch():
                 item = _item_of(entry)
                 if item is not _NOT_AN_ITEM:
-                    ids.append(entry.id)
+                    entries.append(entry)
                     blobs.append(_encode(item))
                     _note_tool_name(names, item)
-            self._ids, self._blobs, self._tool_names, self._leaf = ids, blobs, names, session.leaf_id
+            self._entries, self._blobs, self._tool_names, self._leaf = entries, blobs, names, session.leaf_id
         return session
 
     # -- the calls (each run by _locked) ---------------------------------------------------------------------------
 
     def _get_items(self, limit: int | None) -> list[Any]:
         self._read()
-        blobs = self._blobs if limit is None or limit < 0 else self._blobs[-limit:] if limit else []
+        blobs = self._repaired_blobs() if self.repair else self._blobs
+        blobs = blobs if limit is None or limit < 0 else blobs[-limit:] if limit else []
         return _decode(b"[" + b",".join(blobs) + b"]")  # type: ignore[no-any-return]  # a JSON array: a list
+
+    def _repaired_blobs(self) -> list[bytes]:
+        """The items as the tool-call rule repairs them (one reply's items are one turn), kept until the items change."""
+        entries, check = self._entries, self._pairing
+        if check.count > len(entries) or (check.count and entries[check.count - 1] is not self._pairing_last):
+            check = self._pairing = tool_pairs.PairingCheck(runs=True)  # not the items it saw: start again
+        check.feed(map(_pairing_view, entries[check.count:]))  # only what was appended since the last read
+        self._pairing_last = entries[-1] if entries else None
+        if check.valid:
+            return self._blobs
+        kept = self._repaired
+        if kept is None or kept[0] is not entries[-1] or kept[1] != len(entries):
+            views = [_pairing_view(entry) for entry in entries]
+            stored = {id(view): blob for view, blob in zip(views, self._blobs, strict=True)}
+            blobs = [stored[id(e)] if id(e) in stored else _encode(_repaired_item(e))
+                     for e in tool_pairs.repair(views, runs=True)]
+            kept = self._repaired = (entries[-1], len(entries), blobs)
+        return kept[2]
 
     def _add_items(self, items: Iterable[Any]) -> None:
         session = self._read()
@@ -183,7 +218,7 @@ class SessionTreeSession:
                 entry_id = session.append_custom_entry(CUSTOM_TYPE, data)
             else:
                 entry_id = session.append_message(message)
-            self._ids.append(entry_id)
+            self._entries.append(session.entry(entry_id))
             self._blobs.append(blob)
             self._leaf = session.leaf_id
 
@@ -204,19 +239,19 @@ class SessionTreeSession:
 
     def _pop_item(self) -> Any:
         session = self._read()
-        if not self._ids:
+        if not self._entries:
             return None
-        session.move_to(session.entry(self._ids[-1]).parent_id)
-        self._ids.pop()
+        session.move_to(self._entries[-1].parent_id)
+        self._entries.pop()
         blob = self._blobs.pop()
         self._leaf = session.leaf_id
         return _decode(blob)
 
     def _clear_session(self) -> None:
         session = self._read()
-        if self._ids:
+        if self._entries:
             session.move_to(None)
-        self._ids, self._blobs, self._leaf = [], [], session.leaf_id
+        self._entries, self._blobs, self._leaf = [], [], session.leaf_id
 
 
 _NOT_AN_ITEM = object()
@@ -232,6 +267,40 @@ def _item_of(entry: Entry) -> Any:
         return to_item(entry.message)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise SessionError("invalid_entry", f"entry {entry.id} is not an Agents SDK item ({exc!r})") from exc
+
+
+_WHOLE = "openai_agents.whole"  # marks the stand-in message of a call or output item kept whole in a custom entry
+
+
+def _pairing_view(entry: Entry) -> Entry:
+    """The entry as the tool-call rule sees it: a function call or output kept whole in a custom entry (its content
+    did not map to a message) stands as the message it would be, so the rule pairs it too."""
+    if not isinstance(entry, CustomEntryAppended) or not isinstance(entry.data, dict):
+        return entry
+    data = entry.data
+    kind, call_id = data.get("type"), data.get("call_id")
+    if not isinstance(call_id, str) or kind not in ("function_call", "function_call_output"):
+        return entry
+    raw_name = data.get("name")
+    name = raw_name if isinstance(raw_name, str) else ""
+    extra = {_WHOLE: data}
+    message: Message = (AssistantMessage([ToolCall(id=call_id, name=name)], extra=extra) if kind == "function_call"
+                        else ToolResultMessage(tool_call_id=call_id, tool_name=name, extra=extra))
+    return MessageAppended(originator_id=entry.originator_id, originator_version=entry.originator_version,
+                           timestamp=entry.timestamp, id=entry.id, parent_id=entry.parent_id, message=message)
+
+
+def _repaired_item(entry: MessageAppended) -> Any:
+    """The item of an entry the repair made: an error output for a call that had none, or an item whose call id it
+    renamed (a repeated id)."""
+    message: Any = entry.message  # a message the store or the repair made: user, assistant or tool result
+    whole = message.extra.get(_WHOLE)
+    if whole is not None:
+        calls = [b.id for b in message.content if isinstance(b, ToolCall)] if isinstance(message, AssistantMessage) else []
+        return {**whole, "call_id": calls[0] if calls else message.tool_call_id}
+    if tool_pairs.is_synthetic(message) and KEY not in message.extra:
+        return {"type": "function_call_output", "call_id": message.tool_call_id, "output": tool_pairs.SYNTHETIC_TEXT}
+    return to_item(message)
 
 
 def _note_tool_name(names: dict[str, str], item: Any) -> None:

@@ -4,7 +4,9 @@ A conversation is a session whose header metadata holds ``{"pydantic_ai": {"scop
 an entry with the same id (pydantic_ai_messages.py maps the messages); ``head_id`` is the leaf, or rather the nearest
 entry at or above the leaf that carries a message. Every save ends with a ``pydantic_ai.record`` custom entry holding the
 rest of the record (usage, deferred tool requests, branches, fork origin, revision token). A fork is ``repo.fork``, so
-each conversation's history lives in its own session and deleting one never touches another.
+each conversation's history lives in its own session and deleting one never touches another. ``load`` repairs the tool
+calls of the history (pydantic_ai_pairs.py), so a run interrupted mid-tool-call loads as a history the next run
+accepts.
 """
 
 from __future__ import annotations
@@ -17,12 +19,24 @@ from contextlib import closing
 from typing import Any, TypeVar
 from weakref import WeakValueDictionary
 
-from pydantic_ai.conversation_store import ConversationConflict, ConversationEntry, ConversationRecord, ConversationStore
+from sessiontree.integrations import missing_extra
+
+try:
+    from pydantic_ai.conversation import Conversation
+    from pydantic_ai.conversation_store import (
+        ConversationConflict,
+        ConversationEntry,
+        ConversationRecord,
+        ConversationStore,
+    )
+except ModuleNotFoundError as exc:  # without the extra: say which, and the pip command
+    raise missing_extra(exc, __name__) from None
 
 from sessiontree.domain.errors import SessionError
 from sessiontree.integrations import pydantic_ai_messages as mapping
 from sessiontree.integrations._blocking import as_repo, call
 from sessiontree.integrations.pydantic_ai_log import Carrier, ConversationLog, read_log, record_of
+from sessiontree.integrations.pydantic_ai_pairs import repair_history
 from sessiontree.repository import SessionRepo
 from sessiontree.session import Session
 
@@ -68,10 +82,16 @@ class SessionTreeConversationStore(ConversationStore):
     worker thread, on files and memory inline unless they decode whole logs (``_call``). Writers elsewhere (other
     store objects, other processes) are caught by the session's optimistic concurrency: their saves in between make
     this one a ``ConversationConflict``. ``cwd`` is the working directory new sessions record in their header.
+
+    ``load`` gives the history with its tool calls repaired (docs/concepts.md, *Tool calls and results*) unless
+    ``repair`` is False or the conversation waits on deferred tool calls. A result the repair adds at the end (a run
+    interrupted after its tool calls) is saved with the next run, under the call; a history repaired further back is
+    compared with the stored one on save, which keeps the stored messages as a branch.
     """
 
-    def __init__(self, repo: SessionRepo | str, *, cwd: str = "") -> None:
+    def __init__(self, repo: SessionRepo | str, *, cwd: str = "", repair: bool = True) -> None:
         self.repo = as_repo(repo)
+        self.repair = repair
         self._owns_repo = not isinstance(repo, SessionRepo)
         self._sessions = _Conversations(self.repo, cwd)
         # One lock per conversation and event loop (a lock serves one loop), dropped when no call holds or awaits it.
@@ -99,6 +119,21 @@ class SessionTreeConversationStore(ConversationStore):
         if conversation_id is None or self._sessions.recent.get(conversation_id) is None:
             return await asyncio.to_thread(function, *args)
         return await call(self.repo, function, *args)
+
+    async def load(
+        self, conversation_id: str, *, limit: int | None = None, scope: str | None = None
+    ) -> Conversation | None:
+        conversation = await super().load(conversation_id, limit=limit, scope=scope)
+        if conversation is None or not self.repair or conversation.deferred_tool_requests:
+            return conversation
+        loaded = conversation.messages
+        repaired = repair_history(loaded)
+        if len(repaired) >= len(loaded) and all(a is b for a, b in zip(loaded, repaired)):
+            loaded.extend(repaired[len(loaded):])  # after the messages the store holds: the next save adds them
+        else:
+            conversation.messages = repaired
+            conversation.new_message_index = None  # the save compares with what is stored
+        return conversation
 
     async def read_record(self, conversation_id: str) -> ConversationRecord | None:
         async with self._lock_for(conversation_id):

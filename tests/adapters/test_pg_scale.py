@@ -192,9 +192,30 @@ def test_an_insert_of_several_sessions_is_all_or_nothing(schema: str) -> None:
                            "custom_type": "t"}) for n in range(2)]
     recorder = repo.store.recorder  # type: ignore[attr-defined]
     recorder.insert_events([stored_event(a.id, 2, extra[0]), stored_event(b.id, 2, extra[1])])
-    assert {i.id: i.modified for i in repo.list()} == {a.id: kit.T0_ISO, b.id: kit.T0_ISO}
+    created = {s.id: s.header.timestamp for s in (a, b)}
+    assert {i.id: i.modified for i in repo.list()} == created  # entries older than the header: the header's time
     with pytest.raises(IntegrityError):
         recorder.insert_events([stored_event(a.id, 3, extra[0]), stored_event(b.id, 2, extra[1])])
     assert [len(repo.open(s).get_entries()) for s in lines] == [1, 1]
-    assert {i.id: i.modified for i in repo.list()} == {a.id: kit.T0_ISO, b.id: kit.T0_ISO}
+    assert {i.id: i.modified for i in repo.list()} == created  # entries older than the header: the header's time
     repo.close()
+
+
+def test_a_listing_table_of_the_previous_layout_is_refilled_with_forks_marked(schema: str) -> None:
+    """A listing table from before ``forked_at`` (and before ``modified`` kept up with the header's time) gets the
+    column and is refilled once on open: a fork made after its source's last entry lists first, with its fork point."""
+    first = open_repo(pg.url(schema))
+    source = first.create(cwd="/w")
+    at = source.append_message(kit.user("hello"))
+    fork = first.fork(source.id, at, "at")
+    first.close()
+    with raw(schema) as conn:  # as the previous version left it: no column, the old rows, marked built
+        conn.execute("ALTER TABLE sessiontree_listing DROP COLUMN forked_at")
+        conn.execute("UPDATE sessiontree_listing SET modified = %s, sort_key = %s WHERE session_id = %s",
+                     (kit.T0_ISO, kit.T0_ISO, fork.id))
+        conn.execute("UPDATE sessiontree_layout SET key = 'listing-v1'")
+    again = open_repo(pg.url(schema))
+    rows = again.list()
+    assert [(r.id, r.forked_at) for r in rows] == [(fork.id, at), (source.id, None)]
+    assert rows[0].modified == fork.header.timestamp
+    again.close()

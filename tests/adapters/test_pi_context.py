@@ -70,3 +70,29 @@ def test_pi_context_rules_apply_to_native_copies_when_asked(tmp_path):
     plain = Session(JsonlSessionStorage.open(tmp_path / "native.jsonl"))
     assert len(plain.build_context().messages) == 1
     assert plain.build_context(pi_context_options()).messages == []
+
+
+def test_tool_pair_repair_changes_nothing_for_pi_users():
+    """On every shared pi fixture: the default context is still pi's golden, and at every leaf the repaired context
+    differs from it only by what check_context reports (nothing, when it reports nothing)."""
+    import json
+
+    from sessiontree import SessionContextBuildOptions, repair_tool_pairs
+
+    repair = SessionContextBuildOptions(entry_transforms=[repair_tool_pairs])
+    fixtures = sorted(pi.fixtures_dir().glob("*.jsonl"))
+    assert fixtures
+    for path in fixtures:
+        before = path.read_bytes()
+        session = Session(JsonlSessionStorage.open(path))
+        expected = pi.expected_view(json.loads(path.with_name(f"{path.stem}.expected.json").read_text()))
+        view = pi.pi_view(session)
+        assert (view["context"], view["contextMessages"]) == (expected["context"], expected["contextMessages"])
+        for entry in session.get_entries():
+            if entry.type == "leaf":
+                continue
+            plain = session.build_context(leaf_id=entry.id).messages
+            if not session.check_context(leaf_id=entry.id):
+                assert session.build_context(repair, leaf_id=entry.id).messages == plain
+        session.close()
+        assert path.read_bytes() == before

@@ -109,3 +109,19 @@ def test_a_page_of_a_jsonl_folder_compares_working_directories_as_pi_does(tmp_pa
     kept = repo.create(cwd="/srv/app/")
     repo.create(cwd="/srv/other")
     assert ids(repo.list(cwd="/srv/app")) == ids(repo.list(cwd="/srv/app", limit=1)) == [kept.id]
+
+
+def test_a_fork_made_now_lists_first_though_its_entries_keep_older_times(make_repo: Any) -> None:
+    """A session's ``modified`` is never before its header's time: a fork of an old branch, made last, is the newest
+    session, on every backend (issue 37: `ls` showed it as old); appends after it move it on as usual."""
+    repo = make_repo()
+    made = fill(repo)
+    source = made[3]
+    fork = repo.fork(source.id, source.leaf_id, "at")
+    rows = repo.list()
+    assert ids(rows)[0] == fork.id
+    assert rows[0].modified == fork.header.timestamp > source.get_entries()[-1].timestamp
+    fork.append_message(kit.user("after the fork"))
+    assert repo.list()[0].modified == fork.get_entries()[-1].timestamp
+    made[0].append_message(kit.user("touched after the fork"))
+    assert ids(repo.list())[:2] == [made[0].id, fork.id]

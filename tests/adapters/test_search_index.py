@@ -9,25 +9,12 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import pytest
 import sessiontree_searchkit as sk
 import sessiontree_testkit as kit
 
 from sessiontree import open_repo
-from sessiontree.adapters import search_watch
 from sessiontree.adapters.search_jsonl import INDEX_FILE
-
-
-@pytest.fixture(autouse=True, params=["watched", "scanned"])
-def watching(request: Any, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test twice: with the kernel telling which files changed (Linux), and with a stat of every file."""
-    if request.param == "scanned":
-        monkeypatch.setattr(search_watch, "_LIBC", None)
-    elif search_watch._LIBC is None:
-        pytest.skip("no inotify here: the scanned run covers it")
-    return request.param  # type: ignore[no-any-return]
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -118,7 +105,7 @@ def test_a_database_index_dropped_is_built_again(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "s.db").stat().st_mode) == 0o600
 
 
-def test_appends_by_another_process_and_new_sub_folders_are_found(tmp_path: Path, watching: str) -> None:
+def test_appends_by_another_process_and_new_sub_folders_are_found(tmp_path: Path) -> None:
     folder = _folder(tmp_path)
     repo = open_repo(folder)
     assert repo.search("okapi") == []

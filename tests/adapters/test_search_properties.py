@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
 import sessiontree_pg as pg
@@ -20,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiontree import ToolCall, open_repo
-from sessiontree.adapters import search_watch
 from sessiontree.domain.ids import counter_ids, fixed_clock
 
 VOCABULARY = ("zebra", "zebras", "Zeb", "quokka", "ünïcode", "naïve", "北京", "x1", "42", "snake_case")
@@ -104,10 +102,6 @@ def check(writer: Any, reader: Any, query: str) -> None:
 
 
 def run_script(backend: str, script: list[tuple[Any, ...]], probes: list[str]) -> None:
-    if backend == "jsonl-scanned":  # JSONL without the kernel's change notices: a stat of every file
-        with mock.patch.object(search_watch, "_LIBC", None):
-            run_script("jsonl", script, probes)
-        return
     with repos(backend) as (writer, reader):
         sessions: list[str] = []
         for op in script:
@@ -118,7 +112,7 @@ def run_script(backend: str, script: list[tuple[Any, ...]], probes: list[str]) -
             check(writer, reader, query)
 
 
-@pytest.mark.parametrize("backend", ["memory", "jsonl", "jsonl-scanned", "sqlite"])
+@pytest.mark.parametrize("backend", ["memory", "jsonl", "sqlite"])
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(script=st.lists(operations, max_size=25), probes=st.lists(queries, min_size=1, max_size=3))
 def test_search_agrees_with_a_brute_force_scan(backend: str, script: list[tuple[Any, ...]], probes: list[str]) -> None:

@@ -27,16 +27,19 @@ def _script() -> str:
 SCRIPT = _script()
 
 
-def _env() -> dict[str, str]:
+def _env(**more: str) -> dict[str, str]:
+    """The environment the script runs in: the user's, wide, without warnings or ``$SESSIONTREE_REPO``; plus ``more``."""
     env = {k: v for k, v in os.environ.items() if k != "SESSIONTREE_REPO"}
     env["COLUMNS"] = "200"  # wide rows: what a test looks for is not cut with an ellipsis
     env["PYTHONWARNINGS"] = "ignore"
-    return env
+    return env | more
 
 
-def run(args: tuple[str, ...], cwd: Path, fails: bool = False, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    args: tuple[str, ...], cwd: Path, fails: bool = False, stdin: str | None = None, **more_env: str,
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        [SCRIPT, *args], cwd=cwd, capture_output=True, text=True, env=_env(), timeout=120, input=stdin
+        [SCRIPT, *args], cwd=cwd, capture_output=True, text=True, env=_env(**more_env), timeout=120, input=stdin
     )
     if fails:
         assert proc.returncode == 1, f"expected failure, got {proc.returncode}: {proc.stdout}"

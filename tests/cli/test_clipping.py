@@ -189,34 +189,34 @@ def test_no_message_renders_markup_of_its_own(text: str) -> None:
     assert not re.search(r"<x>|</x>|<!--|<\?|<!\[CDATA\[|<http|<script|<pre>(?!<code)|<details|</details", rendered)
 
 
-# ``replay --step --from 18 --to 36`` of the demo at 100 columns, as the rich table printed it (times masked).
+# ``replay --step --from 18 --to 36`` of the demo at 100 columns (times masked): the event last, cut to the width.
 STEP_ROWS = """\
- #   time       event                                             leaf         context msgs
+ #   time       leaf         context msgs            event
 ────────────────────────────────────────────────────────────────────────────────────────────────────
-18   hh:mm:ss   06d002db tool_result bash error: 1 failed, 49 …                +1 tool_result = 11
-19   hh:mm:ss   1414f6b5 assistant (gpt-5-mini): Still one fai…                +1 assistant = 12
-20   hh:mm:ss   7b885975 leaf: moved to 651011cb                  → 651011cb   -6 = 6
-21   hh:mm:ss   25318bf2 branch_summary: Tried B (sleep 1.2 s …                +1 branch_summary = 7
-22   hh:mm:ss   0d99ed20 user: Revert that and do A: inject a …                +1 user = 8
-23   hh:mm:ss   3d3db70b assistant (claude-sonnet-4-5): Readin…                +1 assistant = 9
-24   hh:mm:ss   60ca36fe tool_result read: class TTLCache: def…                +1 tool_result = 10
-25   hh:mm:ss   87a152f4 assistant (claude-sonnet-4-5): `TTLCa…                +1 assistant = 11
-26   hh:mm:ss   83f614dc tool_result edit: Edited src/cache.py…                +1 tool_result = 12
-27   hh:mm:ss   167dd69a assistant (claude-sonnet-4-5): The te…                +1 assistant = 13
-28   hh:mm:ss   c9374388 tool_result edit: Edited tests/test_c…                +1 tool_result = 14
-29   hh:mm:ss   e7fb3f46 assistant (claude-sonnet-4-5): Runnin…                +1 assistant = 15
-30   hh:mm:ss   a434d6f9 tool_result bash: 200 passed in 0.41s                 +1 tool_result = 16
-31   hh:mm:ss   fda536a3 assistant (claude-sonnet-4-5): 200 of…                +1 assistant = 17
-32   hh:mm:ss   6cd44f91 label: fda536a3 = 'fixed'                             ·
-33   hh:mm:ss   9d461576 custom: git-checkpoint {"commit": "3f…                ·
-34   hh:mm:ss   0131d9b6 compaction: 14,672 tokens before · Th…                -17 +12 = 12
-35   hh:mm:ss   9d97fce6 user: Great. Add a line to CHANGELOG.…                +1 user = 13
-36   hh:mm:ss   9059e86a assistant (claude-sonnet-4-5): Adding…                +1 assistant = 14
+18   hh:mm:ss                +1 tool_result = 11     06d002db tool_result bash error: 1 failed, 49 …
+19   hh:mm:ss                +1 assistant = 12       1414f6b5 assistant (gpt-5-mini): Still one fai…
+20   hh:mm:ss   → 651011cb   -6 = 6                  7b885975 leaf: moved to 651011cb
+21   hh:mm:ss                +1 branch_summary = 7   25318bf2 branch_summary: Tried B (sleep 1.2 s …
+22   hh:mm:ss                +1 user = 8             0d99ed20 user: Revert that and do A: inject a …
+23   hh:mm:ss                +1 assistant = 9        3d3db70b assistant (claude-sonnet-4-5): Readin…
+24   hh:mm:ss                +1 tool_result = 10     60ca36fe tool_result read: class TTLCache: def…
+25   hh:mm:ss                +1 assistant = 11       87a152f4 assistant (claude-sonnet-4-5): `TTLCa…
+26   hh:mm:ss                +1 tool_result = 12     83f614dc tool_result edit: Edited src/cache.py…
+27   hh:mm:ss                +1 assistant = 13       167dd69a assistant (claude-sonnet-4-5): The te…
+28   hh:mm:ss                +1 tool_result = 14     c9374388 tool_result edit: Edited tests/test_c…
+29   hh:mm:ss                +1 assistant = 15       e7fb3f46 assistant (claude-sonnet-4-5): Runnin…
+30   hh:mm:ss                +1 tool_result = 16     a434d6f9 tool_result bash: 200 passed in 0.41s
+31   hh:mm:ss                +1 assistant = 17       fda536a3 assistant (claude-sonnet-4-5): 200 of…
+32   hh:mm:ss                ·                       6cd44f91 label: fda536a3 = 'fixed'
+33   hh:mm:ss                ·                       9d461576 custom: git-checkpoint {"commit": "3f…
+34   hh:mm:ss                -17 +12 = 12            0131d9b6 compaction: 14,672 tokens before · Th…
+35   hh:mm:ss                +1 user = 13            9d97fce6 user: Great. Add a line to CHANGELOG.…
+36   hh:mm:ss                +1 assistant = 14       9059e86a assistant (claude-sonnet-4-5): Adding…
 """
 
 
-def test_replay_step_rows_are_laid_out_as_before(demo, tmp_path: Path) -> None:
-    """The hand-made step table matches what rich's table printed, column for column."""
+def test_replay_step_rows_are_laid_out_as_a_table(demo, tmp_path: Path) -> None:
+    """The hand-made step table is laid out column for column, the event last (issue 37: piped, it pads no row)."""
     env = {**os.environ, "COLUMNS": "100"}
     env.pop("SESSIONTREE_REPO", None)
     done = subprocess.run([SCRIPT, "replay", "--step", "--from", "18", "--to", "36"], cwd=tmp_path, env=env,

@@ -40,12 +40,12 @@ def test_a_forked_child_does_not_repeat_its_parents_entry_ids():
     assert len(child) == 80 and child != parent
 
 
-def test_session_ids_are_time_ordered_uuid7():
-    """Session ids are version 7 UUIDs whose order follows creation time."""
-    first = new_session_id()
-    assert uuid.UUID(first).version == 7
-    assert uuid.UUID(first).variant == uuid.RFC_4122
-    assert int(first[:8], 16) <= int(new_session_id()[:8], 16)
+def test_session_ids_are_random_uuids_that_differ_in_their_leading_characters():
+    """Session ids are version 4 UUIDs; ids made at once differ in their first 8 characters, so an 8-character
+    prefix (what ``ls`` and ``show`` print) names one session (issue 37)."""
+    ids = [new_session_id() for _ in range(200)]
+    assert all(uuid.UUID(i).version == 4 and uuid.UUID(i).variant == uuid.RFC_4122 and str(uuid.UUID(i)) == i for i in ids)
+    assert len({i[:8] for i in ids}) == len(ids)  # 32 random bits each: a repeat among 200 has odds of about 5e-6
 
 
 def test_counter_ids_are_deterministic():

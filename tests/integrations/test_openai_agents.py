@@ -189,3 +189,56 @@ def test_the_benchmark_prints_its_table(tmp_path):
         assert any(line.startswith(row) for line in out.splitlines()), row
     assert set(json.loads((tmp_path / "b.json").read_text())) == {
         "SQLiteSession (SDK, file)", "SessionTreeSession, JSONL", "SessionTreeSession, SQLite"}
+
+
+class ResponsesRulesModel(kit.ScriptedModel):
+    """A scripted model that refuses an input the Responses API refuses: a function call without exactly one output
+    after it, an output without its call, or a call id used twice."""
+
+    async def get_response(self, system_instructions, input, *args, **kwargs):
+        calls: list[str] = []
+        outputs: dict[str, int] = {}
+        for item in input if isinstance(input, list) else []:
+            if item.get("type") == "function_call":
+                if item["call_id"] in calls:
+                    raise ValueError(f"duplicate call id {item['call_id']}")
+                calls.append(item["call_id"])
+            elif item.get("type") == "function_call_output":
+                if item["call_id"] not in calls:
+                    raise ValueError(f"No tool call found for function call output with call_id {item['call_id']}")
+                outputs[item["call_id"]] = outputs.get(item["call_id"], 0) + 1
+        for call_id in calls:
+            if outputs.get(call_id) != 1:
+                raise ValueError(f"No tool output found for function call {call_id}")
+        return await super().get_response(system_instructions, input, *args, **kwargs)
+
+
+def test_a_run_interrupted_mid_tool_call_loads_as_a_history_the_next_run_accepts(tmp_path):
+    """The items of a run that stopped after its function call (no output recorded) and an orphan output: the next
+    run's model call gets an error output for the call and no orphan; the log keeps what was added."""
+    session = SessionTreeSession("cut", repo=str(tmp_path))
+    interrupted = [{"role": "user", "content": "Weather in Paris?"}, kit.think("Look it up.", 1).model_dump(exclude_unset=True),
+                   kit.call("get_weather", {"city": "Paris"}, 1).model_dump(exclude_unset=True),
+                   kit.call("get_weather", {"city": "Rome"}, 2).model_dump(exclude_unset=True),
+                   {"type": "function_call_output", "call_id": "call_2", "output": "Rainy"},
+                   {"type": "function_call_output", "call_id": "call_9", "output": "stray"}]
+    asyncio.run(session.add_items(interrupted))
+    session.close()
+    model = ResponsesRulesModel([kit.say("Rainy in Rome; Paris unknown.", 3)])
+    again = SessionTreeSession("cut", repo=str(tmp_path))
+    result = asyncio.run(Runner.run(weather_agent(model), "And?", session=again))
+    assert result.final_output == "Rainy in Rome; Paris unknown."
+    sent = model.inputs[0]
+    assert [(i.get("type"), i.get("call_id")) for i in sent[2:6]] == [
+        ("function_call", "call_1"), ("function_call", "call_2"), ("function_call_output", "call_2"),
+        ("function_call_output", "call_1")]
+    assert sent[5]["output"] == "No result was recorded for this tool call (interrupted)."
+    for stored, refused in ((interrupted[:5], "call_1"), (interrupted, "call_9")):  # as stored, the API refuses it
+        with pytest.raises(ValueError, match=refused):
+            asyncio.run(ResponsesRulesModel().get_response(None, [*stored, {"role": "user", "content": "And?"}]))
+    raw = SessionTreeSession("cut", repo=str(tmp_path), repair=False)
+    assert asyncio.run(raw.get_items())[: len(interrupted)] == interrupted
+    assert [p.kind for p in again.session.check_context(leaf_id=again.session.get_branch()[5].id)] == [
+        "missing_result", "orphan_result"]
+    raw.close()
+    again.close()

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.conversation import Conversation
+from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import (
     BinaryContent,
     BinaryImage,
@@ -228,7 +229,7 @@ def test_tool_arguments_the_log_cannot_carry_as_json_are_saved_and_loaded(tmp_pa
     url = str(tmp_path / "s")
     run(SessionTreeConversationStore(url).save(Conversation(conversation_id="c", messages=messages)))
     own = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(messages))
-    assert run(SessionTreeConversationStore(url).load("c")).messages == own
+    assert run(SessionTreeConversationStore(url, repair=False).load("c")).messages == own
     (view,) = [b for e in open_repo(url).open("c").find_entries("message") for b in getattr(e.message, "content", ())
                if getattr(b, "name", None) == "f"]
     assert view.arguments == {"x": "inf", "raw": "_w==", "n": ["-inf", 1]}
@@ -277,7 +278,8 @@ _messages = st.lists(
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(messages=_messages)
 def test_what_is_loaded_equals_what_was_saved(backend: str, messages: list[ModelMessage]) -> None:
-    """Any list of messages, saved and loaded by a new store, comes back equal (==), in one save or one per message."""
+    """Any list of messages, saved and loaded by a new store, comes back equal (==), in one save or one per message (as
+    stored: ``repair=False``); by default it loads repaired, every tool call answered once right after it."""
     with tempfile.TemporaryDirectory() as folder:
         repo = open_repo("memory:" if backend == "memory" else folder)
         store = SessionTreeConversationStore(repo)
@@ -287,8 +289,93 @@ def test_what_is_loaded_equals_what_was_saved(backend: str, messages: list[Model
         for message in messages:
             conversation.messages.append(message)
             run(store.save(conversation))
-        fresh = SessionTreeConversationStore(repo)
+        fresh = SessionTreeConversationStore(repo, repair=False)
         for conversation_id in ("whole", "stepwise"):
             loaded = run(fresh.load(conversation_id))
             assert loaded.messages == messages
+        repaired = run(SessionTreeConversationStore(repo).load("whole")).messages
+        assert _unpaired(repaired) == []
+        if _unpaired(messages) == []:
+            assert repaired == messages
         repo.close()
+
+
+def _unpaired(messages: list[ModelMessage]) -> list[str]:
+    """The call ids that break the pairing: each call answered once in the requests right after its response (before a
+    user prompt), no return elsewhere, no id used twice."""
+    broken: list[str] = []
+    seen: set[str] = set()
+    pending: set[str] = set()
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            broken += sorted(pending)
+            pending = set()
+            for call in (p for p in message.parts if type(p) is ToolCallPart):
+                broken += [call.tool_call_id] if call.tool_call_id in seen else []
+                seen.add(call.tool_call_id)
+                pending.add(call.tool_call_id)
+            continue
+        for part in message.parts:
+            if isinstance(part, ToolReturnPart):
+                broken += [] if part.tool_call_id in pending else [part.tool_call_id]
+                pending.discard(part.tool_call_id)
+            elif isinstance(part, UserPromptPart):
+                broken += sorted(pending)
+                pending = set()
+    return broken + sorted(pending)
+
+
+def _interrupted(url: str, conversation_id: str, *later: ModelMessage) -> None:
+    """A conversation whose run stopped after the model asked for two tools (``later``: what followed): saved as it
+    was."""
+    store = SessionTreeConversationStore(url)
+    messages = [ModelRequest(parts=[UserPromptPart("Weather and time in Paris?")]),
+                ModelResponse(parts=[ToolCallPart("weather", {"city": "Paris"}, tool_call_id="w1"),
+                                     ToolCallPart("clock", {"city": "Paris"}, tool_call_id="c1")]), *later]
+    run(store.save(Conversation(conversation_id=conversation_id, messages=messages)))
+    store.close()
+
+
+def test_a_run_interrupted_mid_tool_call_loads_as_a_history_the_next_run_accepts(tmp_path: Path) -> None:
+    """pydantic-ai refuses a new prompt after unanswered tool calls; the loaded history answers them with an error
+    return, TestModel runs a further turn, and the save writes that return under the call (nothing rewritten)."""
+    url = str(tmp_path / "sessions")
+    _interrupted(url, "cut")
+    agent: Agent[None, str] = Agent(TestModel(call_tools=[]))
+    raw = run(SessionTreeConversationStore(url, repair=False).load("cut"))
+    with pytest.raises(UserError, match="unprocessed tool calls"):
+        run(agent.run("Still there?", conversation=raw))
+    result = run(turn(agent, url, "cut", "Still there?"))
+    sent = result.all_messages()
+    returns = [p for m in sent for p in m.parts if isinstance(p, ToolReturnPart)]
+    assert [(p.tool_call_id, p.outcome) for p in returns] == [("w1", "interrupted"), ("c1", "interrupted")]
+    assert returns[1].content == "No result was recorded for this tool call (interrupted)."
+    with open_repo(url) as repo:
+        session = repo.open("cut")
+        assert session.check_context() == []
+        messages = [e.message for e in session.get_branch() if e.type == "message"]
+        assert [m.role for m in messages[:5]] == ["user", "assistant", "tool_result", "tool_result", "user"]
+        assert messages[2].is_error and messages[2].tool_call_id == "w1"
+    assert run(SessionTreeConversationStore(url).load("cut")).messages == sent
+
+
+def test_a_history_repaired_further_back_saves_as_a_branch(tmp_path: Path) -> None:
+    """A call answered only after the next prompt: the loaded history has the answer in place; the save keeps the
+    stored messages as a branch of the session and the next load is the repaired history the run saw."""
+    url = str(tmp_path / "sessions")
+    _interrupted(url, "late", ModelRequest(parts=[ToolReturnPart("weather", "Sunny", tool_call_id="w1")]),
+                 ModelRequest(parts=[UserPromptPart("Hello?")]), ModelResponse(parts=[TextPart("Hi.")]),
+                 ModelRequest(parts=[ToolReturnPart("clock", "Noon", tool_call_id="c1")]),
+                 ModelResponse(parts=[TextPart("It is noon.")]))
+    with open_repo(url) as repo:
+        kinds = [p.kind for p in repo.open("late").check_context()]
+    assert kinds == ["result_out_of_place"]
+    agent: Agent[None, str] = Agent(TestModel(call_tools=[], custom_output_text="Noted."))
+    result = run(turn(agent, url, "late", "Thanks"))
+    after_calls = [(type(p).__name__, getattr(p, "tool_call_id", None)) for p in result.all_messages()[2].parts]
+    assert after_calls[:2] == [("ToolReturnPart", "w1"), ("ToolReturnPart", "c1")]
+    assert run(SessionTreeConversationStore(url).load("late")).messages == result.all_messages()
+    with open_repo(url) as repo:
+        session = repo.open("late")
+        assert session.check_context() == []
+        assert len([e for e in session.get_entries() if e.type == "message"]) > len(result.all_messages())

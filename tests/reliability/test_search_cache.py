@@ -79,7 +79,7 @@ def test_search_and_verify_never_parse_a_line_over_the_key_limit(tmp_path: Path)
     last = orjson.loads(path.read_bytes().splitlines()[-1])["id"]
     with open(path, "ab") as out:
         out.write(_many_keys_line(orjson.dumps(last)) + b"\n")
-    searcher = JsonlSearch(root, watch=False)
+    searcher = JsonlSearch(root)
     try:
         hits, peak = _peak(lambda: searcher.search(Filters(parse_query("zebra"), limit=10)))
     finally:

@@ -149,11 +149,9 @@ def test_a_symlinked_session_file_is_neither_listed_opened_nor_written(tmp_path:
     assert "symbolic link" in caught.value.message
 
 
-def test_files_we_create_are_never_written_through_a_planted_link(tmp_path: Path) -> None:
+def test_files_we_create_are_never_written_through_a_planted_link(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The listing index's temporary file and a checkpoint sidecar: a link planted at their
     names is not followed (O_NOFOLLOW / O_EXCL), so the file it points to stays as it was."""
-    import threading as th
-
     from sessiontree.adapters.checkpoints import save_checkpoint, sign_checkpoint
 
     victim = tmp_path / "victim"
@@ -161,7 +159,8 @@ def test_files_we_create_are_never_written_through_a_planted_link(tmp_path: Path
     root, sid = _repo_with(tmp_path, lambda root: None)
     index = root / index_module.INDEX_FILE
     index.unlink(missing_ok=True)
-    (root / f"{index_module.INDEX_FILE}.{os.getpid()}.{th.get_ident()}.tmp").symlink_to(victim)
+    monkeypatch.setattr(os, "urandom", lambda n: b"\0" * n)  # the temporary name's random part, guessed
+    (root / f"{index_module.INDEX_FILE}.{os.getpid()}.00000000.tmp").symlink_to(victim)
     open_repo(root).list()
     path = root / f"{sid}.jsonl"
     Path(str(path) + ".checkpoints").symlink_to(victim)

@@ -68,6 +68,7 @@ def old_show_reader(reader: Any, args: argparse.Namespace) -> None:
                 "version": reader.version,
                 "leaf_id": reader.leaf_id,
                 "filter": args.filter,
+                "parent_session": reader.header.parent_session,
                 "rows": list(render.tree_rows(roots, native_codec(), window=args.window or 0)),
             }
         )

@@ -35,11 +35,12 @@ def click_through(page: Any, server: Any, demo: dict[str, Any], shot: Any, chain
     row.locator("a").click()
     page.wait_for_url(re.compile(f"/sessions/{sid}$"))
     leaf = page.locator(f'.row[data-id="{demo["leaf_id"]}"]')
-    assert "◀ leaf" in leaf.inner_text()
+    assert leaf.locator(".leaf").inner_text() == "leaf"
     assert page.locator(f'.row.t-compaction[data-id="{ids["compaction"]}"]').count() == 1
     assert page.locator(f'.row.t-branch_summary[data-id="{ids["branch_summary"]}"]').count() == 1
-    assert "[diagnosis]" in page.locator(f'.row[data-id="{ids["diagnosis"]}"]').inner_text()
-    assert "⑂ 2" in page.locator(f'.row[data-id="{ids["diagnosis"]}"]').inner_text()
+    assert page.locator(f'.row[data-id="{ids["diagnosis"]}"] .label').inner_text() == "diagnosis"
+    assert page.locator(f'.row[data-id="{ids["diagnosis"]}"] .fork').inner_text().strip() == "2"
+    assert page.locator(f'.row[data-id="{ids["diagnosis"]}"] .fork svg.fork-icon').count() == 1
     assert "off" in (page.locator(f'.row[data-id="{ids["quick_fix_end"]}"]').get_attribute("class") or "")
     page.locator("#verify").filter(has_text="chain ok" if chained else "not chained").wait_for()
     page.locator(f'.row[data-id="{ids["quick_fix_end"]}"]').click()

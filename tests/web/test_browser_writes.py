@@ -17,11 +17,13 @@ def test_label_move_and_rename_from_the_tree_page(page, serve, demo, shot):
     page.goto(server.url)
     page.goto(server.base + f"/sessions/{sid}")
     page.locator(f'.row[data-id="{ids["quick_fix_end"]}"]').click()
+    page.locator("#label-form").wait_for()  # the panel shows once the entry has loaded
     page.fill("#label-form input[name=label]", "B-gave-up")
     page.click("#label-form button")
-    page.locator(f'.row[data-id="{ids["quick_fix_end"]}"] .label').filter(has_text="[B-gave-up]").wait_for()
+    page.locator(f'.row[data-id="{ids["quick_fix_end"]}"] .label').filter(has_text="B-gave-up").wait_for()
 
     page.locator(f'.row[data-id="{ids["quick_fix_end"]}"]').click()
+    page.locator("#move-form").wait_for()
     page.click("#move-form button")
     page.locator(f'.row[data-id="{ids["quick_fix_end"]}"] .leaf').wait_for()
 

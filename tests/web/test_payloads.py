@@ -68,3 +68,27 @@ def test_a_long_context_comes_a_page_at_a_time(serve, tmp_path):
     assert [m["blocks"][0]["text"] for m in first["messages"]] == [f"message {i}" for i in range(1, 11)]
     status, body, _ = server.get(f"/sessions/{session.id}/context?start=101")
     assert status == 200 and b"messages 101\xe2\x80\x93200 of 250" in body
+
+
+def test_a_long_branch_charts_at_most_400_bars_and_sums_them(serve, tmp_path):
+    """The usage page's calls chart: 1,000 model calls share 400 bars at most, their totals kept."""
+    import re as _re
+
+    from sessiontree import AssistantMessage, Cost, TextContent, Usage
+
+    with JsonlSessionRepo(tmp_path / "r") as repo:
+        session = repo.create(cwd="/w")
+        for i in range(1000):
+            session.append_message(UserMessage(content=f"q{i}"))
+            session.append_message(AssistantMessage([TextContent(f"a{i}")], model="m",
+                                                    usage=Usage(input=7, output=3, total_tokens=10, cost=Cost(total=0.001))))
+        session.close()
+    server = serve(tmp_path / "r")
+    usage = _get(server, f"/api/sessions/{session.id}/usage")
+    assert len(usage["calls"]) == 1000 and usage["tokens"] == 10_000 and round(usage["cost"], 6) == 1.0
+    status, body, _ = server.get(f"/sessions/{session.id}/usage")
+    page = body.decode()
+    bars = page.count('class="hit"')
+    assert status == 200 and 0 < bars <= 400 and "calls a bar" in page
+    assert "<b>10,000</b> tokens" in page and "<b>$1.0000</b> cost" in page
+    assert len(_re.findall(r'class="bar input"', page)) == bars

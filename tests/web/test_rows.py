@@ -41,3 +41,46 @@ def test_a_window_is_clamped_and_bounded():
     assert len(rows.window(0, 5000)) == MAX_WINDOW
     assert rows.window(-10, 2)[0]["index"] == 0
     assert rows.window(2000, 10) == []
+
+
+def _descendants(session, entry_id):
+    children = {}
+    for head in session.iter_heads():
+        if head.type != "leaf":
+            children.setdefault(head.parent_id, []).append(head.id)
+    out, stack = set(), [entry_id]
+    while stack:
+        for kid in children.get(stack.pop(), ()):
+            out.add(kid)
+            stack.append(kid)
+    return out
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=strat.operations(max_size=40), pick=st.integers(0, 1000))
+def test_guides_draw_each_branch_and_folding_hides_exactly_its_subtree(ops, pick):
+    """Each row's guides have one mark per indent level; a branch's first row is ├ when a sibling branch follows it
+    and └ when it is the last; folding a branch hides exactly the entries below its first row (filter ``all``)."""
+    session = kit.open_session()
+    for op in ops:
+        strat.apply_operation(session, op)
+    rows = TreeRows(session, "all")
+    got = rows.window(0, len(rows)) if len(rows) <= MAX_WINDOW else []
+    for r in got:
+        assert len(r["guides"]) == r["depth"]
+        if r["branch_start"]:
+            siblings = [x for x in got if x["parent_id"] == r["parent_id"] and x["branch_start"]]
+            assert r["guides"][-1] == ("└" if siblings[-1]["id"] == r["id"] else "├")
+    starts = [r for r in got if r["branch_start"]]
+    if not starts:
+        assert rows.collapsed(frozenset(r["id"] for r in got)).window(0, MAX_WINDOW) == got
+        return
+    start = starts[pick % len(starts)]
+    view = rows.collapsed(frozenset({start["id"]}))
+    shown = [r["id"] for r in view.window(0, MAX_WINDOW)]
+    hidden = {r["id"] for r in got} - set(shown)
+    assert hidden == _descendants(session, start["id"])
+    assert len(view) == len(got) - len(hidden)
+    folded = next(r for r in view.window(0, MAX_WINDOW) if r["id"] == start["id"])
+    assert folded["folded"]["rows"] == len(hidden)
+    assert [r["index"] for r in view.window(0, MAX_WINDOW)] == list(range(len(view)))

@@ -19,6 +19,9 @@ ENDPOINTS = [
     "/api/sessions/{sid}/replay/3", "/api/sessions/{sid}/diff?a={quick_fix_end}", "/api/sessions/{sid}/export?format=pi",
     "/api/sessions/{sid}/export?format=markdown", "/api/sessions/{sid}/export?format=html",
     "/api/sessions/{sid}/export?format=native",
+    "/sessions/{sid}/usage", "/favicon.ico", "/static/search.js", "/static/favicon.svg", "/api/sessions/{sid}/usage",
+    "/api/sessions/{sid}/entry?entry={diagnosis}", "/api/sessions/{sid}/entry?entry={diagnosis}&part=0",
+    "/api/sessions/{sid}/tree?fold={diagnosis}", "/sessions/{sid}?fold={diagnosis}",
 ]
 WRITES = [("/api/sessions/{sid}/label", {"entry": "{diagnosis}", "label": "x"}), ("/api/sessions/{sid}/name", {"name": "n"}),
           ("/api/sessions/{sid}/move", {"entry": "{diagnosis}"})]

@@ -32,6 +32,22 @@ function pump() {
   }
 }
 
+// Each loaded row's tokens as a bar under the figure, against the largest loaded so far: the heavy sessions stand out.
+function scale() {
+  const loaded = rows.filter((r) => r.dataset.tokens !== undefined);
+  const most = Math.max(1, ...loaded.map((r) => Number(r.dataset.tokens)));
+  for (const r of loaded) {
+    const cell = r.querySelector('[data-field="total_tokens"]');
+    let bar = cell.querySelector(".spark");
+    if (!bar) {
+      bar = document.createElement("span");
+      bar.className = "spark";
+      cell.append(bar);
+    }
+    bar.style.width = `${(Number(r.dataset.tokens) / most) * 100}%`;  // CSSOM: the page's CSP allows no inline styles
+  }
+}
+
 async function fill(row) {
   const id = row.dataset.id;
   const cell = (field) => row.querySelector(`[data-field="${field}"]`);
@@ -46,6 +62,8 @@ async function fill(row) {
     const s = await getJSON(api(id));
     cell("entries").textContent = s.entries.toLocaleString();
     cell("total_tokens").textContent = s.total_tokens.toLocaleString();
+    row.dataset.tokens = String(s.total_tokens);
+    scale();
     cell("cost_total").textContent = `$${s.cost_total.toFixed(4)}`;
   } catch (error) {
     for (const field of ["entries", "total_tokens", "cost_total"]) { cell(field).textContent = "-"; cell(field).title = error.message; }
