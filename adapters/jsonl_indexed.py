@@ -10,7 +10,6 @@ written afresh.
 
 from __future__ import annotations
 
-import mmap
 import os
 from array import array
 from collections.abc import Sequence
@@ -25,7 +24,7 @@ from sessiontree.adapters.jsonl_lease import names
 from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsonl_scan import Envelopes, envelope_decoder, envelopes_of, utf8
 from sessiontree.adapters.jsontext import parse
-from sessiontree.adapters.mapped import MappedLines, map_file, whole_lines_end, windows
+from sessiontree.adapters.mapped import FileView, MappedLines, map_file, whole_lines_end, windows
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.log import EntryLog
 
@@ -94,7 +93,7 @@ def scan_mapped(storage: JsonlSessionStorage) -> tuple[MappedLines, LineLoader, 
     return lines, storage._loader(lines), found
 
 
-def _scan_windows(mapped: mmap.mmap, size: int, envelope: Any) -> tuple[array[int], list[Any], int] | None:
+def _scan_windows(mapped: FileView, size: int, envelope: Any) -> tuple[array[int], list[Any], int] | None:
     """Every newline-terminated line's length and envelope (the header's not decoded), and where the last ends."""
     lengths, heads = array("q"), list[Any]()
     end = 0

@@ -36,7 +36,19 @@ def cut(real):
         return real(*args, **kwargs)
     return wrapped
 
-if sys.argv[2] == "verify":
+if sys.argv[2] == "cut-below":  # another program cuts the file to half while a session reads it lazily
+    from sessiontree import SessionError
+    os.truncate(path, whole)  # no torn tail: the open indexes the file, and the next one reads through the index
+    Session(JsonlSessionStorage.open(path)).close()
+    opened = Session(JsonlSessionStorage.open(path))
+    last = opened.leaf_id  # known from the index: its line is not read yet
+    os.truncate(path, whole // 2)
+    try:
+        opened.get_entry(last)
+        print("read")
+    except SessionError as exc:
+        print("ok" if exc.code == "corrupt" and "cut short" in exc.message else exc)
+elif sys.argv[2] == "verify":
     verify_module.line_lengths = cut(verify_module.line_lengths)
     report = verify(path)
     print("ok" if report.ok else report.problems)
@@ -54,6 +66,16 @@ def test_a_torn_tail_cut_off_while_it_is_read_is_no_signal(tmp_path: Path, reade
     died of ``SIGBUS`` reading the mapped tail)."""
     support = str(Path(__file__).resolve().parents[1] / "support")
     done = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path / "s.jsonl"), reader], capture_output=True,
+                          text=True, timeout=120, env={"PYTHONPATH": support, "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.strip() == "ok", done.stdout
+
+
+def test_a_file_cut_below_its_whole_lines_under_a_reader_is_an_error(tmp_path: Path) -> None:
+    """Another program cuts the file to half while a session reads its lines lazily: ``corrupt`` "cut short", not a
+    signal (before: ``SIGBUS``)."""
+    support = str(Path(__file__).resolve().parents[1] / "support")
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path / "s.jsonl"), "cut-below"], capture_output=True,
                           text=True, timeout=120, env={"PYTHONPATH": support, "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert done.stdout.strip() == "ok", done.stdout
