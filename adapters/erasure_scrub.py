@@ -38,7 +38,7 @@ def _folder(session_file: Path) -> None:
         index.refresh()  # the rewritten file is read again: its summary no longer quotes the erased line
     search, _ = index_path(str(root))
     if search is not None and os.path.exists(search):
-        folder = JsonlSearch(root, watch=False)
+        folder = JsonlSearch(root)
         try:
             folder.refresh()  # the erased entry's rows and terms are deleted (search_sqlite.py: secure delete)
         finally:
