@@ -12,24 +12,29 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
+from array import array
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+import msgspec
 from eventsourcing.popo import POPOAggregateRecorder
 
+from sessiontree.adapters import jsontext
 from sessiontree.adapters.blob_stores import FOLDER, FolderBlobs, folder_for
 from sessiontree.adapters.blobs import check_ref, refs
+from sessiontree.adapters.chain import strip as strip_chain
 from sessiontree.adapters.checkpoints import SIDECAR_SUFFIX
 from sessiontree.adapters.files import GZIP_MAGIC as GZIP_MAGIC  # both live in files.py: a reader need not import this
 from sessiontree.adapters.files import fsync_dir, make_private_dirs, open_regular
 from sessiontree.adapters.files import is_archive as is_archive
-from sessiontree.adapters.jsonl_scan import read_header
+from sessiontree.adapters.jsonl_scan import envelope_decoder, is_pi_header, read_header
 from sessiontree.adapters.recorder import RecorderSessionStorage
 from sessiontree.domain.errors import SessionError
 
 ARCHIVE_SUFFIX = ".jsonl.gz"
 MAX_EXPANDED = 4 << 30  # an archive that expands past this is refused (a decompression bomb, not a session)
+CHUNK = 1 << 20  # bytes expanded at a time (each line is checked as it comes out)
 
 
 def archive_name(session_id: str) -> str:
@@ -40,16 +45,110 @@ def expand(data: bytes, path: Any) -> bytes:
     """The log inside an archive's bytes; ``data`` itself when it is not compressed (a plain session file)."""
     if not data.startswith(GZIP_MAGIC):
         return data
+    log, _ = expand_lines(data, path)
+    return log
+
+
+def expand_lines(data: bytes, path: Any) -> tuple[bytes, array[int]]:
+    """The log inside an archive's bytes and where each of its lines starts (then where the last ends, after its
+    newline; bytes after the last newline are a last line without one). Expanded a chunk at a time, every line
+    checked as it comes out (:class:`_Lines`): the first that cannot be a session's stops the expansion (``corrupt``
+    naming it), so a decompression bomb costs what its first bad line costs."""
     inflater = zlib.decompressobj(wbits=31)  # gzip framing
+    lines = _Lines(path)
+    pending = data
     try:
-        out = inflater.decompress(data, MAX_EXPANDED)
-        if inflater.unconsumed_tail:
-            raise SessionError("corrupt", f"the archive expands past {MAX_EXPANDED} bytes; it is not read", path=str(path))
-        if not inflater.eof:
-            raise SessionError("corrupt", "the archive is truncated (its compressed stream does not end)", path=str(path))
+        while not inflater.eof:
+            room, before = MAX_EXPANDED - lines.size, len(pending)
+            chunk = inflater.decompress(pending, min(CHUNK, room + 1))
+            pending = inflater.unconsumed_tail
+            if len(chunk) > room:
+                raise SessionError("corrupt", f"the archive expands past {MAX_EXPANDED} bytes; it is not read",
+                                   path=str(path))
+            if not chunk and (not pending or len(pending) == before):  # no input left, or none it can use
+                raise SessionError("corrupt", "the archive is truncated (its compressed stream does not end)",
+                                   path=str(path))
+            lines.take(chunk)
     except zlib.error as exc:
         raise SessionError("corrupt", f"the archive cannot be decompressed ({exc})", path=str(path)) from None
-    return out
+    return lines.done()
+
+
+class _Lines:
+    """The lines of an archive as they are expanded, each checked when its newline arrives: within the line limit, a
+    session header first, then entry lines (a JSON object with a string ``type``, and ``id`` and parent where the
+    dialect has them) whose ids are unique. Anything else is ``corrupt`` naming the line ("not read further")."""
+
+    def __init__(self, path: Any) -> None:
+        self.path = path
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.offsets = array("q", [0])
+        self.ids: set[str] = set()
+        self.envelope: Any = None  # the decoder of an entry line's envelope, known from the header
+        self.partial: list[bytes] = []  # the bytes of the line not yet ended
+
+    def take(self, chunk: bytes) -> None:
+        start = 0
+        while (cut := chunk.find(b"\n", start)) >= 0:
+            piece = chunk[start:cut]
+            line = b"".join((*self.partial, piece)) if self.partial else piece
+            self.partial = []
+            self._check(line)
+            self.offsets.append(self.offsets[-1] + len(line) + 1)
+            start = cut + 1
+        if start < len(chunk):
+            self.partial.append(chunk[start:])
+            if sum(map(len, self.partial)) > jsontext.MAX_LINE_BYTES:
+                self._refuse(f"line of more than {jsontext.MAX_LINE_BYTES} bytes is over the line limit")
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+
+    def done(self) -> tuple[bytes, array[int]]:
+        if self.partial:  # a last line without a newline: checked as whole lines are
+            self._check(b"".join(self.partial))
+        log = b"".join(self.chunks)
+        self.chunks = []
+        return log, self.offsets
+
+    def _check(self, line: bytes) -> None:
+        number = len(self.offsets)
+        if len(line) > jsontext.MAX_LINE_BYTES:
+            self._refuse(f"line of {len(line)} bytes is over the {jsontext.MAX_LINE_BYTES}-byte line limit")
+        if number == 1:
+            self._header(line)
+            return
+        try:
+            head = self.envelope(line)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            self._refuse(f"is not an entry line ({exc})")
+        entry_id = getattr(head, "id", None)
+        if head.type == "session" or entry_id in self.ids:
+            self._refuse("is a second header" if head.type == "session" else f"repeats entry id {entry_id!r}")
+        if entry_id is not None:
+            self.ids.add(entry_id)
+
+    def _header(self, line: bytes) -> None:
+        try:
+            header = jsontext.parse(strip_chain(line))
+        except (ValueError, RecursionError) as exc:
+            self._refuse(f"is not a session header ({exc})")
+        if not isinstance(header, dict) or header.get("type") != "session":
+            self._refuse("is not a session header (type 'session')")
+        if not is_pi_header(header):
+            self.envelope = envelope_decoder("parent_id").decode
+        elif isinstance(header.get("version"), int) and header["version"] >= 3:
+            self.envelope = envelope_decoder("parentId").decode
+        else:  # pi's versions 1 and 2 have no ids: their migration gives them some (pi_migrate.py)
+            self.envelope = _KIND.decode
+
+    def _refuse(self, why: str) -> NoReturn:
+        number = len(self.offsets)
+        raise SessionError("corrupt", f"line {number} of the archive {why}: it is damaged, or not a session's log (a "
+                           "decompression bomb); it is not read further", path=str(self.path), line=number)
+
+
+_KIND = msgspec.json.Decoder(msgspec.defstruct("Kind", [("type", str)]))
 
 
 def read_archive(path: str | os.PathLike[str]) -> list[bytes]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from sessiontree.adapters import leftovers
 from sessiontree.adapters.blobs import DEFAULT_THRESHOLD
-from sessiontree.adapters.files import fsync_dir, make_private_dirs
+from sessiontree.adapters.files import make_private_dirs
 from sessiontree.domain.errors import SessionError
 
 STALE_AFTER = 60.0  # seconds a dead writer's temporary file is left before a blob write removes it (leftovers.py)
@@ -116,7 +116,9 @@ class BlobStore(ABC):
 class FolderBlobs(BlobStore):
     """Blobs as files ``<folder>/sha256/<2 hex>/<62 hex>`` (0600, folders 0700), each written to a temporary name and
     renamed, so a reader never sees half of one; with ``durability="fsync"`` each is on the disk before the line that
-    refers to it is written."""
+    refers to it is written. Every level below the repository's folder (``.blobs``, ``sha256``, ``<2 hex>``, the
+    file) is opened through its parent's descriptor without following a link: a link at any of them is a
+    ``SessionError('storage')`` naming it, so no content is written, read or deleted outside the repository."""
 
     def __init__(self, folder: str | os.PathLike[str], *, durability: str = "flush", threshold: Any = DEFAULT):
         super().__init__(threshold)
@@ -127,23 +129,98 @@ class FolderBlobs(BlobStore):
     def path(self, digest: str) -> Path:
         return self.folder / "sha256" / digest[:2] / digest[2:]
 
+    def _open_folder(self, *names: str, create: bool) -> int | None:
+        """A descriptor on ``<folder>/<names...>``, every level from ``.blobs`` down opened without following a link
+        (made 0700 where missing, with ``create``); None where one is missing (without ``create``)."""
+        try:
+            if create:
+                make_private_dirs(self.folder.parent)
+            fd = os.open(self.folder.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise self._error("open", exc) from exc
+        where = self.folder.parent
+        try:
+            for name in (self.folder.name, *names):
+                where = where / name
+                parent, fd = fd, -1  # closed by the step
+                fd = self._step(parent, name, where, create)
+                if fd < 0:
+                    return None
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            raise
+        return fd
+
+    def _step(self, parent: int, name: str, where: Path, create: bool) -> int:
+        """The folder ``name`` in ``parent`` (closed here), opened without following a link; -1 if it is missing."""
+        try:
+            made = False
+            while True:
+                try:
+                    return _fchmod_if(os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                              dir_fd=parent), made)
+                except FileNotFoundError:
+                    if not create:
+                        return -1
+                try:
+                    os.mkdir(name, 0o700, dir_fd=parent)
+                    made = True
+                    if self.fsync:
+                        os.fsync(parent)
+                except FileExistsError:
+                    pass  # made meanwhile by another writer
+        except OSError as exc:
+            raise self._not_ours(parent, name, where, exc) from None
+        finally:
+            os.close(parent)
+
+    def _not_ours(self, parent: int, name: str, where: Path, exc: OSError) -> SessionError:
+        """The error for a level that could not be opened: a link or something else than a folder named as such."""
+        try:
+            mode = os.lstat(name, dir_fd=parent).st_mode
+        except OSError:
+            mode = 0
+        inside = where.relative_to(self.folder.parent)
+        if stat.S_ISLNK(mode):
+            return SessionError("storage", f"{inside} is a symbolic link: a repository's blob folder holds only its own "
+                                "folders and files, never a link out of it; remove the link", path=str(where))
+        if mode and not stat.S_ISDIR(mode):
+            return SessionError("storage", f"{inside} is not a folder: the blob folder cannot be used; remove it",
+                                path=str(where))
+        return self._error("open", exc)
+
+    @contextmanager
+    def _within(self, digest: str, *, create: bool) -> Iterator[int | None]:
+        """The descriptor of the folder that holds ``digest`` (None: missing, without ``create``)."""
+        fd = self._open_folder("sha256", digest[:2], create=create)
+        try:
+            yield fd
+        finally:
+            if fd is not None:
+                os.close(fd)
+
     @contextmanager
     def _locked(self, mode: int, *, create: bool = True) -> Iterator[None]:
         """The folder's lock file, shared by writers and exclusive while blobs are collected (across processes);
-        ``create=False``: only if the file is there (else nothing is locked)."""
+        ``create=False``: only if the file is there (else nothing is locked). Opened through the folder's descriptor,
+        never through a link."""
+        folder = self._open_folder(create=create)
+        if folder is None:  # no folder yet (and none made): nothing to lock
+            yield
+            return
         try:
-            if not create:
-                fd = os.open(self.folder / "lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-            else:
-                make_private_dirs(self.folder)
-                fd = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+            fd = os.open("lock", flags, 0o600, dir_fd=folder)
         except FileNotFoundError:
-            if create:
-                raise self._error("lock", FileNotFoundError(2, "the blob folder vanished")) from None
             yield
             return
         except OSError as exc:
             raise self._error("lock", exc) from exc
+        finally:
+            os.close(folder)
         try:
             fcntl.flock(fd, mode)
             yield
@@ -185,43 +262,43 @@ class FolderBlobs(BlobStore):
         return gone
 
     def _put(self, digest: str, data: bytes) -> None:
-        path = self.path(digest)
-        try:
-            held = os.lstat(path)
-            # held already (a damaged one, of any size, is written again: these bytes are the content's own)
-            if stat.S_ISREG(held.st_mode) and held.st_size == len(data) and self._holds(digest, data):
-                if self.fsync:  # perhaps written by a writer that does not sync: on the disk now
-                    _sync_file(path)
-                return
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise self._error("read", exc) from exc
-        try:
-            new_folders = [p for p in (self.folder, path.parent.parent, path.parent) if not p.exists()]
-            make_private_dirs(path.parent)
+        name = digest[2:]
+        with self._within(digest, create=True) as folder:
+            assert folder is not None
             # what dead writers left in this folder (it holds content a crash cut off), once it is surely theirs
-            leftovers.remove(leftovers.stale(leftovers.blob_temps_in(path.parent), STALE_AFTER))
-            temp = path.with_name(f".{digest[2:10]}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            leftovers.remove(leftovers.stale(leftovers.blob_temps_in(self.path(digest).parent), STALE_AFTER))
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                if self.fsync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temp, path)
-            if self.fsync:  # the file's name, and the names of the folders made for it, on the disk too
-                for folder in dict.fromkeys([path.parent, *(made.parent for made in reversed(new_folders))]):
-                    fsync_dir(folder)
-        except OSError as exc:
-            try:
-                os.unlink(temp)
-            except (OSError, UnboundLocalError):
+                held = os.lstat(name, dir_fd=folder)
+                # held already (a damaged one, of any size, is written again: these bytes are the content's own)
+                if stat.S_ISREG(held.st_mode) and held.st_size == len(data) and self._holds(digest, data):
+                    if self.fsync:  # perhaps written by a writer that does not sync: on the disk now
+                        _sync_file(name, folder)
+                    return
+            except FileNotFoundError:
                 pass
-            raise self._error("write", exc) from exc
+            except OSError as exc:
+                raise self._error("read", exc) from exc
+            temp = f".{digest[2:10]}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+            try:
+                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                             dir_fd=folder)
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view):]
+                    if self.fsync:
+                        os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
+                if self.fsync:  # the file's name on the disk too (the folders made for it were synced as made)
+                    os.fsync(folder)
+            except OSError as exc:
+                try:
+                    os.unlink(temp, dir_fd=folder)
+                except OSError:
+                    pass
+                raise self._error("write", exc) from exc
 
     def _holds(self, digest: str, data: bytes) -> bool:
         """Is the held blob ``data``? Anything unreadable in its place (swapped for a link or a FIFO meanwhile, not
@@ -233,12 +310,15 @@ class FolderBlobs(BlobStore):
 
     def get(self, digest: str, size: int | None = None) -> bytes | None:
         path = self.path(digest)
-        try:  # never a link, and never blocking on a FIFO put in its place
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise self._error("read", exc) from exc
+        with self._within(digest, create=False) as folder:
+            if folder is None:
+                return None
+            try:  # never a link, and never blocking on a FIFO put in its place
+                fd = os.open(digest[2:], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                raise self._error("read", exc) from exc
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise SessionError("corrupt", f"content {digest[:12]} in {self.location} is not a regular file",
@@ -251,32 +331,74 @@ class FolderBlobs(BlobStore):
             os.close(fd)
 
     def delete(self, digest: str) -> None:
-        try:
-            os.unlink(self.path(digest))
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise self._error("delete", exc) from exc
+        with self._within(digest, create=False) as folder:
+            if folder is None:
+                return
+            try:
+                os.unlink(digest[2:], dir_fd=folder)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise self._error("delete", exc) from exc
 
     def digests(self) -> Iterator[str]:
-        root = self.folder / "sha256"
-        try:
-            parts = sorted(os.scandir(root), key=lambda e: e.name)
-        except FileNotFoundError:
+        root = self._open_folder("sha256", create=False)
+        if root is None:
             return
+        try:
+            with os.scandir(root) as found:
+                parts = sorted(e.name for e in found if len(e.name) == 2 and e.is_dir(follow_symlinks=False))
+        finally:
+            os.close(root)
         for part in parts:
-            if len(part.name) == 2 and part.is_dir(follow_symlinks=False):
-                for entry in sorted(os.scandir(part.path), key=lambda e: e.name):
-                    if len(entry.name) == 62 and not entry.name.startswith("."):
-                        yield part.name + entry.name
+            folder = self._open_folder("sha256", part, create=False)
+            if folder is None:
+                continue
+            try:
+                with os.scandir(folder) as found:
+                    names = sorted(e.name for e in found if len(e.name) == 62 and not e.name.startswith("."))
+            finally:
+                os.close(folder)
+            yield from (part + name for name in names)
+
+    def links(self) -> list[SessionError]:
+        """What makes the folder unusable: a link (or a file) in place of ``.blobs``, ``sha256`` or a ``<2 hex>``
+        folder, each as the error a put there would raise (``verify`` reports them)."""
+        try:
+            root = self._open_folder("sha256", create=False)
+        except SessionError as exc:
+            return [exc]
+        if root is None:
+            return []
+        try:
+            with os.scandir(root) as found:
+                parts = sorted(e.name for e in found if not e.is_dir(follow_symlinks=False))
+        finally:
+            os.close(root)
+        out = []
+        for part in parts:
+            try:
+                folder = self._open_folder("sha256", part, create=False)
+            except SessionError as exc:
+                out.append(exc)
+            else:
+                if folder is not None:
+                    os.close(folder)
+        return out
 
     def _error(self, what: str, exc: OSError) -> SessionError:
         return SessionError("storage", f"cannot {what} content in the blob folder: {exc.strerror or exc}",
                             path=str(self.folder))
 
 
-def _sync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+def _fchmod_if(fd: int, made: bool) -> int:
+    if made:  # the umask may have taken bits away
+        os.fchmod(fd, 0o700)
+    return fd
+
+
+def _sync_file(name: str, folder: int) -> None:
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
     try:
         os.fsync(fd)
     finally:

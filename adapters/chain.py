@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from sessiontree.adapters.jsontext import loads
 from sessiontree.domain.erasure import RECORD_TYPE, STUB_KEY
 
 CHAIN_KEY = "chain"
@@ -221,7 +222,7 @@ _STUB_TAG = b'"' + STUB_KEY.encode() + b'":true'
 
 def _object(canonical: bytes) -> dict[str, Any]:
     try:
-        obj = orjson.loads(canonical)
+        obj = loads(canonical)
     except (orjson.JSONDecodeError, RecursionError):
         return {}
     return obj if isinstance(obj, dict) else {}
@@ -250,7 +251,7 @@ def _has_chain_key(line: bytes) -> bool:  # a top-level chain field at all, well
     if b'"' + CHAIN_KEY.encode() + b'"' not in line:
         return False
     try:
-        obj = orjson.loads(line)
+        obj = loads(line)
     except (orjson.JSONDecodeError, RecursionError):
         return False
     return isinstance(obj, dict) and CHAIN_KEY in obj

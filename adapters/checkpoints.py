@@ -20,6 +20,7 @@ import attrs
 import orjson
 
 from sessiontree.adapters.files import open_regular
+from sessiontree.adapters.jsontext import loads
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.ids import now_iso
 
@@ -79,7 +80,7 @@ class Checkpoint:
     @classmethod
     def from_json(cls, text: str | bytes) -> Checkpoint:
         try:
-            return cls.from_dict(orjson.loads(text))
+            return cls.from_dict(loads(text))
         except orjson.JSONDecodeError as exc:
             raise SessionError("corrupt", f"checkpoint is not valid JSON ({exc})") from None
 

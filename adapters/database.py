@@ -25,6 +25,7 @@ from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEv
 from sessiontree.adapters import database_index as db_index
 from sessiontree.adapters.blob_tables import TableBlobs
 from sessiontree.adapters.files import make_private_dirs
+from sessiontree.adapters.jsontext import loads
 from sessiontree.adapters.recorder import RecorderSessionStorage
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.adapters.store import SessionInfo, SessionStore, check_session_id, forget_popo_events
@@ -308,7 +309,7 @@ def _private_file(path: str) -> None:
 
 def _parse(state: bytes) -> Any:
     try:
-        return orjson.loads(state)
+        return loads(state)
     except orjson.JSONDecodeError:
         return None
 

@@ -20,6 +20,7 @@ from eventsourcing.sqlite import SQLiteTrackingRecorder
 
 from sessiontree.adapters.codec import native_codec
 from sessiontree.adapters.index import Summary, fold_lines
+from sessiontree.adapters.jsontext import loads
 from sessiontree.adapters.recorder import SessionMapper
 
 DELETIONS_STREAM = "~deletions"
@@ -43,7 +44,7 @@ class DatabaseMapper(SessionMapper):
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         if stored_event.topic == DELETED_TOPIC:
-            data = orjson.loads(stored_event.state)
+            data = loads(stored_event.state)
             return DeletionMarker(str(stored_event.originator_id), stored_event.originator_version, data["id"])
         return super().to_domain_event(stored_event)
 

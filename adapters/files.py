@@ -15,6 +15,8 @@ from pathlib import Path
 
 import orjson
 
+from sessiontree.adapters.jsontext import loads
+
 GZIP_MAGIC = b"\x1f\x8b"  # how a pruned session's archive starts (adapters/archive.py)
 
 
@@ -99,7 +101,7 @@ def is_whole_line(tail: bytes) -> bool:
     if not (tail.startswith(b"{") and tail.rstrip().endswith(b"}")):
         return False
     try:
-        return isinstance(orjson.loads(tail), dict)
+        return isinstance(loads(tail), dict)
     except orjson.JSONDecodeError:
         return False
 

@@ -19,6 +19,7 @@ import orjson
 from sessiontree.adapters.cache_files import cache_file
 from sessiontree.adapters.cache_files import private_parent as private_parent  # its callers' name here too
 from sessiontree.adapters.files import open_regular
+from sessiontree.adapters.jsontext import loads
 
 MARKER = ".sessiontree-repository"
 MARKER_TEXT = b"This folder is a sessiontree repository: sessiontree created it, or adopted it holding only its own sessions.\n"
@@ -88,7 +89,7 @@ def _is_pi_log(path: str) -> bool:
     if not newline and len(head) == HEADER_LIMIT:
         return _SESSION_HEADER.match(first) is not None
     try:
-        header = orjson.loads(first)
+        header = loads(first)
     except orjson.JSONDecodeError:
         return False
     return isinstance(header, dict) and header.get("type") == "session" and "parent_session" not in header

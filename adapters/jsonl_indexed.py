@@ -10,7 +10,6 @@ written afresh.
 
 from __future__ import annotations
 
-import mmap
 import os
 from array import array
 from collections.abc import Sequence
@@ -25,7 +24,7 @@ from sessiontree.adapters.jsonl_index import SidecarIndex, line_digest, offsets_
 from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsonl_scan import Envelopes, envelope_decoder, envelopes_of, utf8
 from sessiontree.adapters.jsontext import parse
-from sessiontree.adapters.mapped import MappedLines, map_file, windows
+from sessiontree.adapters.mapped import FileView, MappedLines, map_file, whole_lines_end, windows
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.log import EntryLog
 
@@ -63,16 +62,18 @@ def scan_mapped(storage: JsonlSessionStorage) -> tuple[MappedLines, LineLoader, 
     their loader and their envelopes checked in bulk; None at anything a bulk check does not pass."""
     file = storage._file
     size = os.fstat(file.fd).st_size
-    if not size:
+    lines_end = whole_lines_end(file.fd, size)  # mapped no further: a torn tail is read plainly (a writer may cut it off)
+    if not lines_end:
         return None
-    mapped = map_file(file.fd, file.path, size)
+    mapped = map_file(file.fd, file.path, lines_end)
     if mapped is None:
         return None
-    scanned = _scan_windows(mapped, size, envelope_decoder(storage.codec.dialect.parent_key).decode)
+    scanned = _scan_windows(mapped, lines_end, envelope_decoder(storage.codec.dialect.parent_key).decode)
     if scanned is None:
         return None
     lengths, heads, end = scanned
-    tail = mapped[end:size]
+    tail = os.pread(file.fd, max(0, size - end), end)
+    size = end + len(tail)
     whole = bool(tail) and is_whole_line(tail)
     try:
         if whole:
@@ -92,7 +93,7 @@ def scan_mapped(storage: JsonlSessionStorage) -> tuple[MappedLines, LineLoader, 
     return lines, storage._loader(lines), found
 
 
-def _scan_windows(mapped: mmap.mmap, size: int, envelope: Any) -> tuple[array[int], list[Any], int] | None:
+def _scan_windows(mapped: FileView, size: int, envelope: Any) -> tuple[array[int], list[Any], int] | None:
     """Every newline-terminated line's length and envelope (the header's not decoded), and where the last ends."""
     lengths, heads = array("q"), list[Any]()
     end = 0
@@ -147,6 +148,8 @@ def _from_index(storage: JsonlSessionStorage, index: SidecarIndex, where: str) -
         return None
     loader = storage._loader(lines)
     loader.expected = found.ids
+    types, ids, parents = found.types, found.ids, found.parents
+    loader.expected_heads = lambda pos: (types[pos], ids[parents[pos]] if parents[pos] >= 0 else orphans.get(pos))
     if not storage._restore(lines, index.markers, loader):
         return None
     if file.torn:  # warned of only now: a failed extension scans the file again, which warns

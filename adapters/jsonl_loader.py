@@ -39,6 +39,7 @@ class LineLoader:
         self.decoded: dict[int, Entry] = {}  # entries decoded before the log asked (leaf markers, migrations)
         self.held = len(lines) - 1  # the entries it can give back (the storage adds the lines it appends)
         self.expected: Sequence[str] | None = None  # the ids an index says the lines hold: checked as each is decoded
+        self.expected_heads: Any = None  # what the index says of each (``EntryLog.heads``-like): checked too
 
     def warn_at(self, version: int, message: str) -> None:
         self.warn(f"{self.path}:{version}: {message}")
@@ -70,8 +71,24 @@ class LineLoader:
                 lines[pos + 1] = None
                 if pos < known and entry.id != expected[pos]:
                     raise self.moved(version, entry.id)
+                if pos < known and self.expected_heads is not None:
+                    self._check_head(pos, entry)
             out.append(entry)
         return out
+
+    def _check_head(self, pos: int, entry: Entry) -> None:
+        """The index is a cache, never a source: an entry whose type or parent is not what the index said (a forged
+        or damaged index, re-sealed) is ``corrupt``, and the index is dropped."""
+        kind, parent = self.expected_heads(pos)
+        if entry.type != kind or entry.parent_id != parent:
+            from sessiontree.adapters.jsonl_index import remove
+
+            remove(self.path)
+            said, found = (f"type {kind!r}", f"type {entry.type!r}") if entry.type != kind else (
+                f"parent {parent!r}", f"parent {entry.parent_id!r}")
+            raise SessionError("corrupt", f"session {self.session_id}: line {pos + 2} holds entry {entry.id!r} of {found}, "
+                               f"but the sidecar index said {said}: the index does not match the file (damaged or "
+                               "forged); it was removed: open the session again", path=str(self.path), line=pos + 2)
 
     def moved(self, version: int, found: str) -> SessionError:
         """The file no longer says what its index did (rewritten in place since): the index is dropped."""

@@ -19,11 +19,30 @@ _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 def parse(line: bytes | str) -> Any:
     """One JSON value, integers of any size kept exact (orjson reads those above 64 bits as
-    floats); ``ValueError`` (``msgspec.DecodeError``) or ``RecursionError`` if it is not JSON."""
+    floats); ``ValueError`` (``msgspec.DecodeError``) or ``RecursionError`` if it is not JSON, or
+    if it holds more than ``MAX_VALUES`` keys and items (never parsed then)."""
+    if len(line) > MAX_VALUES and (problem := too_many_values(line)) is not None:
+        raise msgspec.DecodeError(problem)
     return _parse(line)
 
 
 _parse = msgspec.json.Decoder().decode
+
+
+def loads(line: bytes | str) -> Any:
+    """``orjson.loads`` within the same bound as :func:`parse`: every line read from a log, an archive or a row is
+    parsed by one of the two (``orjson.JSONDecodeError`` for a line of too many values, never parsed)."""
+    if len(line) > MAX_VALUES and (problem := too_many_values(line)) is not None:
+        raise orjson.JSONDecodeError(problem, "", 0)
+    return orjson.loads(line)
+
+
+def too_many_values(line: bytes | str) -> str | None:
+    """The problem of a line holding more than ``MAX_VALUES`` keys and items, or None."""
+    data = line.encode() if isinstance(line, str) else bytes(line)
+    if len(data) > MAX_VALUES and _values(data) > MAX_VALUES:
+        return f"line holds more than {MAX_VALUES:,} keys and items (the limit that bounds a parse)"
+    return None
 
 
 def line_problem(line: bytes, *, duplicates: bool = True) -> str | None:
@@ -31,8 +50,8 @@ def line_problem(line: bytes, *, duplicates: bool = True) -> str | None:
     items, or (``duplicates``) a key twice in one object (parsers disagree on which value counts)."""
     if len(line) > MAX_LINE_BYTES:
         return f"line of {len(line)} bytes is over the {MAX_LINE_BYTES}-byte line limit"
-    if len(line) > MAX_VALUES and _values(line) > MAX_VALUES:
-        return f"line holds more than {MAX_VALUES:,} keys and items (the limit that bounds a parse)"
+    if (problem := too_many_values(line)) is not None:
+        return problem
     if duplicates:
         key = duplicate_key(line)
         if key is not None:
@@ -53,7 +72,10 @@ def _values(line: bytes) -> int:
 
 
 def duplicate_key(line: bytes) -> str | None:
-    """A key that appears twice in one object of the JSON line, or None (also for lines that are not JSON)."""
+    """A key that appears twice in one object of the JSON line, or None (also for lines that are not JSON, or
+    that hold too many values to be parsed)."""
+    if too_many_values(line) is not None:
+        return None
     try:  # the common case in one C pass: a line that re-encodes as itself has no repeats
         if orjson.dumps(orjson.loads(line)) == line:
             return None

@@ -75,9 +75,19 @@ def rewrites(session_file: Path) -> list[Leftover]:
     return sorted(_regular((session_file.parent / n for n in names if n.endswith(REWRITE_SUFFIX)), _rewrite_pid))
 
 
+def _real_folders(*folders: Path) -> bool:
+    """Is each of ``folders`` a folder, not a link to one (a sweep never follows a link out of the repository)?"""
+    try:
+        return all(stat.S_ISDIR(os.lstat(folder).st_mode) for folder in folders)
+    except OSError:
+        return False
+
+
 def blob_temps(folder: Path) -> list[Leftover]:
     """The temporary files of blob writes under a blob folder (``<folder>/sha256/xx/.*.tmp``)."""
     found: list[Leftover] = []
+    if not _real_folders(folder, folder / "sha256"):
+        return found
     try:
         parts = [e for e in os.scandir(folder / "sha256") if len(e.name) == 2 and e.is_dir(follow_symlinks=False)]
     except OSError:
@@ -89,6 +99,8 @@ def blob_temps(folder: Path) -> list[Leftover]:
 
 def blob_temps_in(part: Path) -> list[Leftover]:
     """The temporary files of blob writes in one ``sha256/xx`` folder."""
+    if not _real_folders(part.parent.parent, part.parent, part):
+        return []
     try:
         names = [e.name for e in os.scandir(part) if e.name.startswith(".") and e.name.endswith(TEMP_SUFFIX)]
     except OSError:

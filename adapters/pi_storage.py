@@ -87,7 +87,10 @@ class PiSessionStorage(JsonlSessionStorage):
     def _restore(self, lines: Any, markers: list[int], loader: LineLoader) -> bool:
         """Decode the leaf markers an index names (the log's envelopes already read them as ``leaf`` entries)."""
         for pos in markers:
-            loader.decoded[pos] = self._decode(self._parse(lines, pos + 2), pos + 2, marker=True)
+            obj = self._parse(lines, pos + 2)
+            if not PiCodec.is_leaf_marker(obj):  # an index that names another line a marker: not used
+                return False
+            loader.decoded[pos] = self._decode(obj, pos + 2, marker=True)
         return True
 
     def _extension_ok(self, lines: Any, found: Envelopes, start: int) -> bool:

@@ -23,6 +23,7 @@ from eventsourcing.persistence import (
 from sessiontree.adapters import chain
 from sessiontree.adapters.blob_tables import TableBlobs, blobs_of
 from sessiontree.adapters.codec import Codec, native_codec
+from sessiontree.adapters.jsontext import loads, too_many_values
 from sessiontree.adapters.line_replace import sealed_stub
 from sessiontree.adapters.row_replace import erasures, replace_recorded
 from sessiontree.adapters.storage import SessionStorage
@@ -52,9 +53,11 @@ class SessionMapper(Mapper[str]):
 
 
 def stored_event(originator_id: str, version: int, line: bytes) -> StoredEvent:
-    """The stored event holding ``line`` (its topic names the line's type)."""
+    """The stored event holding ``line`` (its topic names the line's type); a line no reader would parse is refused."""
+    if (problem := too_many_values(line)) is not None:
+        raise SessionError("invalid_entry", f"the entry's {problem}: no reader would parse it, so it is not stored")
     try:
-        kind = orjson.loads(line).get("type")
+        kind = loads(line).get("type")
     except (orjson.JSONDecodeError, AttributeError):
         kind = None
     if not isinstance(kind, str):

@@ -28,6 +28,7 @@ from sessiontree.adapters.checkpoints import sidecar
 from sessiontree.adapters.database import DatabaseStore
 from sessiontree.adapters.files import open_regular
 from sessiontree.adapters.jsonl_repo import JsonlStore
+from sessiontree.adapters.jsontext import loads
 from sessiontree.adapters.pi import is_pi_header
 from sessiontree.adapters.retention_db import delete_rows
 from sessiontree.adapters.storage import SessionStorage
@@ -71,7 +72,7 @@ def survey(store: SessionStore, session_id: str) -> Survey:
 
 def _is_pi(header_line: bytes) -> bool:
     try:
-        header = orjson.loads(header_line)
+        header = loads(header_line)
     except orjson.JSONDecodeError:
         return False
     return isinstance(header, dict) and is_pi_header(header)
@@ -96,7 +97,7 @@ def _labelled(lines: Sequence[bytes]) -> bool:
         if b'"label"' not in line:
             continue  # cheap: most lines are not label entries
         try:
-            data = orjson.loads(line)
+            data = loads(line)
         except orjson.JSONDecodeError:
             continue
         if isinstance(data, dict) and data.get("type") == "label":

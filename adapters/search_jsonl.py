@@ -22,8 +22,8 @@ from sessiontree.adapters.blob_stores import folder_for
 from sessiontree.adapters.cache_files import cache_file
 from sessiontree.adapters.files import open_regular, read_lines
 from sessiontree.adapters.search_sqlite import SqliteSearchIndex
-from sessiontree.adapters.search_state import Change, Filters, Hit, SourceState
-from sessiontree.adapters.search_text import Row, entry_row, erased_id, same_place, with_text, without_erased
+from sessiontree.adapters.search_state import Change, Filters, Hit, SourceState, checked
+from sessiontree.adapters.search_text import Row, backs, entry_row, erased_id, same_place, with_text, without_erased
 
 INDEX_FILE = ".sessiontree-search.sqlite"
 
@@ -71,7 +71,7 @@ def _read(
                 return _not_session(name, stamp)
             state = SourceState(data["id"], cwd=_cwd(data.get("cwd")))
             continue
-        row = entry_row(seq, with_text(data, line, blobs))
+        row = entry_row(seq, with_text(data, line, blobs), end - len(line) - 1 if line is not None else -1)
         if row is not None:
             rows.append(row)
         if (target := erased_id(data)) is not None:
@@ -96,7 +96,7 @@ def _parse(line: bytes | None) -> object:
     if line is None:
         return None
     try:
-        return orjson.loads(line)
+        return jsontext.loads(line)  # never a line of too many values
     except orjson.JSONDecodeError:
         return None  # a line that cannot be read is not searched (verify and open report it)
 
@@ -157,7 +157,26 @@ class JsonlSearch:
         if not os.path.isdir(self.root):
             return []  # no folder, no sessions: and no index made for it
         with self._lock:
-            return self.refresh().query(filters)
+            return checked(self.refresh().query, filters, self._holds)
+
+    def _holds(self, hit: Hit) -> bool:
+        """Does the file the hit names (one the folder has) hold its entry, at the line the index says?"""
+        if hit.source not in self._stamps or hit.at < 0:
+            return False
+        path = os.path.join(self.root, hit.source)
+        try:
+            fd = open_regular(path, follow=False)
+        except OSError:
+            return False
+        try:
+            if hit.at and os.pread(fd, 1, hit.at - 1) != b"\n":
+                return False
+            line = next(iter(read_lines(fd, hit.at, jsontext.MAX_LINE_BYTES)), (None, 0))[0]
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return line is not None and backs(hit, _parse(line), line, folder_for(path))
 
     def close(self) -> None:
         if self._index is not None:

@@ -127,7 +127,8 @@ class PostgresSearchIndex:
                                                           if change.state is not None])
 
     def query(self, filters: Filters) -> list[Hit]:
-        sql = ["SELECT e.source, s.session_id, e.entry_id, e.kind, e.ts, e.text, ts_rank(e.words, q), s.name, s.cwd, s.leaf "
+        sql = ["SELECT e.source, s.session_id, e.entry_id, e.kind, e.ts, e.text, ts_rank(e.words, q), s.name, s.cwd, s.leaf, "
+               "e.seq, -1 "
                "FROM {s}.{p}_entries e JOIN {s}.{p}_sources s ON s.source = e.source, CAST(%s AS tsquery) q "
                "WHERE e.words @@ q"]
         params: list[Any] = [tsquery(filters.query)]

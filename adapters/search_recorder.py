@@ -16,8 +16,9 @@ import attrs
 import orjson
 
 from sessiontree.adapters.blob_tables import blobs_of
-from sessiontree.adapters.search_state import Change, Filters, Hit, SearchIndex, SourceState
-from sessiontree.adapters.search_text import Row, entry_row, erased_id, same_place, with_text, without_erased
+from sessiontree.adapters.jsontext import loads
+from sessiontree.adapters.search_state import Change, Filters, Hit, SearchIndex, SourceState, checked
+from sessiontree.adapters.search_text import Row, backs, entry_row, erased_id, same_place, with_text, without_erased
 
 HIDDEN = "~"  # streams that are not sessions (``~deletions``) start with this
 
@@ -46,7 +47,7 @@ def session_versions(recorder: Any, module: str) -> dict[str, int]:
 
 def _line(stored: Any) -> Any:
     try:
-        return orjson.loads(bytes(stored.state))
+        return loads(bytes(stored.state))  # never a row of too many values
     except orjson.JSONDecodeError:
         return None
 
@@ -129,7 +130,12 @@ class RecorderSearch:
     def search(self, filters: Filters) -> list[Hit]:
         with self._lock:
             self.refresh()
-            return self.index.query(filters)
+            return checked(self.index.query, filters, self._holds)
+
+    def _holds(self, hit: Hit) -> bool:
+        """Does the session hold the hit's entry at the version the index says?"""
+        found = self.recorder.select_events(hit.session_id, gt=hit.seq - 1, lte=hit.seq)
+        return bool(found) and backs(hit, _line(found[0]), bytes(found[0].state), blobs_of(self.recorder))
 
     def close(self) -> None:
         self.index.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from sessiontree.adapters.files import make_private_dirs
 from sessiontree.adapters.search_state import FORMAT, Change, Filters, Hit, SourceState, branch_flags, rank
 from sessiontree.adapters.search_text import Query
+from sessiontree.domain.errors import SessionError
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -25,7 +27,7 @@ _TABLES = (
     "name TEXT, leaf TEXT, version INTEGER NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, "
     "ino INTEGER NOT NULL, offset INTEGER NOT NULL, last_id TEXT)",
     "CREATE TABLE IF NOT EXISTS search_entries (rowid INTEGER PRIMARY KEY, source TEXT NOT NULL, seq INTEGER NOT NULL, "
-    "entry_id TEXT NOT NULL, parent_id TEXT, kind TEXT NOT NULL, ts TEXT NOT NULL, text TEXT)",
+    "entry_id TEXT NOT NULL, parent_id TEXT, kind TEXT NOT NULL, ts TEXT NOT NULL, text TEXT, at INTEGER NOT NULL)",
     "CREATE INDEX IF NOT EXISTS search_entries_source ON search_entries (source, seq)",
     "CREATE TABLE IF NOT EXISTS search_generation (n INTEGER NOT NULL)",
     "INSERT INTO search_generation VALUES (0)",
@@ -53,6 +55,16 @@ def _private_file(path: str) -> None:
     make_private_dirs(Path(path).parent)
     with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+    for suffix in ("", "-wal", "-shm", "-journal"):  # SQLite opens these itself, following links
+        try:
+            mode = os.lstat(path + suffix).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            kind = ("a directory" if stat.S_ISDIR(mode) else "a symbolic link" if stat.S_ISLNK(mode)
+                    else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket")
+            raise SessionError("storage", f"the search index {path + suffix} is {kind}, not a regular file: remove it "
+                               "(the index is a cache, built again from the logs)", path=path + suffix)
 
 
 class SqliteSearchIndex:
@@ -175,8 +187,9 @@ class SqliteSearchIndex:
                 continue
             for row in change.rows:
                 cursor = c.execute(
-                    "INSERT INTO search_entries (source, seq, entry_id, parent_id, kind, ts, text) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (change.source, row.seq, row.entry_id, row.parent_id, row.kind, row.timestamp, row.text),
+                    "INSERT INTO search_entries (source, seq, entry_id, parent_id, kind, ts, text, at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (change.source, row.seq, row.entry_id, row.parent_id, row.kind, row.timestamp, row.text, row.at),
                 )
                 if row.text is not None:
                     c.execute("INSERT INTO search_fts (rowid, words) VALUES (?, ?)", (cursor.lastrowid, row.words))
@@ -190,7 +203,8 @@ class SqliteSearchIndex:
                 c.execute("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
 
     def query(self, filters: Filters) -> list[Hit]:
-        sql = ["SELECT e.source, s.session_id, e.entry_id, e.kind, e.ts, e.text, -bm25(search_fts), s.name, s.cwd, s.leaf "
+        sql = ["SELECT e.source, s.session_id, e.entry_id, e.kind, e.ts, e.text, -bm25(search_fts), s.name, s.cwd, s.leaf, "
+               "e.seq, e.at "
                "FROM search_fts JOIN search_entries e ON e.rowid = search_fts.rowid "
                "JOIN search_sources s ON s.source = e.source WHERE search_fts MATCH ?"]
         params: list[Any] = [fts_expression(filters.query)]

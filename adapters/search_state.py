@@ -8,14 +8,14 @@ changed; the indexes (``search_sqlite.py``, ``search_postgres.py``) store it and
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
 
 from sessiontree.adapters.search_text import Query, Row
 
-FORMAT = "2"  # the index's layout; an index of another format is rebuilt
+FORMAT = "3"  # the index's layout; an index of another format is rebuilt (3: each row says where its line starts)
 
 
 @attrs.frozen
@@ -84,6 +84,8 @@ class Hit:
     cwd: str
     on_active_branch: bool
     source: str
+    seq: int = 0  # the entry's line (version), and where the line starts in a file (-1: a database row)
+    at: int = -1
 
 
 class SearchIndex(Protocol):
@@ -97,6 +99,25 @@ class SearchIndex(Protocol):
     def close(self) -> None: ...
 
 
+def checked(query: Callable[[Filters], list[Hit]], filters: Filters, holds: Callable[[Hit], bool]) -> list[Hit]:
+    """The hits of ``filters`` whose entries the log holds as the index says (``holds``): the index is a cache, never
+    a source, so a hit the log does not back (a row planted in the index, or left behind) is dropped, and the index
+    asked for more in its place. Each hit costs one read of its line."""
+    limit, seen = filters.limit, dict[tuple[str, str, int], bool]()
+    while True:
+        hits = query(attrs.evolve(filters, limit=limit))
+        good = []
+        for hit in hits:
+            key = (hit.source, hit.entry_id, hit.seq)
+            if key not in seen:
+                seen[key] = holds(hit)
+            if seen[key]:
+                good.append(hit)
+        if len(good) >= filters.limit or len(hits) < limit:
+            return good[: filters.limit]
+        limit *= 2
+
+
 def on_branch(links: Mapping[str, str | None], leaf: str | None) -> set[str]:
     """The ids on the path from the root to ``leaf`` (``links``: each entry's parent)."""
     path: set[str] = set()
@@ -108,15 +129,15 @@ def on_branch(links: Mapping[str, str | None], leaf: str | None) -> set[str]:
 
 
 def branch_flags(rows: Sequence[Any], links: Iterable[tuple[str, str, str | None]]) -> list[Hit]:
-    """Hits from query rows (source, session id, entry id, kind, time, text, score, name, cwd, leaf), each flagged
+    """Hits from query rows (source, session id, entry id, kind, time, text, score, name, cwd, leaf, seq, at), each flagged
     on or off its session's active branch; ``links``: (source, entry id, parent id) of every entry of their sources."""
     parents: dict[str, dict[str, str | None]] = {}
     for source, entry_id, parent_id in links:
         parents.setdefault(source, {})[entry_id] = parent_id
     leaves = {row[0]: row[9] for row in rows}
     branches = {source: on_branch(parents.get(source, {}), leaf) for source, leaf in leaves.items()}
-    return [Hit(sid, entry_id, kind, ts, text, float(score), name, cwd, entry_id in branches[source], source)
-            for source, sid, entry_id, kind, ts, text, score, name, cwd, _leaf in rows]
+    return [Hit(sid, entry_id, kind, ts, text, float(score), name, cwd, entry_id in branches[source], source, seq, at)
+            for source, sid, entry_id, kind, ts, text, score, name, cwd, _leaf, seq, at in rows]
 
 
 def rank(hits: list[Any], limit: int) -> list[Any]:

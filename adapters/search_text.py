@@ -188,6 +188,7 @@ class Row:
     timestamp: str  # sortable: ``YYYY-MM-DDTHH:MM:SS.mmmZ``
     text: str | None
     leaf: str | None  # the leaf once this entry is appended
+    at: int = -1  # where its line starts in its file (-1: a row of a database, found by ``seq``)
 
     @property
     def words(self) -> str:
@@ -215,8 +216,9 @@ def with_text(data: Any, line: bytes | None, store: Any) -> Any:
     return data
 
 
-def entry_row(seq: int, data: Any) -> Row | None:
-    """The row of one entry line (parsed JSON, either dialect); None for a line that is not an entry."""
+def entry_row(seq: int, data: Any, at: int = -1) -> Row | None:
+    """The row of one entry line (parsed JSON, either dialect; ``at``: where the line starts in its file); None for a
+    line that is not an entry."""
     if not isinstance(data, Mapping):
         return None
     entry_id = data.get("id")
@@ -234,7 +236,19 @@ def entry_row(seq: int, data: Any) -> Row | None:
         parent = fro if isinstance(fro, str) else None
     found = entry_text(data)
     kind_text = found[0] if found else (kind if isinstance(kind, str) else "unknown")
-    return Row(seq, entry_id, parent, kind_text, sortable_time(data.get("timestamp")), found[1] if found else None, leaf)
+    return Row(seq, entry_id, parent, kind_text, sortable_time(data.get("timestamp")), found[1] if found else None, leaf,
+               at)
+
+
+def backs(hit: Any, data: Any, line: bytes, store: Any) -> bool:
+    """Does the entry line ``line`` (parsed: ``data``) back the search hit: the same entry, kind and text?"""
+    row = entry_row(hit.seq, with_text(data, line, store))
+    return (row is not None and row.entry_id == hit.entry_id and row.kind == hit.kind
+            and _shown(row.text) == _shown(hit.text))
+
+
+def _shown(text: str | None) -> str | None:
+    return text.replace("\x00", "\ufffd") if text else text  # as PostgreSQL keeps it (no NUL character)
 
 
 def erased_id(data: Any) -> str | None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sessiontree.adapters import leftovers
-from sessiontree.adapters.archive import GZIP_MAGIC, expand
+from sessiontree.adapters.archive import GZIP_MAGIC, expand_lines
 from sessiontree.adapters.blob_check import BlobCheck
 from sessiontree.adapters.blob_stores import folder_for
 from sessiontree.adapters.chain import check_chain
@@ -26,11 +26,12 @@ from sessiontree.adapters.jsonl_index import offsets_from_lengths
 from sessiontree.adapters.jsonl_salvage import read_entry
 from sessiontree.adapters.jsonl_scan import read_header
 from sessiontree.adapters.jsontext import MAX_LINE_BYTES, duplicate_key
-from sessiontree.adapters.mapped import MappedLines, line_lengths, map_file
+from sessiontree.adapters.mapped import MappedLines, line_lengths, map_file, whole_lines_end
 from sessiontree.adapters.pi_migrate import CURRENT as PI_CURRENT
 from sessiontree.adapters.verify_checkpoints import check_checkpoints
 from sessiontree.adapters.verify_erasures import check_signed_erasures, note_erasures
 from sessiontree.adapters.verify_report import Problem, VerifyReport
+from sessiontree.adapters.verify_sidecar import check_sidecar
 from sessiontree.domain.errors import SessionError
 
 _UNCHAINED = "no chain: this log is not tamper-evident (written before chaining, or by another producer); structure checked"
@@ -105,8 +106,8 @@ def _verify_file(path: Path, wanted: set[int], anchor: bytes | None, progress: C
             lines, tail = _lines(fd, path)
         finally:
             os.close(fd)
-    except SessionError as exc:  # an archive that cannot be expanded
-        report.problem(1, exc.message)
+    except SessionError as exc:  # an archive that cannot be expanded, or stopped at a line that cannot be a log's
+        report.problem(exc.line or 1, exc.message)
         return report
     except FileNotFoundError:
         raise SessionError("not_found", "no session file there", path=str(path)) from None
@@ -122,6 +123,10 @@ def _verify_file(path: Path, wanted: set[int], anchor: bytes | None, progress: C
         return report
     blobs = folder_for(path)
     _check(lines, report, path, wanted, anchor, progress, blobs)
+    if report.dialect is not None:
+        check_sidecar(path, lines, report)
+    for link in blobs.links():  # content could be written out of the repository through it
+        report.problem(None, link.message)
     _warn_leftovers(report, path, blobs.folder)
     return report
 
@@ -145,14 +150,15 @@ def _lines(fd: int, path: Path) -> tuple[Any, bytes]:
     forward pass whose pages are handed back as it goes, so memory stays bounded whatever the file's size."""
     size = os.fstat(fd).st_size
     if os.pread(fd, len(GZIP_MAGIC), 0) == GZIP_MAGIC:  # a pruned session's archive: the log's bytes, compressed
-        lines = expand(_read_all(fd), path).split(b"\n")
-        return lines, lines.pop()
-    mapped = map_file(fd, path, size) if size else None
+        log, offsets = expand_lines(_read_all(fd), path)  # each line checked as it is expanded: a bomb stops early
+        return MappedLines(log, offsets, []), log[offsets[-1] :]
+    end = whole_lines_end(fd, size)  # mapped no further: a torn tail is read plainly (a writer may cut it off)
+    mapped = map_file(fd, path, end) if end else None
     if mapped is None:
         lines = _read_all(fd).split(b"\n")
         return lines, lines.pop()
-    lengths, end = line_lengths(mapped, size)
-    return MappedLines(mapped, offsets_from_lengths(lengths), []), mapped[end:size]
+    lengths, _ = line_lengths(mapped, end)
+    return MappedLines(mapped, offsets_from_lengths(lengths), []), os.pread(fd, max(0, size - end), end)
 
 
 def _read_all(fd: int) -> bytes:

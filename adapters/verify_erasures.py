@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from sessiontree.adapters.chain import split
 from sessiontree.adapters.codec import Codec
+from sessiontree.adapters.jsontext import loads
 from sessiontree.adapters.verify_report import VerifyReport
 from sessiontree.domain.erasure import erased, stub_problem
 from sessiontree.domain.errors import SessionError
@@ -24,7 +23,7 @@ def note_erasures(lines: Sequence[bytes], report: VerifyReport, found: Any, code
             report.problem(line, f"is marked erased (entry {entry_id}) but holds more than the placeholder of an erased "
                                  f"entry ({why}): the line was changed")
             continue
-        data = orjson.loads(split(lines[record_line - 1])[0]).get("data", {})
+        data = loads(split(lines[record_line - 1])[0]).get("data", {})
         report.redactions.append({"line": line, "entry_id": entry_id, "record_line": record_line,
                                   "reason": data.get("reason"), "by": data.get("by")})
     for entry_id, record_line in found.unapplied:
