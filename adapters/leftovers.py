@@ -2,7 +2,7 @@
 it over the session (``.<file>.<pid>.rewrite``), a blob being written (``.blobs/sha256/xx/.<digest>.<pid>.<n>.tmp``) and
 the listing index being saved (``.sessiontree-index.json.<pid>.<thread>.tmp``). Each name carries the writer's pid.
 
-They are removed by whoever holds the lock their writer held (an erasure holds the session's writer lease; a
+They are removed by whoever holds the lock their writer held (an erasure holds the session file's lock; a
 collection holds the blob folder's exclusive lock, which every blob write shares), and only when their writer is no
 longer running: a live writer's file is never touched. A blob write also removes those of its own ``sha256/xx``
 folder whose writer is gone and that are over a minute old. ``verify`` reports them (docs/audit.md).

@@ -11,8 +11,8 @@ from typing import Any
 
 from sessiontree.adapters import chain, jsontext, leftovers
 from sessiontree.adapters.files import fsync_dir, is_whole_line
+from sessiontree.adapters.jsonl_append import append_error
 from sessiontree.adapters.jsonl_file import StaleFileError
-from sessiontree.adapters.jsonl_lease import append_error
 from sessiontree.adapters.jsonl_scan import corrupt
 from sessiontree.domain.errors import SessionError
 
@@ -28,16 +28,14 @@ def sealed_stub(canonical: bytes, digest_hex: str | None) -> bytes:
 
 
 def replace_in_file(file: Any, version: int, line: bytes) -> None:
-    """Replace line ``version`` of a leased log file: the whole file is written anew beside it, synced, locked (so the
-    lease never lapses) and renamed over it. A writer that waited on the old file finds it replaced and reopens."""
+    """Replace line ``version`` of a log file (an ``AppendingFile``): under its lock, the whole file is written anew
+    beside it, synced, locked (so no append slips in before this object knows the new file) and renamed over it. A
+    writer that waited for the old file's lock finds it replaced and is told to reopen it."""
     path: Path = file.path
-    with file._mutex:
-        if not file.leased:
-            file.take_lease()
-        file.sync()
-        if file.torn:
-            file.repair()
-        # copies an earlier rewrite left when its process died: they can hold content erased since (the lease is
+    with file.locked():
+        file.catch_up()
+        file.repair()
+        # copies an earlier rewrite left when its process died: they can hold content erased since (the lock is
         # held, so no other rewrite of this file is under way; a live writer's is kept all the same)
         leftovers.remove(leftovers.dead(leftovers.rewrites(path)))
         lines, tail, _ = file.read_split(0)
@@ -68,6 +66,7 @@ def replace_in_file(file: Any, version: int, line: bytes) -> None:
         fsync_dir(path.parent)
         old, file.fd = file.fd, fd
         os.close(old)
+        file._identity = None  # the new file's, looked at again
         file.size, file.count, file.torn, file.needs_newline = len(data), len(lines), b"", False
 
 

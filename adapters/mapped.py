@@ -72,8 +72,8 @@ def whole_lines_end(fd: int, size: int, chunk: int = 1 << 16) -> int:
 
 def map_file(fd: int, path: Any, length: int) -> FileView | None:
     """The first ``length`` bytes of the file open at ``fd`` (whole lines only: :func:`whole_lines_end`), as a view
-    through a descriptor of its own: one that shared ``fd``'s open file would keep the writer's lease (an ``flock``)
-    after the storage closed. None if the file cannot be opened again."""
+    through a descriptor of its own: one that shared ``fd``'s open file would keep that open file (and any ``flock``
+    taken through it) alive after the storage closed. None if the file cannot be opened again."""
     try:
         own = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:

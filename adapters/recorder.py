@@ -152,7 +152,7 @@ class RecorderSessionStorage(SessionStorage):
             if gone:
                 return SessionError("not_found", f"session {self._session_id} is no longer stored at {self._location} "
                                     "(deleted or pruned after it was opened): the append was not stored")
-        return self.conflict(first)
+        return self.conflict(first, taken=True)
 
     def _landed(self, lines: list[bytes], first: int) -> bool | None:
         """Are exactly these lines stored (an attempt that committed although its connection
@@ -222,6 +222,15 @@ class RecorderSessionStorage(SessionStorage):
 
     def load_prefix(self, version: int) -> tuple[SessionStarted, EntryLog]:
         return self._decoded(self._select(lte=version), observe=False)
+
+    def entries_after(self, version: int) -> list[Any]:
+        """The entries after ``version``, read with one select (``conflict`` if the session is gone: a prune)."""
+        lines = self._select(gt=version)
+        if not lines and not self._select(lte=1):
+            raise SessionError("not_found", f"session {self._session_id} no longer exists at {self._location} (deleted "
+                               "since it was opened: a prune?); nothing was written")
+        decode = self.decode_stored
+        return [decode(line, v) for v, line in enumerate(lines, version + 1)]
 
     def _decoded(self, lines: list[bytes], *, observe: bool) -> tuple[SessionStarted, EntryLog]:
         if not lines:

@@ -1,8 +1,11 @@
 """What a session storage is: the port the Session service writes through.
 
 A storage keeps one session's event log. ``load`` returns the header and the entry log;
-``save`` appends new events atomically or raises ``SessionError`` (``conflict`` when
-another writer got there first, ``storage`` when the medium failed). Every backend stores
+``save`` appends new events at exactly their versions, atomically, or raises ``SessionError``
+(``conflict`` when another writer took them, ``storage`` when the medium failed). ``append`` is
+what a Session writes through: the events go after whatever the log holds at write time, the
+entries other writers appended meanwhile handed to the caller's ``rebase`` first, so no writer
+is refused because another wrote first (``if_version``: only if the log is still at that version). Every backend stores
 the same thing, the JSON line of each event sealed into the hash chain (``chain.py``), so a
 session reads back identically from any backend. ``recorder.py`` backs it with an
 eventsourcing recorder (memory, SQLite, PostgreSQL), ``jsonl.py`` with a file.
@@ -10,15 +13,40 @@ eventsourcing recorder (memory, SQLite, PostgreSQL), ``jsonl.py`` with a file.
 
 from __future__ import annotations
 
+import random
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sessiontree.adapters import blobs, chain
 from sessiontree.adapters.codec import Codec
 from sessiontree.domain.errors import SessionError
-from sessiontree.domain.events import SessionStarted
+from sessiontree.domain.events import SessionStarted, leaf_after
 from sessiontree.domain.log import EntryLog
+
+# Given the ids of the entries other writers appended since the caller's events were made (in order, right after the
+# version the caller knew) and the log's leaf after them, the caller's events made again to follow them. Called with the
+# file's lock held (JSONL), so it only renumbers: the entries themselves are decoded and returned after the write.
+Rebase = Callable[[list[str], str | None], Sequence[Any]]
+
+# A database append that finds its version taken catches up and tries again, with a random backoff, for at least
+# APPEND_TRIES tries and APPEND_WAIT seconds (as long as a JSONL append waits for the file's lock), then ``conflict``.
+APPEND_TRIES = 20
+APPEND_WAIT = 10.0
+_BACKOFF_CAP = 0.02  # seconds: the longest pause between two tries
+
+
+class VersionTaken(SessionError):
+    """``conflict`` because another writer took the versions an append wanted (an ``append`` catches up and retries)."""
+
+
+def moved(session_id: str, if_version: int, version: int) -> SessionError:
+    """The ``conflict`` of an append whose ``if_version`` is not the log's version."""
+    return SessionError(
+        "conflict", f"session {session_id} is at version {version}, not {if_version} (if_version): another writer "
+        "appended since it was read; nothing was written",
+    )
 
 
 class SessionStorage(ABC):
@@ -48,6 +76,46 @@ class SessionStorage(ABC):
     @abstractmethod
     def save(self, events: Sequence[Any]) -> None:
         """Append ``events`` (consecutive versions) atomically."""
+
+    def append(
+        self, events: Sequence[Any], rebase: Rebase | None = None, *, if_version: int | None = None,
+    ) -> tuple[list[Any], list[Any]]:
+        """Append ``events`` after everything the log holds when it is written; returns the entries other writers
+        appended before them (since the caller's version) and the events written.
+
+        When other writers appended since ``events`` were made (their first version is not the next one), ``rebase``
+        makes them again to follow those entries (None: ``conflict``). With ``if_version`` the log must be at that
+        version: otherwise ``conflict`` and nothing is written. Here: a database's version constraint refuses a taken
+        version, and the append catches up and retries (bounded)."""
+        deadline = time.monotonic() + APPEND_WAIT
+        attempt = 0
+        taken: list[Any] = []
+        while attempt < APPEND_TRIES or time.monotonic() < deadline:
+            attempt += 1
+            try:
+                self.save(events)
+                return taken, list(events)
+            except VersionTaken:
+                known = events[0].originator_version - 1
+                if rebase is None and if_version is None:
+                    raise
+                foreign = self.entries_after(known)
+                if if_version is not None:
+                    raise moved(self.session_id, if_version, known + len(foreign)) from None
+                if not foreign:
+                    raise
+                assert rebase is not None
+                taken += foreign
+                events = rebase([entry.id for entry in taken], leaf_after(taken[-1]))
+            if attempt > 1:  # writers racing for one version: spread them out (exponential, with full jitter)
+                time.sleep(random.uniform(0, min(_BACKOFF_CAP, 0.0005 * 2 ** min(attempt, 16))))
+        raise SessionError("conflict", f"session {self.session_id}: {attempt} tries in {APPEND_WAIT:g} s all found their "
+                           "version taken by another writer; nothing was written, retry")
+
+    def entries_after(self, version: int) -> list[Any]:
+        """The entries after ``version`` (what other writers appended since the caller read that far), decoded."""
+        header, log = self.load()
+        return log.get_many(range(max(0, version - header.originator_version), len(log)))
 
     @abstractmethod
     def read_lines(self) -> list[bytes]:
@@ -135,8 +203,9 @@ class SessionStorage(ABC):
         this storage cannot tell."""
         return None
 
-    def conflict(self, version: int, why: str = "") -> SessionError:
-        return SessionError(
+    def conflict(self, version: int, why: str = "", *, taken: bool = False) -> SessionError:
+        """``conflict``: version ``version`` cannot be written (``taken``: another writer took it, ``VersionTaken``)."""
+        return (VersionTaken if taken else SessionError)(
             "conflict",
             f"session {self.session_id} changed since it was read (version {version} is not the next one"
             f"{': ' + why if why else ''}); reopen it and retry",

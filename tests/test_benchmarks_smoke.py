@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +58,14 @@ def test_pin_refuses_cpus_that_are_not_there() -> None:
         capture_output=True, text=True, timeout=60,
     )
     assert out.returncode == 2 and "--pin" in out.stderr and "not all available" in out.stderr
+
+
+def test_writers_prints_its_tables(tmp_path: Path) -> None:
+    """`benchmarks/bench_writers.py` runs end to end against this tree's own commit (timings not checked)."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_writers.py"), "--against", "HEAD", "--rounds", "1",
+         "--seconds", "0.3", "--appends", "50", "--writers", "2", "--json", str(tmp_path / "w.json")],
+        capture_output=True, text=True, timeout=300, check=True,
+    ).stdout
+    assert "| this tree (lock per append) |" in out and "| HEAD |" in out and "| 2 |" in out
+    assert {"ours_p50", "theirs_p50", "ratio", "jain"} <= set(json.loads((tmp_path / "w.json").read_text()))

@@ -5,7 +5,9 @@ current branch (``openai_agents_items``: a message where the item maps to one, e
 show``, ``context``, ``verify`` and ``export --format pi`` work on what the agent wrote. ``pop_item`` and
 ``clear_session`` move the leaf; nothing is ever deleted. ``get_items`` gives the items repaired by the tool-call rule
 (``repair_tool_pairs``, docs/concepts.md): a run interrupted between a function call and its output loads as a history
-the next run's model call accepts; ``repair=False`` gives the items as stored.
+the next run's model call accepts; ``repair=False`` gives the items as stored. Like the SDK's ``SQLiteSession``, any
+number of stores, in any processes, share one session id, none ever closed: each call reads on to the log's leaf (the
+last append's, by any writer) and appends there, so their items interleave in one history.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ except ModuleNotFoundError as exc:  # without the extra: say which, and the pip 
     raise missing_extra(exc, __name__) from None
 
 from sessiontree.adapters.store import check_session_id
+from sessiontree.domain import aggregate as commands
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import CustomEntryAppended, Entry, MessageAppended
 from sessiontree.domain.messages import AssistantMessage, ToolCall, ToolResultMessage
@@ -52,8 +55,10 @@ class SessionTreeSession:
 
     ``repo`` is a repository, or a URL or folder for ``open_repo`` (a repository it opens is closed by :meth:`close`). The
     session ``session_id`` is created there on first use if it does not exist (in ``cwd``, default the current
-    directory). ``get_items`` reads the current branch; ``pop_item`` moves the leaf to the parent of the last item's
-    entry and ``clear_session`` before the first entry, so the log keeps every item ever added. ``get_items`` repairs
+    directory). ``get_items`` reads the branch ending at the log's leaf (the last append's, by any store or process);
+    ``add_items`` appends there, the items of one call together; ``pop_item`` moves the leaf to the parent of the last
+    item's entry (only if no other writer appended meanwhile: else it reads again and retries) and ``clear_session``
+    before the first entry, so the log keeps every item ever added. ``get_items`` repairs
     the tool calls of what it returns (a missing output becomes an error output, an orphan one is left out), unless
     ``repair`` is False; the log keeps what was added.
     """
@@ -114,7 +119,8 @@ class SessionTreeSession:
         await self._run(self._clear_session)
 
     def close(self) -> None:
-        """Close the session (releasing a JSONL file's writer lease) and a repository opened from a URL."""
+        """Close the session (its file or connection) and a repository opened from a URL; stores need not be closed
+        for others to write."""
         with self._mutex:
             if self._session is not None:
                 self._session.close()
@@ -169,9 +175,12 @@ class SessionTreeSession:
             return self.repo.open(self.session_id)
 
     def _read(self) -> Session:
-        """The session, with the items cached for its current leaf (read again if something else moved it)."""
+        """The session read on to the log's leaf, with the items cached for it: extended by the entries appended under
+        the leaf cached before, or read again when the leaf moved elsewhere (a pop or a clear, here or by another)."""
         session = self._open()
-        if self._leaf != session.leaf_id:
+        session.refresh(follow=True)
+        leaf = session.leaf_id
+        if self._leaf != leaf and not self._extend(session, leaf):
             entries: list[Entry] = []
             blobs: list[bytes] = []
             names: dict[str, str] = {}
@@ -181,8 +190,33 @@ class SessionTreeSession:
                     entries.append(entry)
                     blobs.append(_encode(item))
                     _note_tool_name(names, item)
-            self._entries, self._blobs, self._tool_names, self._leaf = entries, blobs, names, session.leaf_id
+            self._entries, self._blobs, self._tool_names, self._leaf = entries, blobs, names, leaf
         return session
+
+    def _extend(
+        self, session: Session, leaf: str | None, most: int = 256, own: dict[str, tuple[Any, bytes]] | None = None,
+    ) -> bool:
+        """Take in the items between the cached leaf and ``leaf`` when the cached one is on ``leaf``'s branch (within
+        ``most`` entries); False if it is not. ``own``: the items this store just added, by entry id (kept as the caller
+        gave them, key order included, as a database row keeps them)."""
+        if self._leaf is _UNREAD or leaf is None:
+            return False
+        added: list[Entry] = []
+        at: str | None = leaf
+        while at != self._leaf:
+            if at is None or len(added) >= most:
+                return False
+            entry = session.entry(at)
+            added.append(entry)
+            at = entry.parent_id
+        for entry in reversed(added):
+            data, blob = own[entry.id] if own and entry.id in own else (_item_of(entry), None)
+            if data is not _NOT_AN_ITEM:
+                self._entries.append(entry)
+                self._blobs.append(blob if blob is not None else _encode(data))
+                _note_tool_name(self._tool_names, data)
+        self._leaf = leaf
+        return True
 
     # -- the calls (each run by _locked) ---------------------------------------------------------------------------
 
@@ -212,20 +246,26 @@ class SessionTreeSession:
 
     def _add_items(self, items: Iterable[Any]) -> None:
         session = self._read()
+        batch: list[Any] = []
         planned = self._plan(items)
-        for data, blob, message in planned:
+        for data, _, message in planned:
             if message is None:
-                entry_id = session.append_custom_entry(CUSTOM_TYPE, data)
+                batch.append(lambda agg, id, now, data=data: commands.append_custom_entry(agg, CUSTOM_TYPE, data, id=id,
+                                                                                          timestamp=now))
             else:
-                entry_id = session.append_message(message)
-            self._entries.append(session.entry(entry_id))
-            self._blobs.append(blob)
-            self._leaf = session.leaf_id
+                batch.append(lambda agg, id, now, message=message: commands.append_message(agg, message, id=id,
+                                                                                           timestamp=now))
+        # one write after the log's leaf at write time: the items of one call stay together, as in a SQLiteSession
+        ids = session._run_all(batch, follow=True)
+        own = {entry_id: (data, blob) for entry_id, (data, blob, _) in zip(ids, planned)}
+        if not self._extend(session, session.leaf_id, own=own):
+            self._leaf = _UNREAD  # read again at the next call
 
     def _plan(self, items: Iterable[Any]) -> list[tuple[Any, bytes, Message | None]]:
         """Each item as the JSON value to record, its JSON text and its message (None: a custom entry), or
         ``SessionError('invalid_entry')`` for the first that the log cannot hold, before anything is written."""
         now = time.time_ns() // 1_000_000
+        names = dict(self._tool_names)  # the items' own entries note them once written (_extend)
         planned = []
         for item in items:
             data = json_value("item", item)
@@ -233,19 +273,26 @@ class SessionTreeSession:
                 blob = _encode(data)
             except UnicodeEncodeError as exc:
                 raise SessionError("invalid_entry", f"item: {exc}") from None
-            planned.append((data, blob, to_message(data, self._tool_names, now)))
-            _note_tool_name(self._tool_names, data)
+            planned.append((data, blob, to_message(data, names, now)))
+            _note_tool_name(names, data)
         return planned
 
     def _pop_item(self) -> Any:
-        session = self._read()
-        if not self._entries:
-            return None
-        session.move_to(self._entries[-1].parent_id)
-        self._entries.pop()
-        blob = self._blobs.pop()
-        self._leaf = session.leaf_id
-        return _decode(blob)
+        for _ in range(20):
+            session = self._read()
+            if not self._entries:
+                return None
+            try:  # only if nobody appended since the read: else the item popped would not be the latest
+                session.move_to(self._entries[-1].parent_id, if_version=session.version)
+            except SessionError as exc:
+                if exc.code != "conflict":
+                    raise
+                continue
+            self._entries.pop()
+            blob = self._blobs.pop()
+            self._leaf = session.leaf_id
+            return _decode(blob)
+        raise SessionError("conflict", f"session {self.session_id}: other writers kept appending; nothing was popped")
 
     def _clear_session(self) -> None:
         session = self._read()
