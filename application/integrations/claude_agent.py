@@ -125,7 +125,7 @@ class SessionTreeSessionStore(SessionStore):
             return
         done = [0]  # how many lines are written (or skipped): a retry goes on from there
         for attempt in range(RETRIES + 1):
-            session = self._open(sid) or self._create(key, sid, checked[0])
+            session = self._open(sid) or self._create(key, sid, checked)
             with closing(session):
                 try:
                     lines.append_lines(session, checked, done)
@@ -135,8 +135,8 @@ class SessionTreeSessionStore(SessionStore):
                         raise
             # another writer appended in between: nothing of the failed save was written; reopen and go on
 
-    def _create(self, key: dict[str, str], sid: str, first: dict[str, Any]) -> Session:
-        cwd = first.get("cwd") if isinstance(first.get("cwd"), str) else self.cwd
+    def _create(self, key: dict[str, str], sid: str, entries: list[dict[str, Any]]) -> Session:
+        cwd = next((line["cwd"] for line in entries if isinstance(line.get("cwd"), str)), self.cwd)  # Claude Code's
         try:
             return self.repo.create(cwd, metadata={lines.KEY: key}, session_id=sid)
         except SessionError as exc:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import CustomEntryAppended, Entry, MessageAppended
 from sessiontree.domain.messages import (
     AssistantMessage,
@@ -37,6 +38,7 @@ PREFIX = "cc"  # the first part of every session id this mapping makes
 
 Message = UserMessage | AssistantMessage | ToolResultMessage
 _NOT_A_LINE = object()
+_OURS = frozenset({TextContent.type, ImageContent.type, ThinkingContent.type, ToolCall.type})
 
 
 # -- session keys -------------------------------------------------------------------------------------------------
@@ -196,12 +198,16 @@ def _block(block: Any) -> Any:
         rest = _rest(block, "type", "thinking", "signature")
         return ThinkingContent(block["thinking"], signature=block["signature"], extra=rest)
     if kind == "tool_use" and isinstance(block.get("input"), dict):
-        return ToolCall(block["id"], block["name"], block["input"], _rest(block, "type", "id", "name", "input"))
+        rest = _rest(block, "type", "id", "name", "input")
+        return ToolCall(id=block["id"], name=block["name"], arguments=block["input"], extra=rest)
     source = block.get("source") if kind == "image" else None
-    if isinstance(source, dict) and source.get("type") == "base64" and set(source) == {"type", "media_type", "data"}:
+    exact = isinstance(source, dict) and set(source) == {"type", "media_type", "data"} and source["type"] == "base64"
+    if exact and all(isinstance(source[k], str) for k in ("data", "media_type")):
         return ImageContent(source["data"], source["media_type"], extra=_rest(block, "type", "source"))
     if not isinstance(kind, str):
         raise TypeError("a content block without a type")
+    if kind in _OURS:  # a block of a type we know, in a shape we do not: the log wants it under another name
+        return UnknownContent(type=f"{KEY}.{kind}", data={k: v for k, v in block.items() if k != "type"})
     return UnknownContent(type=kind, data={k: v for k, v in block.items() if k != "type"})
 
 
@@ -223,7 +229,8 @@ def _theirs(blocks: Any) -> list[dict[str, Any]]:
         elif isinstance(block, ImageContent):
             out.append({"type": "image", "source": {"type": "base64", "media_type": block.mime_type, "data": block.data}, **rest})
         else:
-            out.append({"type": block.type, **block.data})
+            kind = block.type[len(KEY) + 1 :] if block.type.startswith(KEY + ".") else block.type
+            out.append({**block.data, "type": kind})
     return out
 
 
@@ -291,10 +298,15 @@ def append_lines(session: Any, entries: list[dict[str, Any]], done: list[int] | 
             _note_parent_tools(session, names, line)
         note_tool_names(names, line)
         message = to_message(line, names)
+        try:
+            if message is not None:
+                session.append_message(message, entry_id=uuid)
+        except SessionError as exc:  # a message the log refuses (checked before anything is written): keep the line whole
+            if exc.code != "invalid_entry":
+                raise
+            message = None
         if message is None:
             session.append_custom_entry(CUSTOM_TYPE, line, entry_id=uuid)
-        else:
-            session.append_message(message, entry_id=uuid)
         written += 1
         done[0] += 1
     return written
