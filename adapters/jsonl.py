@@ -2,7 +2,8 @@
 
 Opening reads the header only; ``load`` maps the file and checks every line, or trusts a valid sidecar index
 (``jsonl_indexed.py``), holding the entries lazily; ``load_prefix`` reads only what a time-travel view needs. ``save``
-seals the lines into the hash chain and appends them with one write, under the file's writer lease (``jsonl_lease.py``).
+seals the lines into the hash chain and appends them with one write, under the file's lock for that append
+(``jsonl_append.py``), after taking in the lines other writers appended since.
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ import attrs
 
 from sessiontree.adapters import blob_stores, blobs, chain, jsontext
 from sessiontree.adapters.codec import Codec, native_codec
+from sessiontree.adapters.jsonl_append import AppendingFile, FileGoneError, append_error, check_wait, names
 from sessiontree.adapters.jsonl_file import StaleFileError, TornLineWarning, check_durability
-from sessiontree.adapters.jsonl_lease import LeasedFile, append_error, check_wait
 from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsonl_salvage import salvage_log
 from sessiontree.adapters.jsonl_scan import corrupt, read_header, scan
 from sessiontree.adapters.line_replace import FileLines
 from sessiontree.adapters.mapped import RereadingLoader
-from sessiontree.adapters.storage import SessionStorage
+from sessiontree.adapters.storage import Rebase, SessionStorage, moved
 from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import FORMAT_VERSION, SessionStarted
@@ -42,12 +43,12 @@ class JsonlSessionStorage(FileLines, SessionStorage):
 
     ``durability``: ``"flush"`` (default) hands each append to the OS with one write before returning, so it
     survives a crash of the process; ``"fsync"`` also waits until it is on the disk, so it survives a power cut
-    (docs/file-format.md gives the cost). ``wait``: the storage that appends first holds the file's writer lease
-    until it closes; another writer's append waits up to ``wait`` seconds for it (default 0: refused at once with
-    ``conflict``, naming the holder's pid).
+    (docs/file-format.md gives the cost). Any number of storages, in any processes, append to one file: each append
+    takes the file's lock for that append only (docs/repositories.md, *Writers*). ``wait``: how long an append waits
+    for the lock another append holds (default None: 10 s; then ``conflict``, naming the holder's pid).
     """
 
-    def __init__(self, path: Path, file: LeasedFile, header: SessionStarted, *, codec: Codec, read_only: bool = False) -> None:
+    def __init__(self, path: Path, file: AppendingFile, header: SessionStarted, *, codec: Codec, read_only: bool = False) -> None:
         super().__init__()
         self.path = path
         self.header = header
@@ -93,7 +94,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
     def create(
         cls, path: str | Path, *, cwd: str = "", metadata: Mapping[str, Any] | None = None, session_id: str | None = None,
         parent_session: str | None = None, durability: str = "flush", timestamp: str | None = None, codec: Codec | None = None,
-        wait: float = 0.0,
+        wait: float | None = None,
     ) -> JsonlSessionStorage:
         """A new session in a new file at ``path`` (``already_exists`` if there is one)."""
         header = aggregate.start(
@@ -105,7 +106,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
     @classmethod
     def create_with_header(
         cls, path: str | Path, header: SessionStarted, *, durability: str = "flush", codec: Codec | None = None,
-        wait: float = 0.0,
+        wait: float | None = None,
     ) -> JsonlSessionStorage:
         """A new file whose first line is ``header`` with every field it has (a copied session keeps its header)."""
         if not isinstance(header, SessionStarted):
@@ -115,7 +116,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
 
     @classmethod
     def create_from_lines(
-        cls, path: str | Path, lines: Sequence[bytes], *, durability: str = "flush", wait: float = 0.0,
+        cls, path: str | Path, lines: Sequence[bytes], *, durability: str = "flush", wait: float | None = None,
     ) -> JsonlSessionStorage:
         """A new file holding ``lines`` (a whole log, header first) byte for byte, chain digests included."""
         path = Path(path)
@@ -130,9 +131,9 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         return cls.open(path, durability=durability, wait=wait)
 
     @staticmethod
-    def _new_file(path: Path, durability: str, wait: float = 0.0) -> LeasedFile:
+    def _new_file(path: Path, durability: str, wait: float | None = None) -> AppendingFile:
         try:
-            return LeasedFile.create(path, durability=durability, wait=check_wait(wait))
+            return AppendingFile.create(path, durability=durability, wait=check_wait(wait))
         except FileExistsError:
             raise SessionError("already_exists", "a file already exists there", path=str(path)) from None
         except OSError as exc:
@@ -140,7 +141,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
 
     @classmethod
     def _create_file(
-        cls, path: Path, header: SessionStarted, durability: str, codec: Codec, wait: float = 0.0,
+        cls, path: Path, header: SessionStarted, durability: str, codec: Codec, wait: float | None = None,
     ) -> JsonlSessionStorage:
         codec.encode_event(header)  # refuse what cannot be written before making a file
         storage = cls(path, cls._new_file(path, durability, wait), header, codec=codec)
@@ -150,13 +151,12 @@ class JsonlSessionStorage(FileLines, SessionStorage):
             storage.close()
             path.unlink(missing_ok=True)
             raise
-        storage._file.release_lease()  # writing a header is not writing the session: its first append leases
         return storage
 
     @classmethod
     def open(
         cls, path: str | Path, *, durability: str = "flush", salvage: bool = False, codec: Codec | None = None,
-        follow_links: bool = True, wait: float = 0.0,
+        follow_links: bool = True, wait: float | None = None,
     ) -> JsonlSessionStorage:
         """The session in the file at ``path`` (``not_found`` if there is none). ``salvage=True``
         opens it read-only, skipping every line that cannot be read and reporting it in
@@ -164,7 +164,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         path = Path(path)
         check_durability(durability)
         try:
-            file = LeasedFile.open(path, durability=durability, read_only=salvage, follow=follow_links, wait=check_wait(wait))
+            file = AppendingFile.open(path, durability=durability, read_only=salvage, follow=follow_links, wait=check_wait(wait))
         except FileNotFoundError:
             raise SessionError("not_found", "no session file there", path=str(path)) from None
         except OSError as exc:
@@ -240,44 +240,113 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         if self._file.torn:
             skipped.append((self._file.count + 1, f"torn last line ({len(self._file.torn)} bytes)"))
 
-    def _append(self, first: int, lines: list[bytes], digest: bytes | None) -> list[bytes]:
-        if digest is not None:
-            lines, digest = chain.seal_lines(lines, digest)
-        try:
-            self._file.append_at(first, lines)
-        except (StaleFileError, OSError) as exc:
-            raise append_error(exc, self.session_id, str(self.path)) from (exc if isinstance(exc, OSError) else None)
-        self.chain_head.set(first + len(lines) - 1, digest)
-        return lines
+    def check_events(self, events: Sequence[Any]) -> None:  # what a dialect refuses to store (pi's storage)
+        pass
 
     def save(self, events: Sequence[Any]) -> None:
-        """Append the events' lines (sealed if the file is chained) with one write: ``conflict`` if another writer holds
-        the lease or took their versions, ``storage`` if the file cannot be written."""
+        """Append the events' lines at exactly their versions, with one write: ``conflict`` if another writer took
+        them, ``storage`` if the file cannot be written."""
+        self.append(events)
+
+    def append(self, events: Sequence[Any], rebase: Rebase | None = None, *, if_version: int | None = None) -> list[Any]:
+        """Append the events' lines (sealed if the file is chained) with one write under the file's lock, after the
+        lines other writers appended since this storage last read (handed to ``rebase`` first, which makes the events
+        again to follow them; None: ``conflict``). ``if_version``: ``conflict`` unless the file is at that version."""
         if self.read_only or not events:
-            return self.check_writable()
-        first = events[0].originator_version
-        head = self.chain_head
-        current = head.version == first - 1 > 0 and (head.digest is not None or not head.chained)
-        digest = head.digest if current else self.previous_digest(first)
+            self.check_writable()
+            return []
+        self.check_events(events)
         encode = self.codec.encode_event
         lines = [encode(events[0])] if len(events) == 1 else [encode(event) for event in events]
-        store, outline = self.blobs, False
+        store = self.blobs
         if store is not None and store.threshold is not None:  # might a line keep content out of line (blobs.outline)?
             for line in lines:
                 if len(line) > store.threshold or blobs.IMAGE in line:
-                    outline = True
-                    break
-        if outline:
-            with store.writing():  # no blob it relies on is collected until the line that refers to it is written
-                lines = self._append(first, self.outlined(lines), digest)
-        else:
-            lines = self._append(first, lines, digest)
+                    with store.writing():  # no blob it relies on is collected until the line that refers to it is written
+                        return self._locked_append(events, self.outlined(lines), rebase, if_version)
+        return self._locked_append(events, lines, rebase, if_version)
+
+    def _locked_append(
+        self, events: Sequence[Any], lines: list[bytes], rebase: Rebase | None, if_version: int | None,
+    ) -> list[Any]:
+        file = self._file
+        try:
+            with file.locked():
+                new = file.catch_up()
+                known = events[0].originator_version - 1
+                if file.count != known:
+                    if file.count < known:
+                        raise StaleFileError(f"version {known + 1} is not the next one ({file.count + 1} is): {self.path} "
+                                             f"holds {file.count} lines")
+                    if if_version is not None:
+                        raise moved(self.session_id, if_version, file.count)
+                    if rebase is None:
+                        raise StaleFileError(f"version {known + 1} is taken (another writer appended since this one "
+                                             "last read the file)")
+                    old = events
+                    events = list(rebase(self._take_in(known, new)))
+                    if [e.parent_id for e in events] != [e.parent_id for e in old]:  # made to follow the log's leaf
+                        lines = [self.codec.encode_event(e) for e in events]
+                        if self.blobs is not None and self.blobs.threshold is not None:
+                            lines = self.outlined(lines)
+                if file.torn:
+                    file.repair()
+                first = events[0].originator_version
+                if first != file.count + 1:
+                    raise StaleFileError(f"version {first} is not the next one ({file.count + 1} is)")
+                head = self.chain_head
+                current = head.version == first - 1 > 0 and (head.digest is not None or not head.chained)
+                digest = head.digest if current else self.previous_digest(first)
+                if digest is not None:
+                    lines, digest = chain.seal_lines(lines, digest)
+                file.write(lines)
+        except (StaleFileError, OSError) as exc:
+            raise append_error(exc, self.session_id, str(self.path)) from (exc if isinstance(exc, OSError) else None)
+        self.chain_head.set(first + len(lines) - 1, digest)
+        self._extend_live(first, lines, events)
+        return list(events)
+
+    def _take_in(self, known: int, new: list[bytes]) -> list[Any]:
+        """The entries of lines ``known + 1`` to the file's count (``new``: the last of them, just read), decoded;
+        the chain head and the live loader follow them."""
+        count = self._file.count
+        lines = new if count - len(new) == known else self.read_lines(count)[known:count]
+        decode = self.decode_stored
+        entries = [decode(line, version) for version, line in enumerate(lines, known + 1)]
+        if lines:
+            self.chain_head.observe(count, lines[-1])
+            self._extend_live(known + 1, lines, ())
+        return entries
+
+    def entries_after(self, version: int) -> list[Any]:
+        """The entries other writers appended after ``version``, read from where this storage last read (no lock:
+        a line being written is not complete yet and is read next time)."""
+        file = self._file
+        try:
+            with file.reading():
+                if not names(self.path, file.fd):
+                    deleted = not self.path.exists()
+                    raise FileGoneError(f"{self.path} was deleted since it was opened (a prune?)" if deleted else
+                                        f"{self.path} was replaced since it was opened (a line was rewritten): open it "
+                                        "again", deleted)
+                new = file.catch_up()
+                if file.count < version:
+                    raise StaleFileError(f"{self.path} holds {file.count} lines, fewer than the {version} read before")
+                return self._take_in(version, new) if file.count > version else []
+        except (StaleFileError, OSError) as exc:
+            raise append_error(exc, self.session_id, str(self.path)) from (exc if isinstance(exc, OSError) else None)
+
+    def grew(self) -> bool:
+        """Has the file grown since this storage last read it (one ``lseek``: what a read checks before it answers)?"""
+        return self._file.grew()
+
+    def _extend_live(self, first: int, lines: list[bytes], events: Sequence[Any]) -> None:
         live = self._live
         if live is not None and live.held == first - 2:  # the log keeps no entry for a held line (EntryLoader)
             live.lines.extend(lines)
             live.held += len(lines)
             stand_ins = self.codec.stand_ins  # a stand-in's line does not give its event back: the loader keeps the event
-            if stand_ins and (len(events) > 1 or events[0].__class__ in stand_ins):
+            if stand_ins and events and (len(events) > 1 or events[0].__class__ in stand_ins):
                 for position, appended in enumerate(events, first - 2):
                     if appended.__class__ in stand_ins:
                         live.decoded[position] = appended

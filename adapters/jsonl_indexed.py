@@ -20,8 +20,8 @@ import msgspec
 
 from sessiontree.adapters import jsonl_index, jsontext
 from sessiontree.adapters.files import is_whole_line
+from sessiontree.adapters.jsonl_append import names
 from sessiontree.adapters.jsonl_index import SidecarIndex, line_digest, offsets_from_lengths, offsets_of
-from sessiontree.adapters.jsonl_lease import names
 from sessiontree.adapters.jsonl_loader import LineLoader, pausing_collector
 from sessiontree.adapters.jsonl_scan import Envelopes, envelope_decoder, envelopes_of, utf8
 from sessiontree.adapters.jsontext import parse

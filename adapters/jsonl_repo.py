@@ -28,9 +28,9 @@ from sessiontree.domain.events import SessionStarted
 
 class JsonlStore(SessionStore):
     """Sessions as JSONL files in one directory (``durability``: ``"flush"`` or ``"fsync"``;
-    ``wait``: how long a writer waits for another's lease, see ``JsonlSessionStorage``)."""
+    ``wait``: how long an append waits for the lock another append holds, see ``JsonlSessionStorage``)."""
 
-    def __init__(self, root: str | os.PathLike[str], *, durability: str = "flush", wait: float = 0.0) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, durability: str = "flush", wait: float | None = None) -> None:
         self.root = Path(root)
         self.durability = durability
         self.wait = wait

@@ -11,8 +11,8 @@ from typing import Any
 
 from sessiontree.adapters import chain, jsontext
 from sessiontree.adapters.files import fsync_dir, is_whole_line
+from sessiontree.adapters.jsonl_append import append_error
 from sessiontree.adapters.jsonl_file import StaleFileError
-from sessiontree.adapters.jsonl_lease import append_error
 from sessiontree.adapters.jsonl_scan import corrupt
 from sessiontree.domain.errors import SessionError
 
@@ -28,15 +28,13 @@ def sealed_stub(canonical: bytes, digest_hex: str | None) -> bytes:
 
 
 def replace_in_file(file: Any, version: int, line: bytes) -> None:
-    """Replace line ``version`` of a leased log file: the whole file is written anew beside it, synced, locked (so the
-    lease never lapses) and renamed over it. A writer that waited on the old file finds it replaced and reopens."""
+    """Replace line ``version`` of a log file (an ``AppendingFile``): under its lock, the whole file is written anew
+    beside it, synced, locked (so no append slips in before this object knows the new file) and renamed over it. A
+    writer that waited for the old file's lock finds it replaced and is told to reopen it."""
     path: Path = file.path
-    with file._mutex:
-        if not file.leased:
-            file.take_lease()
-        file.sync()
-        if file.torn:
-            file.repair()
+    with file.locked():
+        file.catch_up()
+        file.repair()
         lines, tail, _ = file.read_split(0)
         if tail or not 1 <= version <= len(lines):
             raise StaleFileError(f"{path} has no line {version} to rewrite")

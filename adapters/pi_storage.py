@@ -150,13 +150,12 @@ class PiSessionStorage(JsonlSessionStorage):
                                "file, or let pi migrate it, to append)", path=str(self.path))
         super().check_writable()
 
-    def save(self, events: Sequence[Any]) -> None:
+    def check_events(self, events: Sequence[Any]) -> None:
         compactions = [e for e in events if e.__class__ is ContextCompacted and e.retained_tail is not None]
         if compactions:
             raise SessionError("invalid_entry", f"compaction {compactions[0].id!r}: pi files cannot carry a retained_tail "
                                "(pi ignores it and would build a different context); use first_kept_entry_id",
                                path=str(self.path))
-        super().save(events)
 
 
 __all__ = ["PiSessionStorage", "pi_context_options"]

@@ -113,7 +113,7 @@ class RecorderSessionStorage(SessionStorage):
                 self.recorder.insert_events(stored)
         except IntegrityError:
             if not self._landed(lines, first):
-                raise self.conflict(first) from None
+                raise self.conflict(first, taken=True) from None
         except ConnectionPoolClosedError as exc:
             raise self._failed(exc) from exc
         except PersistenceError as exc:
@@ -182,6 +182,15 @@ class RecorderSessionStorage(SessionStorage):
 
     def load_prefix(self, version: int) -> tuple[SessionStarted, EntryLog]:
         return self._decoded(self._select(lte=version), observe=False)
+
+    def entries_after(self, version: int) -> list[Any]:
+        """The entries after ``version``, read with one select (``conflict`` if the session is gone: a prune)."""
+        lines = self._select(gt=version)
+        if not lines and not self._select(lte=1):
+            raise SessionError("conflict", f"session {self._session_id} no longer exists at {self._location} (deleted "
+                               "since it was opened: a prune?); nothing was written")
+        decode = self.decode_stored
+        return [decode(line, v) for v, line in enumerate(lines, version + 1)]
 
     def _decoded(self, lines: list[bytes], *, observe: bool) -> tuple[SessionStarted, EntryLog]:
         if not lines:

@@ -1,8 +1,11 @@
 """What a session storage is: the port the Session service writes through.
 
 A storage keeps one session's event log. ``load`` returns the header and the entry log;
-``save`` appends new events atomically or raises ``SessionError`` (``conflict`` when
-another writer got there first, ``storage`` when the medium failed). Every backend stores
+``save`` appends new events at exactly their versions, atomically, or raises ``SessionError``
+(``conflict`` when another writer took them, ``storage`` when the medium failed). ``append`` is
+what a Session writes through: the events go after whatever the log holds at write time, the
+entries other writers appended meanwhile handed to the caller's ``rebase`` first, so no writer
+is refused because another wrote first (``if_version``: only if the log is still at that version). Every backend stores
 the same thing, the JSON line of each event sealed into the hash chain (``chain.py``), so a
 session reads back identically from any backend. ``recorder.py`` backs it with an
 eventsourcing recorder (memory, SQLite, PostgreSQL), ``jsonl.py`` with a file.
@@ -10,8 +13,10 @@ eventsourcing recorder (memory, SQLite, PostgreSQL), ``jsonl.py`` with a file.
 
 from __future__ import annotations
 
+import random
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sessiontree.adapters import blobs, chain
@@ -19,6 +24,24 @@ from sessiontree.adapters.codec import Codec
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
 from sessiontree.domain.log import EntryLog
+
+# Given the entries other writers appended since the caller's events were made (in order, right after the version the
+# caller knew), fold them in and return the caller's events made again to follow them.
+Rebase = Callable[[list[Any]], Sequence[Any]]
+
+APPEND_TRIES = 20  # a database append retried after a taken version, with a small random backoff, before ``conflict``
+
+
+class VersionTaken(SessionError):
+    """``conflict`` because another writer took the versions an append wanted (an ``append`` catches up and retries)."""
+
+
+def moved(session_id: str, if_version: int, version: int) -> SessionError:
+    """The ``conflict`` of an append whose ``if_version`` is not the log's version."""
+    return SessionError(
+        "conflict", f"session {session_id} is at version {version}, not {if_version} (if_version): another writer "
+        "appended since it was read; nothing was written",
+    )
 
 
 class SessionStorage(ABC):
@@ -48,6 +71,38 @@ class SessionStorage(ABC):
     @abstractmethod
     def save(self, events: Sequence[Any]) -> None:
         """Append ``events`` (consecutive versions) atomically."""
+
+    def append(self, events: Sequence[Any], rebase: Rebase | None = None, *, if_version: int | None = None) -> list[Any]:
+        """Append ``events`` after everything the log holds when it is written; returns the events written.
+
+        When other writers appended since ``events`` were made (their first version is not the next one), their
+        entries are handed to ``rebase``, which returns the events to write instead (None: ``conflict``). With
+        ``if_version`` the log must be at that version: otherwise ``conflict`` and nothing is written. Here: a
+        database's version constraint refuses a taken version, and the append catches up and retries (bounded)."""
+        for attempt in range(APPEND_TRIES):
+            try:
+                self.save(events)
+                return list(events)
+            except VersionTaken:
+                known = events[0].originator_version - 1
+                if rebase is None and if_version is None:
+                    raise
+                foreign = self.entries_after(known)
+                if if_version is not None:
+                    raise moved(self.session_id, if_version, known + len(foreign)) from None
+                if not foreign:
+                    raise
+                assert rebase is not None
+                events = rebase(foreign)
+            if attempt:  # writers racing for one version: spread them out
+                time.sleep(random.uniform(0, 0.0005 * min(attempt, 8)))
+        raise SessionError("conflict", f"session {self.session_id}: {APPEND_TRIES} appends in a row found their version "
+                           "taken by another writer; nothing was written, retry")
+
+    def entries_after(self, version: int) -> list[Any]:
+        """The entries after ``version`` (what other writers appended since the caller read that far), decoded."""
+        header, log = self.load()
+        return log.get_many(range(max(0, version - header.originator_version), len(log)))
 
     @abstractmethod
     def read_lines(self) -> list[bytes]:
@@ -128,8 +183,9 @@ class SessionStorage(ABC):
         """Store ``canonical`` (sealed with ``digest``, the one the old line recorded) as the line of ``version``."""
         raise SessionError("storage", f"session {self.session_id} at {self.location}: {self.why_no_replace}")
 
-    def conflict(self, version: int, why: str = "") -> SessionError:
-        return SessionError(
+    def conflict(self, version: int, why: str = "", *, taken: bool = False) -> SessionError:
+        """``conflict``: version ``version`` cannot be written (``taken``: another writer took it, ``VersionTaken``)."""
+        return (VersionTaken if taken else SessionError)(
             "conflict",
             f"session {self.session_id} changed since it was read (version {version} is not the next one"
             f"{': ' + why if why else ''}); reopen it and retry",

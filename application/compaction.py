@@ -100,24 +100,28 @@ def _prepared(
     return None if planned.is_empty else planned
 
 
-def _append(session: Session, planned: CompactionPlan, version: int, summary: Summary, details: Any, from_hook: bool) -> str:
+def _append(
+    session: Session, planned: CompactionPlan, leaf: str | None, summary: Summary, details: Any, from_hook: bool,
+    if_version: int | None,
+) -> str:
     with session._lock:  # the check and the append as one step, for a session shared by threads
-        if session.version != version:
+        if session.leaf_id != leaf:  # its branch moved on (others' entries on other branches do not matter)
             raise SessionError(
                 "conflict",
                 f"session {session.id} changed while its compaction was being summarised "
-                f"(version {version} -> {session.version}); nothing was written",
+                f"(its leaf moved from {leaf!r} to {session.leaf_id!r}); nothing was written",
             )
         return session.append_compaction(
             summary.summary, planned.first_kept_entry_id, planned.tokens_before,
             details=details if details is not None else summary.details, from_hook=from_hook, usage=summary.usage,
-            retained_tail=list(planned.kept_messages) if planned.retain_tail else None,
+            retained_tail=list(planned.kept_messages) if planned.retain_tail else None, if_version=if_version,
         )
 
 
 def compact(
     session: Session, summarize: Summarizer, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, retain_tail: bool = False,
     details: Any = None, from_hook: bool = False, estimator: TokenEstimator | None = None, planned: CompactionPlan | None = None,
+    *, if_version: int | None = None,
 ) -> str | None:
     """Summarise the older part of the branch and append the compaction entry; returns its id, or None (and calls
     nothing) when there is nothing to summarise. ``details`` given here wins over the summariser's. ``planned`` reuses a
@@ -125,22 +129,23 @@ def compact(
     planned = _prepared(session, summarize, from_hook, keep_recent_tokens, retain_tail, estimator, planned)
     if planned is None:
         return None
-    version = session.version
+    leaf = session.leaf_id
     result = summarize(list(planned.messages_to_summarize), planned.previous_summary)
-    return _append(session, planned, version, _sync_result(result), details, from_hook)
+    return _append(session, planned, leaf, _sync_result(result), details, from_hook, if_version)
 
 
 async def acompact(
     session: Session, summarize: Summarizer | AsyncSummarizer, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
     retain_tail: bool = False, details: Any = None, from_hook: bool = False, estimator: TokenEstimator | None = None,
+    *, if_version: int | None = None,
 ) -> str | None:
     """:func:`compact` with an async (or plain) summariser."""
     planned = _prepared(session, summarize, from_hook, keep_recent_tokens, retain_tail, estimator)
     if planned is None:
         return None
-    version = session.version
+    leaf = session.leaf_id
     summary = await _async_result(summarize(list(planned.messages_to_summarize), planned.previous_summary))
-    return _append(session, planned, version, summary, details, from_hook)
+    return _append(session, planned, leaf, summary, details, from_hook, if_version)
 
 
 def branch_left(reader: SessionReader, entry_id: str | None) -> list[Any]:
@@ -163,33 +168,37 @@ def _left_messages(session: Session, entry_id: str | None, summarize: Any) -> li
     return [m for i, e in enumerate(entries) for m in entry_to_messages(e, i, entries, options)]
 
 
-def _move(session: Session, entry_id: str | None, version: int, summary: Summary) -> str | None:
+def _move(session: Session, entry_id: str | None, leaf: str | None, summary: Summary, if_version: int | None) -> str | None:
     with session._lock:  # the check and the move as one step
-        if session.version != version:
+        if session.leaf_id != leaf:
             raise SessionError(
                 "conflict", f"session {session.id} changed while its branch was being summarised; nothing was written"
             )
         fields = {"summary": summary.summary, "details": summary.details, "usage": summary.usage}
-        return session.move_to(entry_id, summary=fields)
+        return session.move_to(entry_id, summary=fields, if_version=if_version)
 
 
-def move_summarized(session: Session, entry_id: str | None, summarize: Summarizer) -> str | None:
+def move_summarized(
+    session: Session, entry_id: str | None, summarize: Summarizer, if_version: int | None = None,
+) -> str | None:
     """Move the leaf to ``entry_id``, recording a summary of the branch left behind. Nothing left behind (moving forward,
     or to where the leaf is): a plain move, no call."""
     messages = _left_messages(session, entry_id, summarize)
     if not messages:
-        return session.move_to(entry_id)
-    version = session.version
-    return _move(session, entry_id, version, _sync_result(summarize(messages, None)))
+        return session.move_to(entry_id, if_version=if_version)
+    leaf = session.leaf_id
+    return _move(session, entry_id, leaf, _sync_result(summarize(messages, None)), if_version)
 
 
-async def amove_summarized(session: Session, entry_id: str | None, summarize: Summarizer | AsyncSummarizer) -> str | None:
+async def amove_summarized(
+    session: Session, entry_id: str | None, summarize: Summarizer | AsyncSummarizer, if_version: int | None = None,
+) -> str | None:
     """:func:`move_summarized` with an async (or plain) summariser."""
     messages = _left_messages(session, entry_id, summarize)
     if not messages:
-        return session.move_to(entry_id)
-    version = session.version
-    return _move(session, entry_id, version, await _async_result(summarize(messages, None)))
+        return session.move_to(entry_id, if_version=if_version)
+    leaf = session.leaf_id
+    return _move(session, entry_id, leaf, await _async_result(summarize(messages, None)), if_version)
 
 
 def left_leaf_id(reader: SessionReader, branch_summary_id: str) -> str | None:

@@ -218,11 +218,13 @@ class SessionRepo:
 
 class JsonlSessionRepo(SessionRepo):
     """Sessions as JSONL files in one directory (``durability``: ``"flush"`` or ``"fsync"``;
-    ``wait``: how long a writer waits for another writer's lease on a file, default 0)."""
+    ``wait``: how long an append waits for the lock another append holds on a file; None: 10 s)."""
 
     store: JsonlStore
 
-    def __init__(self, root: str | os.PathLike[str], *, durability: str = "flush", wait: float = 0.0, **kwargs: Any) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], *, durability: str = "flush", wait: float | None = None, **kwargs: Any,
+    ) -> None:
         super().__init__(JsonlStore(root, durability=durability, wait=wait), **kwargs)
 
     def __repr__(self) -> str:

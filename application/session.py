@@ -3,6 +3,12 @@
 An append runs a command of the aggregate (which checks the invariants and returns the event), saves the event through
 the storage, then folds it into the aggregate and the projections computed so far (the kept context takes it in at its
 next read). Nothing is folded before it is saved, so a refused or failed append leaves no trace anywhere.
+
+Any number of Session objects, in any processes, append to one session. When others appended since this object last
+read, the storage hands their entries over at write time: they are folded in (the tree, labels, names and stats see
+them) and this object's event is numbered after them, still under this object's own leaf (docs/repositories.md,
+*Writers*). ``if_version=`` asks for the opposite, optimistic concurrency: ``conflict`` unless the log is still at the
+version the caller read.
 """
 
 from __future__ import annotations
@@ -11,10 +17,13 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from sessiontree import compaction as _compaction
 from sessiontree import erasure as _erasure
-from sessiontree.adapters.storage import SessionStorage
+from sessiontree.adapters.storage import SessionStorage, moved
 from sessiontree.domain import aggregate as commands
+from sessiontree.domain.aggregate import leaf_at
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry
 from sessiontree.domain.ids import Clock, IdGenerator, RandomIds, UtcTimestamps, checked_ids, now_iso
@@ -30,6 +39,16 @@ from sessiontree.summary import branch_summary_fields
 
 # An append command bound to its arguments: (aggregate, entry id, timestamp) -> the event.
 Command = Callable[[commands.SessionAggregate, str, str], Entry]
+
+
+class _IdTaken(Exception):  # another writer's entry, taken in at write time, holds the id of one being appended
+    pass
+
+
+def check_if_version(if_version: Any) -> int | None:
+    if if_version is not None and (isinstance(if_version, bool) or not isinstance(if_version, int) or if_version < 1):
+        raise TypeError(f"if_version must be a session version (an int >= 1, Session.version) or None, not {if_version!r}")
+    return if_version
 
 
 class Session(Redacting, SessionReader):
@@ -84,7 +103,14 @@ class Session(Redacting, SessionReader):
 
     @property
     def leaf_id(self) -> str | None:
+        """This object's leaf: where its next entry hangs. Entries other writers append do not move it."""
         return self._agg.leaf_id
+
+    @property
+    def log_leaf_id(self) -> str | None:
+        """The log's leaf as far as this object has read: the last append's, by any writer (what a fresh open starts
+        from). ``refresh(follow=True)`` reads on and moves this object's leaf there."""
+        return leaf_at(self._agg.log, self._limit)
 
     def close(self) -> None:
         self._storage.close()
@@ -154,46 +180,101 @@ class Session(Redacting, SessionReader):
                         raise
                     del self._states[name]
 
-    def _run(self, command: Command, entry_id: str | None, *, redact: bool = True) -> str:
+    def _run(self, command: Command, entry_id: str | None, *, redact: bool = True, if_version: int | None = None,
+             follow: bool = False) -> str:
         """Run an append command (``command(aggregate, id, timestamp)``), save its event, fold it in; returns the id.
-        ``redact=False`` only for the library's own records (a redaction record's digest)."""
+        ``redact=False`` only for the library's own records (a redaction record's digest); ``follow``: the entry hangs
+        under the log's leaf at write time, not this object's."""
+        if_version = check_if_version(if_version)
         with self._lock:
-            if entry_id is None:
-                new_id = self._new_id()
-                try:
-                    event = command(self._agg, new_id, self._now())
-                except SessionError as exc:  # an id in use is drawn again (SPEC 2.2)
-                    if exc.code != "already_exists" or new_id not in self._agg:
-                        raise
-                    event = command(self._agg, fresh_id(self), self._now())
-                event = self._redact(event) if redact else event
-            else:
-                if not check_id("entry_id", entry_id):
-                    raise SessionError("invalid_entry", "entry_id must not be empty")
-                if entry_id in self._agg:
-                    return repeated(self, entry_id, command)
-                event = self._redact(command(self._agg, entry_id, self._now()))
-            try:
-                self._storage.save((event,))
-            except SessionError as exc:
-                # A retry whose earlier attempt did land (its acknowledgement was lost): the
-                # stored line holds this id. Take the log in and answer as the first time.
-                if entry_id is None or exc.code != "conflict" or not self.refresh() or entry_id not in self._agg:
-                    raise
+            if entry_id is not None and not check_id("entry_id", entry_id):
+                raise SessionError("invalid_entry", "entry_id must not be empty")
+            if if_version is not None and if_version > self._agg.version:  # the caller read further than this object
+                self._take_in(self._storage.entries_after(self._agg.version))
+            if entry_id is not None and entry_id in self._agg:
                 return repeated(self, entry_id, command)
-            self._fold((event,))
-            return event.id
+            if if_version is not None and if_version != self._agg.version:
+                raise moved(self.id, if_version, self._agg.version)
+            if follow:
+                self._agg.leaf_id = self.log_leaf_id
+            for _ in range(3):
+                if entry_id is None:
+                    new_id = self._new_id()
+                    try:
+                        event = command(self._agg, new_id, self._now())
+                    except SessionError as exc:  # an id in use is drawn again (SPEC 2.2)
+                        if exc.code != "already_exists" or new_id not in self._agg:
+                            raise
+                        event = command(self._agg, fresh_id(self), self._now())
+                    event = self._redact(event) if redact else event
+                else:
+                    event = self._redact(command(self._agg, entry_id, self._now()))
+                try:
+                    return self._save((event,), if_version, follow)[-1].id
+                except _IdTaken:  # another writer's entry has this id: a retry that landed, or a new id is drawn
+                    if entry_id is not None:
+                        return repeated(self, entry_id, command)
+                except SessionError as exc:
+                    # A retry whose earlier attempt did land (its acknowledgement was lost): the
+                    # stored line holds this id. Take the log in and answer as the first time.
+                    if entry_id is None or exc.code != "conflict" or not self._refresh_quietly() or entry_id not in self._agg:
+                        raise
+                    return repeated(self, entry_id, command)
+            raise SessionError("conflict", f"session {self.id}: other writers kept taking the ids drawn; nothing was written")
 
-    def refresh(self) -> int:
-        """Take in the entries other writers appended since this session read its log; returns
-        how many. ``conflict`` if the log changed under it in another way."""
+    def _save(self, events: Sequence[Entry], if_version: int | None = None, follow: bool = False) -> list[Entry]:
+        """Save ``events`` through the storage and fold them in, after the entries other writers appended meanwhile
+        (handed over at write time: folded in first, and the events numbered after them)."""
+        ids = {event.id for event in events}
+
+        def rebase(foreign: list[Any]) -> list[Entry]:
+            self._take_in(foreign)
+            if any(entry.id in ids for entry in foreign):
+                raise _IdTaken
+            first = self._agg.version + 1
+            out = [attrs.evolve(event, originator_version=first + i) for i, event in enumerate(events)]
+            if follow and out:
+                self._agg.leaf_id = self.log_leaf_id
+                out[0] = attrs.evolve(out[0], parent_id=self._agg.leaf_id)
+            return out
+
+        written = self._storage.append(events, rebase, if_version=if_version)
+        self._fold(written)
+        return written
+
+    def _take_in(self, foreign: Sequence[Entry]) -> None:
+        """Fold entries other writers appended: the log, the version and the projections computed so far take them
+        in; this object's leaf stays (so does its kept context: another writer's entry is never on this branch)."""
+        agg = self._agg
+        for event in foreign:
+            commands.take_in(agg, event)
+            if self._states:
+                self._advance(event)
+        self._limit = agg.version - 1
+
+    def _refresh_quietly(self) -> int:
+        try:
+            return self.refresh()
+        except SessionError:
+            return 0
+
+    def _caught_up(self) -> None:
+        """Before a read of the whole log: take in what other writers appended, where the storage tells it cheaply
+        (a JSONL file's size); elsewhere a read answers as of this object's last append or refresh."""
+        grew = getattr(self._storage, "grew", None)
+        if grew is not None and grew():
+            with self._lock:
+                self._take_in(self._storage.entries_after(self._agg.version))
+
+    def refresh(self, *, follow: bool = False) -> int:
+        """Take in the entries other writers appended since this session read its log; returns how many. This object's
+        leaf stays where it was, unless ``follow=True`` moves it to the log's leaf (the last append's, by anyone).
+        ``conflict`` if the log changed under it in another way (shorter, or its file replaced)."""
         with self._lock:
-            _, log = self._storage.load()
-            known = len(self._agg.log)
-            if len(log) < known or any(log.id_of(p) != self._agg.log.id_of(p) for p in {0, known - 1} if known):
-                raise SessionError("conflict", f"session {self.id} changed under this session (reopen it)")
-            new = log.get_many(range(known, len(log)))
-            self._fold(new)
+            new = self._storage.entries_after(self._agg.version)
+            self._take_in(new)
+            if follow:
+                self._agg.leaf_id = self.log_leaf_id
             return len(new)
 
     def reload(self) -> None:
@@ -209,66 +290,90 @@ class Session(Redacting, SessionReader):
         redaction record appended. ``by``: who asked (default: the OS user)."""
         return _erasure.redact(self, entry_id, reason, by)
 
-    def append_message(self, message: Any, *, entry_id: str | None = None) -> str:
+    def append_message(self, message: Any, *, entry_id: str | None = None, if_version: int | None = None) -> str:
         """Append a user, assistant or tool-result message; returns the entry id. ``entry_id`` chooses the id: a retry with
-        the same id and message writes nothing (see docs/reliability.md, *Retrying an append*). Every append method takes it."""
-        return self._run(lambda agg, id, now: commands.append_message(agg, message, id=id, timestamp=now), entry_id)
+        the same id and message writes nothing (see docs/reliability.md, *Retrying an append*). ``if_version``: append only
+        if the log is still at that version (``Session.version`` as the caller read it), else ``conflict`` and nothing is
+        written (docs/concepts.md, *Optimistic concurrency*). Every append method takes both."""
+        return self._run(lambda agg, id, now: commands.append_message(agg, message, id=id, timestamp=now), entry_id,
+                         if_version=if_version)
 
-    def append_thinking_level_change(self, level: str, *, entry_id: str | None = None) -> str:
-        return self._run(lambda agg, id, now: commands.append_thinking_level_change(agg, level, id=id, timestamp=now), entry_id)
+    def append_thinking_level_change(self, level: str, *, entry_id: str | None = None, if_version: int | None = None) -> str:
+        return self._run(lambda agg, id, now: commands.append_thinking_level_change(agg, level, id=id, timestamp=now),
+                         entry_id, if_version=if_version)
 
-    def append_model_change(self, provider: str, model_id: str, *, entry_id: str | None = None) -> str:
-        return self._run(
-            lambda agg, id, now: commands.append_model_change(agg, provider, model_id, id=id, timestamp=now), entry_id
-        )
+    def append_model_change(
+        self, provider: str, model_id: str, *, entry_id: str | None = None, if_version: int | None = None,
+    ) -> str:
+        return self._run(lambda agg, id, now: commands.append_model_change(agg, provider, model_id, id=id, timestamp=now),
+                         entry_id, if_version=if_version)
 
-    def append_active_tools_change(self, names: Sequence[str], *, entry_id: str | None = None) -> str:
-        return self._run(lambda agg, id, now: commands.append_active_tools_change(agg, names, id=id, timestamp=now), entry_id)
+    def append_active_tools_change(
+        self, names: Sequence[str], *, entry_id: str | None = None, if_version: int | None = None,
+    ) -> str:
+        return self._run(lambda agg, id, now: commands.append_active_tools_change(agg, names, id=id, timestamp=now),
+                         entry_id, if_version=if_version)
 
     def append_compaction(
         self, summary: str, first_kept_entry_id: str | None, tokens_before: int, details: Any = None, from_hook: bool = False,
         usage: Usage | None = None, retained_tail: Sequence[Any] | None = None, *, entry_id: str | None = None,
+        if_version: int | None = None,
     ) -> str:
         """Record that older turns are replaced by ``summary`` (SPEC 2.2, 3)."""
         return self._run(lambda agg, id, now: commands.append_compaction(
             agg, summary, first_kept_entry_id, tokens_before, id=id, timestamp=now, details=details, from_hook=from_hook,
             usage=usage, retained_tail=retained_tail,
-        ), entry_id)
+        ), entry_id, if_version=if_version)
 
-    def append_custom_entry(self, custom_type: str, data: Any = None, *, entry_id: str | None = None) -> str:
+    def append_custom_entry(
+        self, custom_type: str, data: Any = None, *, entry_id: str | None = None, if_version: int | None = None,
+    ) -> str:
         if custom_type == _erasure.RECORD_TYPE:
             raise SessionError("invalid_entry", f"custom type {custom_type!r} is reserved: redact() writes its records")
         return self._run(lambda agg, id, now: commands.append_custom_entry(agg, custom_type, data, id=id, timestamp=now),
-                         entry_id)
+                         entry_id, if_version=if_version)
 
     def append_custom_message_entry(
-        self, custom_type: str, content: Any, details: Any = None, display: bool = True, *, entry_id: str | None = None
+        self, custom_type: str, content: Any, details: Any = None, display: bool = True, *, entry_id: str | None = None,
+        if_version: int | None = None,
     ) -> str:
         return self._run(lambda agg, id, now: commands.append_custom_message_entry(
             agg, custom_type, content, id=id, timestamp=now, details=details, display=display,
-        ), entry_id)
+        ), entry_id, if_version=if_version)
 
-    def append_label_change(self, target_id: str, label: str | None, *, entry_id: str | None = None) -> str:
-        return self._run(lambda agg, id, now: commands.append_label_change(agg, target_id, label, id=id, timestamp=now), entry_id)
+    def append_label_change(
+        self, target_id: str, label: str | None, *, entry_id: str | None = None, if_version: int | None = None,
+    ) -> str:
+        return self._run(lambda agg, id, now: commands.append_label_change(agg, target_id, label, id=id, timestamp=now),
+                         entry_id, if_version=if_version)
 
-    def append_session_info(self, name: str | None, *, entry_id: str | None = None) -> str:
-        return self._run(lambda agg, id, now: commands.append_session_info(agg, name, id=id, timestamp=now), entry_id)
+    def append_session_info(self, name: str | None, *, entry_id: str | None = None, if_version: int | None = None) -> str:
+        return self._run(lambda agg, id, now: commands.append_session_info(agg, name, id=id, timestamp=now), entry_id,
+                         if_version=if_version)
 
-    def move_to(self, entry_id: str | None, summary: Mapping[str, Any] | None = None, *, summarize: Any = None) -> str | None:
+    def move_to(
+        self, entry_id: str | None, summary: Mapping[str, Any] | None = None, *, summarize: Any = None,
+        if_version: int | None = None,
+    ) -> str | None:
         """Move the leaf to ``entry_id`` (None: before the first entry).
 
         With ``summary`` (a dict with ``"summary"`` and optionally ``"details"``, ``"usage"``, ``"from_hook"``) a branch
         summary is appended under the target and becomes the leaf; its id is returned. Both entries are saved together.
         With ``summarize`` (a summariser, docs/compaction.md) the branch being left is summarised first; ``summary`` and
-        ``summarize`` are mutually exclusive.
+        ``summarize`` are mutually exclusive. ``if_version``: only if the log is still at that version (else ``conflict``).
         """
         if summarize is not None:
             if summary is not None:
                 raise TypeError("move_to takes summary= or summarize=, not both")
-            return _compaction.move_summarized(self, entry_id, summarize)
+            return _compaction.move_summarized(self, entry_id, summarize, if_version)
         self._storage.check_writable()
         checked = branch_summary_fields(summary) if summary is not None else None
+        if_version = check_if_version(if_version)
         with self._lock:
+            if if_version is not None and if_version > self._agg.version:
+                self._take_in(self._storage.entries_after(self._agg.version))
+            if if_version is not None and if_version != self._agg.version:
+                raise moved(self.id, if_version, self._agg.version)
             moved_id, moved_at = fresh_id(self), self._now()
             summary_id, summary_at = (fresh_id(self, moved_id), self._now()) if checked is not None else ("", "")
             events = commands.move_to(
@@ -276,24 +381,32 @@ class Session(Redacting, SessionReader):
                 summary_timestamp=summary_at,
             )
             events = [self._redact(event) for event in events]
-            self._storage.save(events)
-            self._fold(events)
+            try:
+                events = self._save(events, if_version)
+            except _IdTaken:
+                raise SessionError("conflict", f"session {self.id}: another writer appended an entry with an id this "
+                                   "move drew; nothing was written, retry") from None
             return events[1].id if len(events) > 1 else None
 
-    async def amove_to(self, entry_id: str | None, summarize: Any) -> str | None:
+    async def amove_to(self, entry_id: str | None, summarize: Any, *, if_version: int | None = None) -> str | None:
         """:meth:`move_to` with ``summarize=`` an async (or plain) summariser."""
-        return await _compaction.amove_summarized(self, entry_id, summarize)
+        return await _compaction.amove_summarized(self, entry_id, summarize, if_version)
 
     def compact(
         self, summarize: Any, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, retain_tail: bool = False,
         details: Any = None, from_hook: bool = False, *, estimator: TokenEstimator | None = None,
+        if_version: int | None = None,
     ) -> str | None:
-        """Append a compaction summarising the older turns (``summarize``): its id, or None when there is nothing to summarise."""
-        return _compaction.compact(self, summarize, keep_recent_tokens, retain_tail, details, from_hook, estimator)
+        """Append a compaction summarising the older turns (``summarize``): its id, or None when there is nothing to
+        summarise. ``if_version``: only if the log is still at that version when the compaction is written."""
+        return _compaction.compact(self, summarize, keep_recent_tokens, retain_tail, details, from_hook, estimator,
+                                   if_version=if_version)
 
     async def acompact(
         self, summarize: Any, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS, retain_tail: bool = False,
         details: Any = None, from_hook: bool = False, *, estimator: TokenEstimator | None = None,
+        if_version: int | None = None,
     ) -> str | None:
         """:meth:`compact` with an async (or plain) summariser."""
-        return await _compaction.acompact(self, summarize, keep_recent_tokens, retain_tail, details, from_hook, estimator)
+        return await _compaction.acompact(self, summarize, keep_recent_tokens, retain_tail, details, from_hook, estimator,
+                                          if_version=if_version)

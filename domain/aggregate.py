@@ -94,6 +94,19 @@ def project(aggregate: SessionAggregate, event: Entry) -> SessionAggregate:
     return aggregate
 
 
+def take_in(aggregate: SessionAggregate, event: Entry) -> SessionAggregate:
+    """Fold an entry another writer appended: into the log, numbered next, but the leaf stays where this writer's own
+    appends put it (each writer keeps its own leaf; the log's is the last append's, :func:`leaf_at`)."""
+    if event.originator_version != aggregate.version + 1 or event.originator_id != aggregate.id:
+        _refuse(aggregate, event)
+    if aggregate.log.has(event.id):
+        raise SessionError("corrupt", f"session {aggregate.id}: another writer appended entry {event.id!r}, an id the log "
+                           "already holds (run verify)")
+    aggregate.log.add(event)
+    aggregate.version += 1
+    return aggregate
+
+
 def on_branch(aggregate: SessionAggregate, entry_id: str, leaf_id: str | None) -> bool:
     """Is ``entry_id`` on the root-to-leaf path ending at ``leaf_id``?"""
     log = aggregate.log

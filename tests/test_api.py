@@ -151,15 +151,29 @@ def test_move_to_none_starts_a_new_root():
     assert s.get_entry(r).parent_id is None
 
 
-def test_two_sessions_on_one_storage_conflict_instead_of_interleaving():
-    """A writer whose view is stale gets ``conflict`` and appends nothing."""
+def test_two_sessions_on_one_storage_interleave_each_under_its_own_leaf():
+    """A writer whose view is stale takes the other's entry in and appends after it, under its own leaf."""
     storage = kit.new_storage()
     first, second = kit.open_session(storage), kit.open_session(storage, first_tick=50)
+    a = first.append_message(kit.user("a"))
+    b = second.append_message(kit.user("b"))
+    assert second.version == 3 and second.get_entry(a) is not None
+    assert second.entry(b).parent_id is None and second.leaf_id == b and second.log_leaf_id == b
+    assert Session(storage).version == 3 and Session(storage).leaf_id == b  # a fresh open: the last append's leaf
+
+
+def test_if_version_conflicts_exactly_when_another_writer_moved_the_log():
+    storage = kit.new_storage()
+    first, second = kit.open_session(storage), kit.open_session(storage, first_tick=50)
+    read = second.version
     first.append_message(kit.user("a"))
     with pytest.raises(SessionError) as caught:
-        second.append_message(kit.user("b"))
-    assert caught.value.code == "conflict"
-    assert second.version == 1 and Session(storage).version == 2
+        second.append_message(kit.user("b"), if_version=read)
+    assert caught.value.code == "conflict" and "not 1 (if_version)" in caught.value.message
+    assert Session(storage).version == 2
+    assert second.refresh() == 1
+    b = second.append_message(kit.user("b"), if_version=second.version)
+    assert Session(storage).version == 3 and Session(storage).entry(b).parent_id is None
 
 
 def test_a_failed_save_appends_nothing():

@@ -31,10 +31,11 @@ DOCUMENTED = [
     ("domain/aggregate.py", "domain/values.py", "check_message"),
     ("domain/aggregate.py", "domain/log.py", "EntryLog.has"),
     ("application/session.py", "application/redaction.py", "_Walk.entry"),  # redaction on write (on by default)
-    ("application/session.py", "adapters/jsonl.py", "JsonlSessionStorage.save"),
+    ("application/session.py", "adapters/jsonl.py", "JsonlSessionStorage.append"),
     ("adapters/jsonl.py", "adapters/codec.py", "Codec.encode_event"),  # encode
-    ("adapters/jsonl.py", "adapters/chain.py", "seal_lines"),  # seal
-    ("adapters/jsonl.py", "adapters/jsonl_lease.py", "LeasedFile.append_at"),  # the log's append
+    ("adapters/jsonl.py", "adapters/jsonl_append.py", "AppendingFile.catch_up"),  # under the file's lock: others' lines
+    ("adapters/jsonl.py", "adapters/chain.py", "seal_lines"),  # seal, after the file's last line
+    ("adapters/jsonl.py", "adapters/jsonl_append.py", "AppendingFile.write"),  # the log's append
     ("adapters/jsonl.py", "adapters/chain.py", "ChainHead.set"),
     ("adapters/jsonl.py", "adapters/mapped.py", "MappedLines.extend"),  # the loader's lines: the mapped file's, then ours
     ("application/session.py", "domain/aggregate.py", "project"),  # the fold
@@ -80,13 +81,11 @@ def test_an_append_makes_only_the_documented_calls_between_modules(tmp_path: Pat
     assert len({(caller, callee) for caller, callee, _ in DOCUMENTED}) == 10  # module pairs
 
 
-def test_the_first_append_takes_the_lease_and_catches_up(tmp_path: Path) -> None:
-    """The recording sees more than the documented path when there is more: the first append
-    of a writer takes the lease and reads the file's end first, and makes the session's redactor
-    (a session that only reads makes none), which then redacts the entry."""
+def test_the_first_append_makes_the_redactor(tmp_path: Path) -> None:
+    """The recording sees more than the documented path when there is more: the first append makes the session's
+    redactor (a session that only reads makes none), which then redacts the entry."""
     session = Session(JsonlSessionStorage.create(tmp_path / "s.jsonl"))
     calls = record_append(session, kit.user("hello"))
-    assert ("adapters/jsonl_lease.py", "adapters/jsonl_file.py", "LineFile.sync") in calls
     made = [c for c in calls if "application/redacting.py" in c[:2] or c[0] == "application/redaction.py"]
     assert made[0] == ("application/session.py", "application/redacting.py", "Redacting._first_redact")
     assert made[-1] == ("application/redacting.py", "application/redaction.py", "_Walk.entry")

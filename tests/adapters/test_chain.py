@@ -166,20 +166,22 @@ def test_pi_files_are_never_chained(tmp_path: Path) -> None:
     assert all(b'"chain"' not in line for line in file_lines(tmp_path / "pi.jsonl"))
 
 
-def test_a_failed_save_leaves_the_head_where_it_was(tmp_path: Path) -> None:
-    """A conflict does not move the head; a reopen picks up the other writer's digest."""
+def test_a_refused_append_leaves_the_head_where_it_was_and_a_stale_one_chains_after_the_other(tmp_path: Path) -> None:
+    """An ``if_version`` conflict does not move the head; a stale writer's line is sealed after the other writer's
+    line, as the file is at write time, so the chain stays unbroken."""
     path = tmp_path / "s.jsonl"
     first = kit.open_session(JsonlSessionStorage.create(path))
     second = Session(JsonlSessionStorage.open(path))
     first.append_message(kit.user("mine"))
     head = second.storage.chain_head.digest  # type: ignore[attr-defined]
     with pytest.raises(SessionError) as caught:
-        second.append_message(kit.user("stale"))
+        second.append_message(kit.user("stale"), if_version=second.version)
     assert caught.value.code == "conflict"
     assert second.storage.chain_head.digest == head  # type: ignore[attr-defined]
-    first.close()
-    Session(JsonlSessionStorage.open(path)).append_message(kit.user("after"))
+    second.append_message(kit.user("stale"))
+    first.append_message(kit.user("after"))
     assert_chained(file_lines(path))
+    assert len(file_lines(path)) == 4
 
 
 def test_an_entry_with_its_own_chain_field_is_refused() -> None:

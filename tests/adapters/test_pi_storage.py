@@ -186,17 +186,23 @@ def test_a_marker_pi_appended_under_becomes_the_node_pi_sees(tmp_path):
     assert reopened.build_context().messages[:-1] == expected
 
 
-def test_an_append_after_pi_appended_is_a_conflict(tmp_path):
-    """If pi appended since we read the file, our append is refused and the file is untouched."""
+def test_an_append_after_pi_appended_takes_pis_line_in_first(tmp_path):
+    """If pi appended since we read the file, our append takes pi's line in and goes after it (under our leaf);
+    with ``if_version`` it is refused instead and the file is untouched."""
     path = copy_fixture("small", tmp_path)
     session = open_pi(path)
+    leaf, read = session.leaf_id, session.version
     with path.open("ab") as f:
         f.write(orjson.dumps(pi.pi_node("session_info", "p1c0ffee", session.leaf_id, name="pi")) + b"\n")
     before = path.read_bytes()
     with pytest.raises(SessionError) as caught:
-        session.append_session_info("ours")
+        session.append_session_info("ours", if_version=read)
     assert caught.value.code == "conflict"
     assert path.read_bytes() == before
+    ours = session.append_session_info("ours")
+    assert session.entry("p1c0ffee").parent_id == leaf and session.entry(ours).parent_id == leaf
+    again = open_pi(path)
+    assert [e.id for e in again.get_entries()][-2:] == ["p1c0ffee", ours] and again.get_session_name() == "ours"
 
 
 def test_a_retained_tail_compaction_is_refused_on_a_pi_file(tmp_path):

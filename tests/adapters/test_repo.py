@@ -127,15 +127,19 @@ def test_unsafe_session_ids_are_refused(repo: SessionRepo, bad: str) -> None:
     assert repo.list() == []
 
 
-def test_a_stale_writer_gets_conflict_and_appends_nothing(repo: SessionRepo) -> None:
-    """Two writers on one session: the one whose view is stale gets conflict."""
+def test_a_stale_writer_appends_after_the_other_and_if_version_refuses(repo: SessionRepo) -> None:
+    """Two writers on one session: the one whose view is stale appends after the other's entry (under its own
+    leaf); with ``if_version`` it gets ``conflict`` and appends nothing."""
     session = repo.create(cwd="/p")
     other = repo.open(session.id)
-    session.append_message(kit.user("first writer"))
+    first = session.append_message(kit.user("first writer"))
     with pytest.raises(SessionError) as info:
-        other.append_message(kit.user("stale writer"))
+        other.append_message(kit.user("refused"), if_version=other.version)
     assert info.value.code == "conflict"
     assert lines(repo.open(session.id)) == lines(session)
+    stale = other.append_message(kit.user("stale writer"))
+    assert other.entry(stale).parent_id is None and other.has_entry(first)
+    assert lines(repo.open(session.id)) == lines(other)
 
 
 def test_app_projections_reach_every_session_the_repo_opens(make_repo: Any) -> None:

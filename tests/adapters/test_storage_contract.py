@@ -13,7 +13,7 @@ import sessiontree_strategies as strat
 import sessiontree_testkit as kit
 from hypothesis import HealthCheck, given, settings
 
-from sessiontree import InMemorySessionStorage, Session, SessionError
+from sessiontree import InMemorySessionStorage, Session, SessionError, verify
 from sessiontree.domain import events as ev
 
 HEADER = {
@@ -87,24 +87,26 @@ def test_random_work_matches_memory_and_survives_reopen(storage_factory: Any, op
     kit.check_invariants(session)
 
 
-def test_stale_writer_gets_conflict_and_can_retry(storage_factory: Any) -> None:
-    """A writer whose view is stale gets ``conflict``, appends nothing, and succeeds after
-    reopening (once the first writer is done: a JSONL file has one writer at a time)."""
+def test_a_stale_writer_takes_the_others_entries_in_and_appends_under_its_own_leaf(storage_factory: Any) -> None:
+    """A writer whose view is stale is not refused: the entries another appended meanwhile are taken in at write
+    time and its entry goes after them, under its own leaf; ``if_version`` asks for ``conflict`` instead."""
     storage = storage_factory.create(**HEADER)
     first = Session(storage)
-    first.append_message(kit.user("one"))
+    one = first.append_message(kit.user("one"))
     second = Session(storage_factory.reopen(storage))
-    first.append_message(kit.user("two"))
-    before = second.version
+    two = first.append_message(kit.user("two"))
+    read = second.version
     with pytest.raises(SessionError) as caught:
-        second.append_message(kit.user("stale"))
+        second.append_message(kit.user("refused"), if_version=read)
     assert caught.value.code == "conflict"
-    assert second.version == before and [kit.said([e.message]) for e in second.get_entries()] == [["user:one"]]
-    first.close()
-    retried = Session(storage_factory.reopen(storage))
-    retried.append_message(kit.user("three"))
+    stale = second.append_message(kit.user("stale"))
+    assert second.get_entry(two) is not None and second.entry(stale).parent_id == one and second.leaf_id == stale
+    assert first.leaf_id == two
+    three = first.append_message(kit.user("three"))
+    assert first.entry(three).parent_id == two and first.version == 5
     final = Session(storage_factory.reopen(storage))
-    assert [e.message.content[0].text for e in final.get_entries()] == ["one", "two", "three"]
+    assert [e.message.content[0].text for e in final.get_entries()] == ["one", "two", "stale", "three"]
+    assert final.leaf_id == three and verify(final).ok
 
 
 def test_two_events_saved_together_are_both_kept(storage_factory: Any) -> None:
