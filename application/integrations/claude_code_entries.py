@@ -47,7 +47,7 @@ _PLAIN = re.compile(r"[A-Za-z0-9-]")
 _PART = 60  # an encoded part longer than this is stored as a digest (the header metadata keeps the key whole)
 
 
-def _encode_part(text: str) -> str:
+def encode_part(text: str) -> str:
     """``text`` in the characters a session id allows, without ``.``: letters, digits and ``-`` stay, ``_`` is ``__``,
     anything else ``_<hex code point>_``; a long result is ``_h`` and a digest (``h`` is no hex digit: unambiguous)."""
     out = "".join(c if _PLAIN.fullmatch(c) else "__" if c == "_" else f"_{ord(c):x}_" for c in text)
@@ -56,8 +56,8 @@ def _encode_part(text: str) -> str:
     return "_h" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
-def _decode_part(part: str) -> str | None:
-    """The text :func:`_encode_part` encoded, or None for a digest."""
+def decode_part(part: str) -> str | None:
+    """The text :func:`encode_part` encoded, or None for a digest."""
     if part.startswith("_h"):
         return None
     return re.sub(r"_(_|[0-9a-f]+_)", lambda m: "_" if m.group(1) == "_" else chr(int(m.group(1)[:-1], 16)), part)
@@ -80,14 +80,14 @@ def check_key(key: Any) -> dict[str, str]:
 
 def session_id_for(key: Mapping[str, str]) -> str:
     """The sessiontree session id of a ``SessionKey``: ``cc.<project>.<session>[.<subpath>]``, each part encoded."""
-    parts = [PREFIX, _encode_part(key["project_key"]), _encode_part(key["session_id"])]
+    parts = [PREFIX, encode_part(key["project_key"]), encode_part(key["session_id"])]
     if key.get("subpath"):
-        parts.append(_encode_part(key["subpath"]))
+        parts.append(encode_part(key["subpath"]))
     return ".".join(parts)
 
 
 def project_prefix(project_key: str) -> str:
-    return f"{PREFIX}.{_encode_part(project_key)}."
+    return f"{PREFIX}.{encode_part(project_key)}."
 
 
 def split_id(session_id: str) -> list[str | None] | None:
@@ -95,7 +95,7 @@ def split_id(session_id: str) -> list[str | None] | None:
     parts = session_id.split(".")
     if parts[0] != PREFIX or len(parts) not in (3, 4):
         return None
-    return [_decode_part(part) for part in parts[1:]]
+    return [decode_part(part) for part in parts[1:]]
 
 
 # -- lines <-> entries --------------------------------------------------------------------------------------------
