@@ -91,9 +91,9 @@ def _block(part: Any) -> Any:
         if signature is None or isinstance(signature, str):
             return ThinkingContent(part["text"], signature=signature)
     call = part.get("function_call") if keys == {"function_call"} else None
-    if isinstance(call, dict) and set(call) == {"id", "name", "args"} and isinstance(call["args"], dict):
-        if isinstance(call["id"], str) and isinstance(call["name"], str):
-            return ToolCall(id=call["id"], name=call["name"], arguments=call["args"])
+    exact = isinstance(call, dict) and set(call) == {"id", "name", "args"} and isinstance(call["args"], dict)
+    if exact and isinstance(call["id"], str) and isinstance(call["name"], str):
+        return ToolCall(id=call["id"], name=call["name"], arguments=call["args"])
     return UnknownContent(type=_PART, data={"part": part})
 
 
