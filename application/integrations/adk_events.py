@@ -90,8 +90,8 @@ def _block(part: Any) -> Any:
         signature = part.get("thought_signature")
         if signature is None or isinstance(signature, str):
             return ThinkingContent(part["text"], signature=signature)
-    call = part.get("function_call") if keys == {"function_call"} else None
-    exact = isinstance(call, dict) and set(call) == {"id", "name", "args"} and isinstance(call["args"], dict)
+    call: dict[str, Any] = part["function_call"] if keys == {"function_call"} and isinstance(part["function_call"], dict) else {}
+    exact = set(call) == {"id", "name", "args"} and isinstance(call["args"], dict)
     if exact and isinstance(call["id"], str) and isinstance(call["name"], str):
         return ToolCall(id=call["id"], name=call["name"], arguments=call["args"])
     return UnknownContent(type=_PART, data={"part": part})
@@ -129,7 +129,7 @@ def dump_of(message: Any) -> dict[str, Any]:
 def dump_in(entry: Entry) -> dict[str, Any] | None:
     """The event dump an entry holds, or None (state entries, leaf moves, entries of other programs)."""
     if isinstance(entry, CustomEntryAppended):
-        return entry.data if entry.custom_type == EVENT_TYPE else None  # type: ignore[no-any-return]
+        return entry.data if entry.custom_type == EVENT_TYPE else None
     if isinstance(entry, MessageAppended) and KEY in getattr(entry.message, "extra", ()):
         return dump_of(entry.message)
     return None

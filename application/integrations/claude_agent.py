@@ -93,7 +93,7 @@ class SessionTreeSessionStore(SessionStore):
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """The project's main transcripts, ``mtime`` the time of the session's last write (epoch ms)."""
-        return await call(self.repo, self._list_sessions, project_key)
+        return await call(self.repo, self._list_sessions, project_key)  # type: ignore[arg-type]  # TypedDict rows
 
     async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
         """The SDK's summary of each main transcript (``fold_session_summary`` over its lines), ``mtime`` as

@@ -165,8 +165,8 @@ def _assistant(line: dict[str, Any], body: dict[str, Any]) -> Message:
     ours = None
     if isinstance(usage, dict):
         names = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-        counts = [usage.get(k) for k in names]
-        counts = [c if isinstance(c, int) and not isinstance(c, bool) and c >= 0 else 0 for c in counts]
+        counts: list[int] = [c if isinstance(c := usage.get(k), int) and not isinstance(c, bool) and c >= 0 else 0
+                             for k in names]
         ours = Usage(input=counts[0], output=counts[1], cache_read=counts[2], cache_write=counts[3], total_tokens=sum(counts))
     stop = body.get("stop_reason")
     model = body.get("model")
@@ -200,8 +200,8 @@ def _block(block: Any) -> Any:
     if kind == "tool_use" and isinstance(block.get("input"), dict):
         rest = _rest(block, "type", "id", "name", "input")
         return ToolCall(id=block["id"], name=block["name"], arguments=block["input"], extra=rest)
-    source = block.get("source") if kind == "image" else None
-    exact = isinstance(source, dict) and set(source) == {"type", "media_type", "data"} and source["type"] == "base64"
+    source: dict[str, Any] = block.get("source") if kind == "image" and isinstance(block.get("source"), dict) else {}
+    exact = set(source) == {"type", "media_type", "data"} and source["type"] == "base64"
     if exact and all(isinstance(source[k], str) for k in ("data", "media_type")):
         return ImageContent(source["data"], source["media_type"], extra=_rest(block, "type", "source"))
     if not isinstance(kind, str):
@@ -323,7 +323,7 @@ def _place(session: Any, parent: Any) -> None:
 
 def _nearest(session: Any) -> str | None:
     """The entry id of the nearest line with a ``uuid`` at or above the leaf (lines without one sit between)."""
-    entry_id = session.leaf_id
+    entry_id: str | None = session.leaf_id
     while entry_id is not None:
         entry = session.entry(entry_id)
         line = line_of(entry)
