@@ -15,6 +15,8 @@ from datetime import datetime
 from typing import Any, TypeVar
 from weakref import WeakValueDictionary
 
+import msgspec
+
 try:
     from claude_agent_sdk import SessionStore, fold_session_summary
     from claude_agent_sdk.types import (
@@ -34,12 +36,15 @@ from sessiontree.domain.errors import SessionError
 from sessiontree.domain.values import json_value
 from sessiontree.integrations import claude_code_entries as lines
 from sessiontree.integrations._blocking import as_repo, call
+from sessiontree.integrations._held import Held
 from sessiontree.repository import SessionRepo
 from sessiontree.session import Session
 
 __all__ = ["SessionTreeSessionStore"]
 
 T = TypeVar("T")
+_encode = msgspec.json.encode
+_decode = msgspec.json.decode
 RETRIES = 5  # appends redone after another writer moved the log under this one (each takes the log in first)
 
 
@@ -57,13 +62,16 @@ class SessionTreeSessionStore(SessionStore):
         self.repo = as_repo(repo)
         self._owns_repo = not isinstance(repo, SessionRepo)
         self.cwd = cwd
+        self._held = Held(self.repo)
         self._locks: WeakValueDictionary[tuple[asyncio.AbstractEventLoop, str], asyncio.Lock] = WeakValueDictionary()
 
     def __repr__(self) -> str:
         return f"SessionTreeSessionStore(repo={self.repo!r})"
 
     def close(self) -> None:
-        """Close the repository if the store opened it (from a URL); a repository passed in is left to its owner."""
+        """Close the sessions it holds open, and the repository if the store opened it (from a URL); a repository passed
+        in is left to its owner."""
+        self._held.close()
         if self._owns_repo:
             self.repo.close()
 
@@ -119,21 +127,47 @@ class SessionTreeSessionStore(SessionStore):
                 return None
             raise
 
+    def _lines(self, sid: str, work: Callable[[Session], Any] | None = None) -> list[bytes] | None:
+        """The session's lines as JSON texts, after ``work(session)`` if given (None: no such session). The session stays
+        open between calls (``Held``), with the texts of the lines read so far, so a call decodes only new entries."""
+        taken = self._held.take(sid)
+        if taken is None:
+            return None
+        session, memo = taken
+        try:
+            if work is not None:
+                work(session)
+            entries = session.get_entries()
+            if memo.get("seen", 0) > len(entries):
+                memo.clear()
+            texts = memo.setdefault("texts", [])
+            for entry in entries[memo.get("seen", 0) :]:
+                line = lines.line_of(entry)
+                if line is not lines.NOT_A_LINE:
+                    texts.append(_encode(line))
+            memo["seen"] = len(entries)
+        except BaseException:
+            session.close()
+            raise
+        self._held.give(sid, session, memo)
+        return list(texts)
+
     def _append(self, key: dict[str, str], sid: str, entries: list[Any]) -> None:
         checked = _checked(entries)
         if not checked:
             return
         done = [0]  # how many lines are written (or skipped): a retry goes on from there
         for attempt in range(RETRIES + 1):
-            session = self._open(sid) or self._create(key, sid, checked)
-            with closing(session):
-                try:
-                    lines.append_lines(session, checked, done)
-                    return
-                except SessionError as exc:
-                    if exc.code != "conflict" or attempt == RETRIES:
-                        raise
-            # another writer appended in between: nothing of the failed save was written; reopen and go on
+            try:
+                if self._lines(sid, lambda session: lines.append_lines(session, checked, done)) is None:
+                    self._create(key, sid, checked).close()
+                    continue
+                return
+            except SessionError as exc:
+                if exc.code != "conflict" or attempt == RETRIES:
+                    raise
+            # another writer moved the log in a way this one cannot follow: nothing of the failed save was written
+        raise SessionError("conflict", f"session {sid} kept changing under this store")
 
     def _create(self, key: dict[str, str], sid: str, entries: list[dict[str, Any]]) -> Session:
         cwd = next((line["cwd"] for line in entries if isinstance(line.get("cwd"), str)), self.cwd)  # Claude Code's
@@ -145,11 +179,8 @@ class SessionTreeSessionStore(SessionStore):
             return self.repo.open(sid)
 
     def _load(self, key: dict[str, str], sid: str) -> list[Any] | None:
-        session = self._open(sid)
-        if session is None:
-            return None
-        with closing(session):
-            return lines.read_lines(session)
+        texts = self._lines(sid)
+        return None if texts is None else _decode(b"[" + b",".join(texts) + b"]")  # type: ignore[no-any-return]
 
     def _infos(self, project_key: str) -> list[tuple[Any, list[str | None]]]:
         """The listing rows of the project's sessions, with their decoded key parts."""
@@ -193,11 +224,10 @@ class SessionTreeSessionStore(SessionStore):
     def _summaries(self, project_key: str) -> list[Any]:
         out = []
         for sid, claude_id, mtime in self._main_sessions(project_key):
-            session = self._open(sid)
-            if session is None:
+            texts = self._lines(sid)
+            if texts is None:
                 continue  # deleted since it was listed
-            with closing(session):
-                entries = lines.read_lines(session)
+            entries = _decode(b"[" + b",".join(texts) + b"]")
             key = {"project_key": project_key, "session_id": claude_id}
             summary = fold_session_summary(None, key, entries)  # type: ignore[arg-type]
             summary["mtime"] = mtime  # the storage clock list_sessions uses, as the SDK asks
@@ -227,7 +257,9 @@ class SessionTreeSessionStore(SessionStore):
     def _delete(self, key: dict[str, str], sid: str) -> None:
         if "subpath" not in key:
             for sub_id, _ in self._subs(key):
+                self._held.forget(sub_id)
                 self.repo.delete(sub_id)
+        self._held.forget(sid)
         self.repo.delete(sid)
 
 
