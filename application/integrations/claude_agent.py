@@ -180,7 +180,7 @@ class SessionTreeSessionStore(SessionStore):
 
     def _load(self, key: dict[str, str], sid: str) -> list[Any] | None:
         texts = self._lines(sid)
-        return None if texts is None else _decode(b"[" + b",".join(texts) + b"]")  # type: ignore[no-any-return]
+        return None if texts is None else _decode(b"[" + b",".join(texts) + b"]")
 
     def _infos(self, project_key: str) -> list[tuple[Any, list[str | None]]]:
         """The listing rows of the project's sessions, with their decoded key parts."""
