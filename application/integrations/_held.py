@@ -4,7 +4,7 @@ Opening a session indexes its log, and reading its entries decodes them all (abo
 that opened its session afresh for every call would pay for the whole log each time. :class:`Held` keeps up to ``size``
 sessions open (least recently used closed first), each with a ``memo`` dict the integration fills with what it computed
 from the entries so far. A session taken from it is refreshed first (``Session.refresh``: the entries other writers,
-in any process, appended since), and is the caller's alone until given back.
+in any process, appended since, its leaf moved to the log's), and is the caller's alone until given back.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Held:
             session, memo = held
             try:
                 if self.repo.exists(sid):
-                    session.refresh()
+                    session.refresh(follow=True)  # on to the log's leaf: where the last append, by anyone, left it
                     return session, memo
             except SessionError:
                 pass  # the log was rewritten (deleted and made again, or repaired): read it afresh

@@ -11,6 +11,7 @@ keys never reach storage. A rewind is a leaf move: the rewound events stay in th
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
 from typing import Any, TypeVar
@@ -32,6 +33,7 @@ from sessiontree.domain.errors import SessionError
 from sessiontree.domain.ids import new_session_id as _new_id
 from sessiontree.integrations import adk_events as events
 from sessiontree.integrations._blocking import as_repo, call
+from sessiontree.integrations._held import Held
 from sessiontree.integrations.claude_code_entries import encode_part
 from sessiontree.repository import SessionRepo
 from sessiontree.session import Session as TreeSession
@@ -72,28 +74,54 @@ class _Read:
     """What a session's branch holds: the events (with their entry ids) and the session state they fold to."""
 
     def __init__(self, session: TreeSession) -> None:
-        self.session = session
+        self.created = _seconds(session.header.timestamp)
+        self.leaf: str | None = None
+        self.count = 0  # entries of the log taken into account
         self.version = session.version
         self.entries: list[str] = []
         self.dumps: list[dict[str, Any]] = []
         self.state: dict[str, Any] = {}
         self.updated = 0.0
         for entry in session.get_branch():
-            if entry.type == "custom" and getattr(entry, "custom_type", None) == events.STATE_TYPE:
-                self.state.update(entry.data)  # type: ignore[attr-defined]
-                continue
-            data = events.dump_in(entry)
-            if data is None:
-                continue
-            self.entries.append(entry.id)
-            self.dumps.append(data)
-            delta = (data.get("actions") or {}).get("state_delta") or {}
-            self.state.update({k: v for k, v in delta.items() if not k.startswith(_SCOPED)})
-            self.updated = float(data.get("timestamp", 0.0))
+            self._take(entry)
+        self.leaf, self.count = session.leaf_id, len(session)
+
+    @classmethod
+    def of(cls, session: TreeSession, previous: _Read | None) -> _Read:
+        """The read of the session's branch: ``previous`` extended when the branch only grew since, else a new one."""
+        if previous is None:
+            return cls(session)
+        chain = []
+        if previous.leaf != session.leaf_id:
+            new = {e.id for e in session.get_entries()[previous.count :]}
+            entry_id = session.leaf_id
+            while entry_id is not None and entry_id != previous.leaf and entry_id in new:
+                entry = session.entry(entry_id)
+                chain.append(entry)
+                entry_id = entry.parent_id
+            if entry_id != previous.leaf:
+                return cls(session)  # the leaf moved elsewhere (a rewind): read the branch again
+        for entry in reversed(chain):
+            previous._take(entry)
+        previous.leaf, previous.count, previous.version = session.leaf_id, len(session), session.version
+        return previous
+
+    def _take(self, entry: Any) -> None:
+        if entry.type == "custom" and getattr(entry, "custom_type", None) == events.STATE_TYPE:
+            self.state.update(entry.data)
+            return
+        data = events.dump_in(entry)
+        if data is None:
+            return
+        self.entries.append(entry.id)
+        self.dumps.append(data)
+        delta = (data.get("actions") or {}).get("state_delta") or {}
+        self.state.update({k: v for k, v in delta.items() if not k.startswith(_SCOPED)})
+        self.updated = float(data.get("timestamp", 0.0))
 
     def update_time(self) -> float:
         """ADK's ``last_update_time``: the time of the last event on the branch, else when the session was created."""
-        return self.updated if self.dumps else _seconds(self.session.header.timestamp)
+        return self.updated if self.dumps else self.created
 
 
 class SessionTreeSessionService(BaseSessionService):
@@ -109,13 +137,15 @@ class SessionTreeSessionService(BaseSessionService):
         self.repo = as_repo(repo)
         self._owns_repo = not isinstance(repo, SessionRepo)
         self.cwd = cwd
+        self._held = Held(self.repo)
         self._locks: WeakValueDictionary[tuple[asyncio.AbstractEventLoop, str], asyncio.Lock] = WeakValueDictionary()
 
     def __repr__(self) -> str:
         return f"SessionTreeSessionService(repo={self.repo!r})"
 
     async def close(self) -> None:
-        """Close the repository if the service opened it (from a URL)."""
+        """Close the sessions it holds open, and the repository if the service opened it (from a URL)."""
+        self._held.close()
         if self._owns_repo:
             self.repo.close()
 
@@ -150,7 +180,7 @@ class SessionTreeSessionService(BaseSessionService):
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         sid = session_id_for(app_name, user_id, session_id.strip())
-        await self._one(sid, self.repo.delete, sid)
+        await self._one(sid, self._delete, sid)
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         return await call(self.repo, self._fold, _user_log(app_name, user_id))
@@ -184,6 +214,25 @@ class SessionTreeSessionService(BaseSessionService):
 
     # -- the blocking half -------------------------------------------------------------------------------------------
 
+    def _with(self, sid: str, work: Callable[[TreeSession, dict[str, Any]], T]) -> tuple[bool, T | None]:
+        """``(True, work(session, memo))`` on the session kept open (``Held``), or ``(False, None)`` if there is none."""
+        taken = self._held.take(sid)
+        if taken is None:
+            return False, None
+        session, memo = taken
+        try:
+            result = work(session, memo)
+        except BaseException:
+            session.close()  # its memo may be half updated: the next call reads afresh
+            raise
+        self._held.give(sid, session, memo)
+        return True, result
+
+    @staticmethod
+    def _branch(session: TreeSession, memo: dict[str, Any]) -> _Read:
+        memo["read"] = read = _Read.of(session, memo.get("read"))
+        return read
+
     def _open(self, sid: str) -> TreeSession | None:
         try:
             return self.repo.open(sid)
@@ -193,15 +242,16 @@ class SessionTreeSessionService(BaseSessionService):
             raise
 
     def _fold(self, log_id: str) -> dict[str, Any]:
-        session = self._open(log_id)
-        if session is None:
-            return {}
-        state: dict[str, Any] = {}
-        with closing(session):
-            for entry in session.get_entries():
+        def fold(session: TreeSession, memo: dict[str, Any]) -> dict[str, Any]:
+            state: dict[str, Any] = memo.setdefault("state", {})
+            entries = session.get_entries()
+            for entry in entries[memo.get("seen", 0) :]:
                 if entry.type == "custom" and getattr(entry, "custom_type", None) == events.STATE_TYPE:
                     state.update(entry.data)  # type: ignore[attr-defined]
-        return state
+            memo["seen"] = len(entries)
+            return dict(state)
+
+        return self._with(log_id, fold)[1] or {}
 
     def _scoped(self, log_id: str, delta: dict[str, Any], kind: str, **key: str) -> None:
         """Append a delta to an app or user state log (made on first use)."""
@@ -219,7 +269,7 @@ class SessionTreeSessionService(BaseSessionService):
             session.append_custom_entry(events.STATE_TYPE, delta)
 
     def _merged(self, app_name: str, user_id: str, state: dict[str, Any]) -> dict[str, Any]:
-        merged = dict(state)
+        merged = copy.deepcopy(state)  # the caller's own: the folds kept open are not theirs to change
         merged.update({State.APP_PREFIX + k: v for k, v in self._fold(_app_log(app_name)).items()})
         merged.update({State.USER_PREFIX + k: v for k, v in self._fold(_user_log(app_name, user_id)).items()})
         return merged
@@ -243,11 +293,9 @@ class SessionTreeSessionService(BaseSessionService):
                        last_update_time=created)
 
     def _get(self, app_name: str, user_id: str, session_id: str, sid: str, config: GetSessionConfig | None) -> Session | None:
-        session = self._open(sid)
-        if session is None:
+        _, read = self._with(sid, self._branch)
+        if read is None:
             return None
-        with closing(session):
-            read = _Read(session)
         dumps = read.dumps
         if config is not None:
             if config.num_recent_events is not None:
@@ -261,6 +309,10 @@ class SessionTreeSessionService(BaseSessionService):
             id=session_id, app_name=app_name, user_id=user_id, state=self._merged(app_name, user_id, read.state),
             events=[events.event_of(d) for d in dumps], last_update_time=read.update_time(),
         )
+
+    def _delete(self, sid: str) -> None:
+        self._held.forget(sid)
+        self.repo.delete(sid)
 
     def _rows(self) -> Iterator[Any]:
         """The repository's listing, a page at a time."""
@@ -281,61 +333,64 @@ class SessionTreeSessionService(BaseSessionService):
             parts = info.id.split(".")
             if len(parts) != 4:
                 continue
-            session = self._open(info.id)
-            if session is None:
+            _, held = self._with(info.id, lambda session, memo: (session.header.metadata.get(events.KEY),
+                                                                 self._branch(session, memo)))
+            if held is None:
                 continue  # deleted since it was listed
-            with closing(session):
-                key = session.header.metadata.get(events.KEY)
-                if not isinstance(key, Mapping) or key.get("kind") != "session" or key.get("app_name") != app_name:
-                    continue
-                user, own = key["user_id"], key["session_id"]
-                if user_id is not None and user != user_id:
-                    continue
-                read = _Read(session)
-                updated = read.update_time()
+            key, read = held
+            if not isinstance(key, Mapping) or key.get("kind") != "session" or key.get("app_name") != app_name:
+                continue
+            user, own = key["user_id"], key["session_id"]
+            if user_id is not None and user != user_id:
+                continue
+            updated = read.update_time()
             found.append(Session(id=own, app_name=app_name, user_id=user, state=self._merged(app_name, user, read.state),
                                  last_update_time=updated))
         found.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=found)
 
     def _append(self, caller: Session, event: Event, sid: str) -> None:
-        session = self._open(sid)
-        if session is None:
+        found, written = self._with(sid, lambda session, memo: self._record(caller, event, session, self._branch(session, memo)))
+        if not found:
             raise SessionNotFoundError(f"Session {caller.id} not found.")
-        with closing(session):
-            read = _Read(session)
-            data = events.dump(event)
-            if event.id and session.has_entry(event.id) and events.dump_in(session.entry(event.id)) == data:
-                return  # recorded already (a retry)
-            if read.update_time() > caller.last_update_time:  # ADK's own check: storage moved past what the caller read
-                raise StaleSessionError(
-                    f"session {caller.id} has events this session object has not seen (another writer appended since it "
-                    "was read): get_session again")
-            app, user, _ = _split((event.actions.state_delta if event.actions else None) or {})
-            rewind = event.actions.rewind_before_invocation_id if event.actions else None
-            if rewind:
-                self._rewind(session, read, rewind, event)
-                data = events.dump(event)
-            stored = {**data}
-            if stored.get("actions", {}).get("state_delta"):
-                delta = stored["actions"]["state_delta"]
-                stored["actions"] = {**stored["actions"], "state_delta": {
-                    k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)}}
-            entry_id = event.id if event.id and not session.has_entry(event.id) else None
-            message = events.to_message(stored)
-            try:
-                if message is not None:
-                    session.append_message(message, entry_id=entry_id, if_version=read.version if not rewind else None)
-                else:
-                    session.append_custom_entry(events.EVENT_TYPE, stored, entry_id=entry_id,
-                                                if_version=read.version if not rewind else None)
-            except SessionError as exc:
-                if exc.code == "conflict":
-                    raise StaleSessionError(f"session {caller.id} was appended to by another writer: get_session again") from exc
-                raise
+        if not written:
+            return
+        app, user, _ = _split((event.actions.state_delta if event.actions else None) or {})
         self._scoped(_app_log(caller.app_name), app, "app", app_name=caller.app_name)
         self._scoped(_user_log(caller.app_name, caller.user_id), user, "user", app_name=caller.app_name,
                      user_id=caller.user_id)
+
+    def _record(self, caller: Session, event: Event, session: TreeSession, read: _Read) -> bool:
+        """Record the event on the session; False if it was recorded already (a retry)."""
+        data = events.dump(event)
+        if event.id and session.has_entry(event.id) and events.dump_in(session.entry(event.id)) == data:
+            return False  # recorded already (a retry)
+        if read.update_time() > caller.last_update_time:  # ADK's own check: storage moved past what the caller read
+            raise StaleSessionError(
+                f"session {caller.id} has events this session object has not seen (another writer appended since it "
+                "was read): get_session again")
+        rewind = event.actions.rewind_before_invocation_id if event.actions else None
+        if rewind:
+            self._rewind(session, read, rewind, event)
+            data = events.dump(event)
+        stored = {**data}
+        if stored.get("actions", {}).get("state_delta"):
+            delta = stored["actions"]["state_delta"]
+            stored["actions"] = {**stored["actions"], "state_delta": {
+                k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)}}
+        entry_id = event.id if event.id and not session.has_entry(event.id) else None
+        message = events.to_message(stored)
+        try:
+            if message is not None:
+                session.append_message(message, entry_id=entry_id, if_version=read.version if not rewind else None)
+            else:
+                session.append_custom_entry(events.EVENT_TYPE, stored, entry_id=entry_id,
+                                            if_version=read.version if not rewind else None)
+        except SessionError as exc:
+            if exc.code == "conflict":
+                raise StaleSessionError(f"session {caller.id} was appended to by another writer: get_session again") from exc
+            raise
+        return True
 
     def _rewind(self, session: TreeSession, read: _Read, invocation_id: str, event: Event) -> None:
         """Move the leaf to just before the invocation's first event, and make the rewind event's session state delta
@@ -346,7 +401,7 @@ class SessionTreeSessionService(BaseSessionService):
         target = session.entry(read.entries[first]).parent_id
         state_before = read.state
         session.move_to(target, if_version=read.version)
-        after = _Read(session).state
+        after = _Read(session).state  # the branch there, read whole
         delta = {k: v for k, v in after.items() if k not in state_before or state_before[k] != v}
         delta.update({k: None for k in state_before if k not in after})
         scoped = {k: v for k, v in (event.actions.state_delta or {}).items() if k.startswith(_SCOPED)}
