@@ -9,15 +9,19 @@ in any process, appended since, its leaf moved to the log's), and is the caller'
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from sessiontree.domain.errors import SessionError
+from sessiontree.integrations._blocking import call
 from sessiontree.repository import SessionRepo
 from sessiontree.session import Session
 
 SIZE = 32
+T = TypeVar("T")
 
 
 class Held:
@@ -26,6 +30,17 @@ class Held:
         self.size = size
         self._lock = threading.Lock()
         self._held: OrderedDict[str, tuple[Session, dict[str, Any]]] = OrderedDict()
+
+    def holds(self, sid: str) -> bool:
+        with self._lock:
+            return sid in self._held
+
+    async def call(self, sid: str | None, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` from async code: inline on files and memory for a session held open (it reads only what is
+        new), else in a worker thread (a first read decodes the whole log; a database call is a round trip)."""
+        if sid is not None and self.holds(sid):
+            return await call(self.repo, function, *args)
+        return await asyncio.to_thread(function, *args)
 
     def take(self, sid: str) -> tuple[Session, dict[str, Any]] | None:
         """The session, up to date, with its memo (a new one for a session opened now); None if there is none."""

@@ -32,7 +32,7 @@ except ModuleNotFoundError as exc:  # the extra is not installed: say which one
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.ids import new_session_id as _new_id
 from sessiontree.integrations import adk_events as events
-from sessiontree.integrations._blocking import as_repo, call
+from sessiontree.integrations._blocking import as_repo
 from sessiontree.integrations._held import Held
 from sessiontree.integrations.claude_code_entries import encode_part
 from sessiontree.repository import SessionRepo
@@ -155,7 +155,7 @@ class SessionTreeSessionService(BaseSessionService):
         if lock is None:
             lock = self._locks[key] = asyncio.Lock()
         async with lock:
-            return await call(self.repo, function, *args)
+            return await self._held.call(sid, function, *args)
 
     # -- BaseSessionService -----------------------------------------------------------------------------------------
 
@@ -176,14 +176,15 @@ class SessionTreeSessionService(BaseSessionService):
 
     async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
         """The app's sessions (of one user, or of all), without events, state merged, least recently updated first."""
-        return await call(self.repo, self._list, app_name, user_id)
+        return await self._held.call(None, self._list, app_name, user_id)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         sid = session_id_for(app_name, user_id, session_id.strip())
         await self._one(sid, self._delete, sid)
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
-        return await call(self.repo, self._fold, _user_log(app_name, user_id))
+        log_id = _user_log(app_name, user_id)
+        return await self._held.call(log_id, self._fold, log_id)
 
     async def append_event(self, session: Session, event: Event) -> Event:
         """Record the event (not a partial one) and apply it to ``session`` as ADK does. ``StaleSessionError`` if the
@@ -206,7 +207,7 @@ class SessionTreeSessionService(BaseSessionService):
         new_id = new_session_id or _new_id()
         source = session_id_for(app_name, user_id, session_id)
         target = session_id_for(app_name, user_id, new_id)
-        return await call(self.repo, self._fork, app_name, user_id, source, event_id, new_id, target)
+        return await self._held.call(None, self._fork, app_name, user_id, source, event_id, new_id, target)
 
     def tree_session_id(self, *, app_name: str, user_id: str, session_id: str) -> str:
         """The id of the sessiontree session holding an ADK session (for ``sessiontree show`` and friends)."""
@@ -257,14 +258,15 @@ class SessionTreeSessionService(BaseSessionService):
         """Append a delta to an app or user state log (made on first use)."""
         if not delta:
             return
-        session = self._open(log_id)
-        if session is None:
-            try:
-                session = self.repo.create(self.cwd, metadata={events.KEY: {"kind": kind, **key}}, session_id=log_id)
-            except SessionError as exc:
-                if exc.code != "already_exists":
-                    raise
-                session = self.repo.open(log_id)
+        found, _ = self._with(log_id, lambda session, memo: session.append_custom_entry(events.STATE_TYPE, delta))
+        if found:
+            return
+        try:
+            session = self.repo.create(self.cwd, metadata={events.KEY: {"kind": kind, **key}}, session_id=log_id)
+        except SessionError as exc:
+            if exc.code != "already_exists":
+                raise
+            session = self.repo.open(log_id)
         with closing(session):
             session.append_custom_entry(events.STATE_TYPE, delta)
 

@@ -35,7 +35,7 @@ except ModuleNotFoundError as exc:  # the extra is not installed: say which one
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.values import json_value
 from sessiontree.integrations import claude_code_entries as lines
-from sessiontree.integrations._blocking import as_repo, call
+from sessiontree.integrations._blocking import as_repo
 from sessiontree.integrations._held import Held
 from sessiontree.repository import SessionRepo
 from sessiontree.session import Session
@@ -86,7 +86,7 @@ class SessionTreeSessionStore(SessionStore):
         checked = lines.check_key(key)
         sid = lines.session_id_for(checked)
         async with self._lock_for(sid):
-            return await call(self.repo, function, checked, sid, *args)
+            return await self._held.call(sid, function, checked, sid, *args)
 
     # -- claude_agent_sdk.SessionStore ------------------------------------------------------------------------------
 
@@ -101,12 +101,12 @@ class SessionTreeSessionStore(SessionStore):
 
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """The project's main transcripts, ``mtime`` the time of the session's last write (epoch ms)."""
-        return await call(self.repo, self._list_sessions, project_key)  # type: ignore[arg-type]  # TypedDict rows
+        return await self._held.call(None, self._list_sessions, project_key)  # type: ignore[arg-type]  # TypedDict rows
 
     async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
         """The SDK's summary of each main transcript (``fold_session_summary`` over its lines), ``mtime`` as
         :meth:`list_sessions` gives it."""
-        return await call(self.repo, self._summaries, project_key)
+        return await self._held.call(None, self._summaries, project_key)
 
     async def delete(self, key: SessionKey) -> None:
         """Delete the transcript's session; a main transcript takes its subagent transcripts with it."""
@@ -115,7 +115,7 @@ class SessionTreeSessionStore(SessionStore):
     async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
         """The subpaths of the session's subagent transcripts."""
         checked = lines.check_key({"project_key": key["project_key"], "session_id": key["session_id"]})
-        return await call(self.repo, self._subkeys, checked)
+        return await self._held.call(None, self._subkeys, checked)
 
     # -- the blocking half -------------------------------------------------------------------------------------------
 
