@@ -127,10 +127,10 @@ class _Read:
 class SessionTreeSessionService(BaseSessionService):
     """ADK sessions as sessiontree sessions in ``repo`` (a repository, or a URL for ``open_repo``).
 
-    Calls run one at a time per session (an ``asyncio.Lock`` per session and event loop); on a database repository in a
-    worker thread, on files and memory inline. Each call opens the session's log, works and closes it. An
-    ``append_event`` on a session object older than the log (another writer appended since it was read) raises
-    ``StaleSessionError`` and writes nothing.
+    Calls on one session run one at a time (an ``asyncio.Lock`` per session and event loop). Up to 32 sessions stay open
+    between calls (``Held``) with the fold of their branch, refreshed before each call; a call on one held runs inline
+    on files and memory, any other call in a worker thread. An ``append_event`` on a session object older than the log
+    (another writer appended since it was read) raises ``StaleSessionError`` and writes nothing.
     """
 
     def __init__(self, repo: SessionRepo | str, *, cwd: str = "") -> None:

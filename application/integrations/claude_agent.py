@@ -52,10 +52,9 @@ class SessionTreeSessionStore(SessionStore):
     """Claude Code transcripts as sessiontree sessions in ``repo`` (a repository, or a URL for ``open_repo``).
 
     Every optional method is implemented. Calls on one key run one at a time (an ``asyncio.Lock`` per key and event
-    loop); on a database repository they run in a worker thread, on files and memory inline. Each call opens the session,
-    works and closes it, so a JSONL writer lease lasts one call; writers elsewhere (other stores, other processes) are met
-    by the session's optimistic concurrency, and an append that meets one takes their entries in and goes on.
-    ``cwd`` is the working directory a new session records when its first line names none.
+    loop). Up to 32 sessions stay open between calls (``Held``), refreshed before each with what other writers, in any
+    process, appended; a call on one held runs inline on files and memory, any other call in a worker thread. ``cwd``
+    is the working directory a new session records when its lines name none.
     """
 
     def __init__(self, repo: SessionRepo | str, *, cwd: str = "") -> None:
