@@ -179,13 +179,12 @@ def test_any_transcript_loads_back_as_the_sdk_reference_store_does(batches):
         assert asyncio.run(ours.load(KEY)) == asyncio.run(reference.load(KEY))
 
 
-def test_the_command_line_shows_verifies_and_exports_a_mirrored_session(repos):
+@pytest.mark.parametrize("repos", ["jsonl", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
+def test_the_command_line_shows_and_verifies_a_mirrored_session(repos):  # on disk: another process reads it
     repo = repos()
     store = SessionTreeSessionStore(repo)
     asyncio.run(store.append(KEY, kit.transcript()))
     url = repo.url_for_test
-    if url == "memory:":
-        pytest.skip("a memory repository is not seen by another process")
     sid = session_id_for(KEY)
     shown = cli(url, "show", sid)
     for text in ("user: Weather in Paris?", 'get_weather(city="Paris")', "tool_result get_weather: Sunny in Paris",
