@@ -124,15 +124,15 @@ def _read_transcript(name: str) -> list[dict[str, Any]]:
 
 def _import_claude_code(repo: SessionRepo, name: str) -> dict[str, Any]:
     """A Claude Code transcript as the session the Claude Agent SDK store would mirror it to: the key is the file's folder
-    (the project) and name (the session id). A session holding these lines already is left as it is; one holding the
-    first of them (the transcript grew since) gets the rest; one holding others is refused."""
+    (the project) and name (the session id), or for a subagent's transcript its place under ``SESSION/subagents/``. A
+    session holding these lines already is left as it is; one holding the first of them (the transcript grew since)
+    gets the rest; one holding others is refused."""
     from contextlib import closing
 
     from sessiontree.integrations import claude_code_entries as cc
 
     lines = _read_transcript(name)
-    path = Path(name).resolve()
-    key = {"project_key": path.parent.name or "-", "session_id": path.name.removesuffix(".jsonl")}
+    key = _claude_code_key(Path(name).resolve())
     sid = cc.session_id_for(key)
     item = {"file": name, "status": "imported", "dialect": "claude-code", "session_id": sid, "notes": []}
     if repo.exists(sid):
@@ -156,6 +156,19 @@ def _import_claude_code(repo: SessionRepo, name: str) -> dict[str, Any]:
             repo.delete(sid)  # a half-imported transcript is not left behind
             raise
         return {**item, "location": session.storage.location, "entries": len(session)}
+
+
+def _claude_code_key(path: Path) -> dict[str, str]:
+    """The ``SessionKey`` of a transcript file where Claude Code keeps it: ``PROJECT/SESSION.jsonl``, or a subagent's
+    ``PROJECT/SESSION/subagents/.../agent-ID.jsonl`` (subpath ``subagents/.../agent-ID``)."""
+    parts = path.parts
+    stem = path.name.removesuffix(".jsonl")
+    if "subagents" in parts[:-1]:
+        at = len(parts) - 2 - parts[:-1][::-1].index("subagents")
+        if at >= 2:
+            return {"project_key": parts[at - 2], "session_id": parts[at - 1],
+                    "subpath": "/".join([*parts[at:-1], stem])}
+    return {"project_key": path.parent.name or "-", "session_id": stem}
 
 
 def _claude_code_lines(session: Any) -> bytes:

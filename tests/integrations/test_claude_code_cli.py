@@ -70,6 +70,26 @@ def test_a_transcript_goes_in_and_comes_back_out_deep_equal(url, tmp_path):
     assert [m["role"] for m in context["messages"]] == ["user", "assistant", "user"]
 
 
+def test_a_projects_folder_is_imported_with_its_subagent_transcripts(tmp_path):
+    """``import --format claude-code ~/.claude/projects``: each main transcript, and each subagent's under its session."""
+    url = str(tmp_path / "sessions")
+    projects = tmp_path / "projects"
+    write(projects / kit.PROJECT / f"{kit.SESSION}.jsonl", kit.transcript())
+    sub = [{"type": "user", "uuid": "x1", "parentUuid": None, "isSidechain": True,
+            "message": {"role": "user", "content": "Find the forecast"}}]
+    write(projects / kit.PROJECT / kit.SESSION / "subagents" / "agent-a1.jsonl", sub)
+    out = json.loads(cli(url, "import", "--format", "claude-code", str(projects), "--json").stdout)
+    assert sorted(i["status"] for i in out) == ["imported", "imported"]
+    store = SessionTreeSessionStore(open_repo(url))
+    try:
+        key = {"project_key": kit.PROJECT, "session_id": kit.SESSION}
+        assert asyncio.run(store.list_subkeys(key)) == ["subagents/agent-a1"]
+        assert asyncio.run(store.load({**key, "subpath": "subagents/agent-a1"})) == sub
+        assert [s["session_id"] for s in asyncio.run(store.list_sessions(kit.PROJECT))] == [kit.SESSION]
+    finally:
+        store.close()
+
+
 def test_a_transcript_that_differs_a_bad_line_and_a_session_of_no_transcript_are_refused(tmp_path):
     url = str(tmp_path / "sessions")
     source = write(tmp_path / "p" / f"{kit.SESSION}.jsonl", kit.transcript())
