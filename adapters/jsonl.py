@@ -14,20 +14,21 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import msgspec
 
 from sessiontree.adapters import blob_stores, blobs, chain, jsontext
 from sessiontree.adapters.codec import Codec, native_codec
-from sessiontree.adapters.jsonl_append import AppendingFile, FileGoneError, append_error, check_wait, names
+from sessiontree.adapters.jsonl_append import AppendingFile, append_error, check_wait
 from sessiontree.adapters.jsonl_file import StaleFileError, TornLineWarning, check_durability
 from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsonl_salvage import salvage_log
-from sessiontree.adapters.jsonl_scan import corrupt, read_header, scan
+from sessiontree.adapters.jsonl_scan import corrupt, envelope_decoder, read_header, scan
 from sessiontree.adapters.line_replace import FileLines
 from sessiontree.adapters.mapped import RereadingLoader
 from sessiontree.adapters.storage import Rebase, SessionStorage, moved
 from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError
-from sessiontree.domain.events import FORMAT_VERSION, SessionStarted
+from sessiontree.domain.events import FORMAT_VERSION, SessionStarted, leaf_after
 from sessiontree.domain.ids import new_session_id, now_iso
 from sessiontree.domain.log import EntryLog
 
@@ -240,22 +241,24 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         if self._file.torn:
             skipped.append((self._file.count + 1, f"torn last line ({len(self._file.torn)} bytes)"))
 
-    def check_events(self, events: Sequence[Any]) -> None:  # what a dialect refuses to store (pi's storage)
-        pass
+    check_events: Any = None  # what a dialect refuses to store (pi's storage: a method)
 
     def save(self, events: Sequence[Any]) -> None:
         """Append the events' lines at exactly their versions, with one write: ``conflict`` if another writer took
         them, ``storage`` if the file cannot be written."""
         self.append(events)
 
-    def append(self, events: Sequence[Any], rebase: Rebase | None = None, *, if_version: int | None = None) -> list[Any]:
+    def append(
+        self, events: Sequence[Any], rebase: Rebase | None = None, *, if_version: int | None = None,
+    ) -> tuple[list[Any], list[Any]]:
         """Append the events' lines (sealed if the file is chained) with one write under the file's lock, after the
         lines other writers appended since this storage last read (handed to ``rebase`` first, which makes the events
         again to follow them; None: ``conflict``). ``if_version``: ``conflict`` unless the file is at that version."""
         if self.read_only or not events:
             self.check_writable()
-            return []
-        self.check_events(events)
+            return [], []
+        if self.check_events is not None:
+            self.check_events(events)
         encode = self.codec.encode_event
         lines = [encode(events[0])] if len(events) == 1 else [encode(event) for event in events]
         store = self.blobs
@@ -268,12 +271,14 @@ class JsonlSessionStorage(FileLines, SessionStorage):
 
     def _locked_append(
         self, events: Sequence[Any], lines: list[bytes], rebase: Rebase | None, if_version: int | None,
-    ) -> list[Any]:
+    ) -> tuple[list[Any], list[Any]]:
         file = self._file
+        known = events[0].originator_version - 1
+        foreign: list[bytes] = []
         try:
-            with file.locked():
+            file.lock()  # as little as can be under the lock: others' lines are decoded after it
+            try:
                 new = file.catch_up()
-                known = events[0].originator_version - 1
                 if file.count != known:
                     if file.count < known:
                         raise StaleFileError(f"version {known + 1} is not the next one ({file.count + 1} is): {self.path} "
@@ -283,8 +288,11 @@ class JsonlSessionStorage(FileLines, SessionStorage):
                     if rebase is None:
                         raise StaleFileError(f"version {known + 1} is taken (another writer appended since this one "
                                              "last read the file)")
+                    foreign = self._lines_after(known, new)
+                    ids, leaf = self._heads(known, foreign)
+                    self.chain_head.observe(file.count, foreign[-1])
                     old = events
-                    events = list(rebase(self._take_in(known, new)))
+                    events = list(rebase(ids, leaf))
                     if [e.parent_id for e in events] != [e.parent_id for e in old]:  # made to follow the log's leaf
                         lines = [self.codec.encode_event(e) for e in events]
                         if self.blobs is not None and self.blobs.threshold is not None:
@@ -300,21 +308,38 @@ class JsonlSessionStorage(FileLines, SessionStorage):
                 if digest is not None:
                     lines, digest = chain.seal_lines(lines, digest)
                 file.write(lines)
+            finally:
+                file.unlock()
         except (StaleFileError, OSError) as exc:
             raise append_error(exc, self.session_id, str(self.path)) from (exc if isinstance(exc, OSError) else None)
         self.chain_head.set(first + len(lines) - 1, digest)
+        taken = self._take_in(known, foreign) if foreign else []
         self._extend_live(first, lines, events)
-        return list(events)
+        return taken, list(events)
 
-    def _take_in(self, known: int, new: list[bytes]) -> list[Any]:
-        """The entries of lines ``known + 1`` to the file's count (``new``: the last of them, just read), decoded;
-        the chain head and the live loader follow them."""
+    def _lines_after(self, known: int, new: list[bytes]) -> list[bytes]:
+        """Lines ``known + 1`` to the file's count (``new``: the last of them, just read)."""
         count = self._file.count
-        lines = new if count - len(new) == known else self.read_lines(count)[known:count]
+        return new if count - len(new) == known else self.read_lines(count)[known:count]
+
+    def _heads(self, known: int, lines: list[bytes]) -> tuple[list[str], str | None]:
+        """The ids of ``lines`` (from line ``known + 1``) and the leaf after them, from their envelopes alone."""
+        decode = envelope_decoder(self.codec.dialect.parent_key).decode
+        try:
+            heads = [decode(line) for line in lines]
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise corrupt(self.path, known + 1 + len(lines), f"another writer's line cannot be read: {exc}") from None
+        last = heads[-1]
+        leaf = last.id if last.type != "leaf" else leaf_after(self.decode_stored(lines[-1], known + len(lines)))
+        return [head.id for head in heads], leaf
+
+    def _take_in(self, known: int, lines: list[bytes]) -> list[Any]:
+        """The entries of ``lines`` (lines ``known + 1`` on), decoded; the chain head and the live loader follow them."""
         decode = self.decode_stored
         entries = [decode(line, version) for version, line in enumerate(lines, known + 1)]
         if lines:
-            self.chain_head.observe(count, lines[-1])
+            if self.chain_head.version <= known + len(lines):
+                self.chain_head.observe(known + len(lines), lines[-1])
             self._extend_live(known + 1, lines, ())
         return entries
 
@@ -324,15 +349,11 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         file = self._file
         try:
             with file.reading():
-                if not names(self.path, file.fd):
-                    deleted = not self.path.exists()
-                    raise FileGoneError(f"{self.path} was deleted since it was opened (a prune?)" if deleted else
-                                        f"{self.path} was replaced since it was opened (a line was rewritten): open it "
-                                        "again", deleted)
+                file.check_named()
                 new = file.catch_up()
                 if file.count < version:
                     raise StaleFileError(f"{self.path} holds {file.count} lines, fewer than the {version} read before")
-                return self._take_in(version, new) if file.count > version else []
+                return self._take_in(version, self._lines_after(version, new)) if file.count > version else []
         except (StaleFileError, OSError) as exc:
             raise append_error(exc, self.session_id, str(self.path)) from (exc if isinstance(exc, OSError) else None)
 

@@ -25,6 +25,20 @@ from sessiontree.adapters.jsonl_file import LineFile, StaleFileError, TornLineWa
 from sessiontree.domain.errors import SessionError
 
 DEFAULT_WAIT = 10.0  # seconds an append waits for another append's lock (each holds it for microseconds)
+_FIRST_POLL, _LAST_POLL = 0.00005, 0.001  # seconds between two tries for a taken lock: doubling, up to 1 ms
+
+
+class _Forks:
+    """How many forks separate this process from the one that loaded the module (cheaper than a getpid per append)."""
+
+    generation = 0
+
+
+def _forked() -> None:
+    _Forks.generation += 1
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 class WriterBusyError(StaleFileError):
@@ -82,14 +96,15 @@ class AppendingFile(LineFile):
         super().__init__(path, fd, **options)
         self.wait = check_wait(wait)
         self._mutex = threading.Lock()  # threads of one object share the descriptor, hence its flock
-        self._pid = os.getpid()
+        self._generation = _Forks.generation
+        self._identity: tuple[int, int] | None = None  # the open file's (device, inode), once looked at
 
     def _own_descriptor(self) -> None:
         """In a forked child, open the file again: an ``flock`` belongs to the open file description, which the child
         shares with its parent, so through the inherited descriptor the two would not exclude each other."""
-        if self._pid == os.getpid():
+        if self._generation == _Forks.generation:
             return
-        self._pid = os.getpid()
+        self._generation = _Forks.generation
         self._mutex = threading.Lock()  # a thread of the parent may have held it at the fork
         if self.fd < 0:
             return
@@ -102,17 +117,17 @@ class AppendingFile(LineFile):
             return
         old, self.fd = self.fd, fd
         os.close(old)  # the parent's description stays open in the parent, with its lock
+        self._identity = None
 
-    def _flock(self) -> None:
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            pass
+    def _wait_for_lock(self) -> None:
+        # Polled, not blocking: an flock cannot time out (and signals are the host's). Sleeps, not sched_yield: on a
+        # busy machine a yielding waiter takes the CPU from the holder (measured: 4 writers at 0.3x one, against
+        # 0.6-0.75x with sleeps; fairness 0.89 against 0.99).
         deadline = time.monotonic() + self.wait
-        delay = 0.00005
-        while True:  # polled, not blocking: an flock cannot time out (and signals are the host's)
+        delay = _FIRST_POLL
+        while True:
             time.sleep(delay)
+            delay = min(delay * 2, _LAST_POLL)
             try:
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return
@@ -121,27 +136,61 @@ class AppendingFile(LineFile):
                     pid = lock_holder(self.fd)
                     holder = f"process {pid}" if pid is not None else "another process"
                     raise WriterBusyError(f"{holder} held it for over {self.wait:g} s", pid) from None
-                delay = min(delay * 2, 0.001)
+
+    def lock(self) -> None:
+        """Take this object's mutex and the file's exclusive lock for one append, and check that the path still names
+        the open file (``FileGoneError`` if a prune deleted it or a rewrite replaced it); :meth:`unlock` after."""
+        if self._generation != _Forks.generation:
+            self._own_descriptor()
+        self._mutex.acquire()
+        try:
+            if self.fd < 0:
+                raise StaleFileError(f"{self.path} was closed")
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self._wait_for_lock()
+        except BaseException:
+            self._mutex.release()
+            raise
+        try:
+            self.check_named()
+        except BaseException:
+            self.unlock()
+            raise
+
+    def unlock(self) -> None:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        finally:
+            self._mutex.release()
+
+    def check_named(self) -> None:
+        """``FileGoneError`` unless the path still names the open file (one ``stat``: the open file's is kept)."""
+        identity = self._identity
+        if identity is None:
+            held = os.fstat(self.fd)
+            identity = self._identity = (held.st_dev, held.st_ino)
+        try:
+            named = os.stat(self.path)
+            if (named.st_dev, named.st_ino) == identity:
+                return
+        except OSError:
+            pass
+        deleted = not os.path.lexists(self.path)
+        raise FileGoneError(
+            f"{self.path} was deleted since it was opened (a prune?)" if deleted else
+            f"{self.path} was replaced since it was opened (a line was rewritten): open it again", deleted,
+        )
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """The file's exclusive lock for one append (with this object's mutex), the file synced and checked to be the
-        one its path names; ``FileGoneError`` if a prune deleted it or a rewrite replaced it."""
-        self._own_descriptor()
-        with self._mutex:
-            if self.fd < 0:
-                raise StaleFileError(f"{self.path} was closed")
-            self._flock()
-            try:
-                if not names(self.path, self.fd):
-                    deleted = not os.path.lexists(self.path)
-                    raise FileGoneError(
-                        f"{self.path} was deleted since it was opened (a prune?)" if deleted else
-                        f"{self.path} was replaced since it was opened (a line was rewritten): open it again", deleted,
-                    )
-                yield
-            finally:
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
+        """:meth:`lock` ... :meth:`unlock` around a block."""
+        self.lock()
+        try:
+            yield
+        finally:
+            self.unlock()
 
     @contextmanager
     def reading(self) -> Iterator[None]:

@@ -1,7 +1,7 @@
 """One JSONL log file as this process knows it: its complete lines, a torn tail, reads.
 
 :class:`LineFile` is the one place that reads a log file's bytes (whole, a prefix, or split into lines without
-holding the file twice) and catches up with lines appended since; readers never lock (``jsonl_lease.py`` adds the
+holding the file twice) and catches up with lines appended since; readers never lock (``jsonl_append.py`` adds the
 writer). A *torn* line, a last line without its newline, is what a crash mid-append leaves; no proper prefix of a
 JSON object is valid JSON, so it is never mistaken for a line: it is ignored, and cut off by the next writer.
 """

@@ -63,6 +63,7 @@ def replace_in_file(file: Any, version: int, line: bytes) -> None:
         fsync_dir(path.parent)
         old, file.fd = file.fd, fd
         os.close(old)
+        file._identity = None  # the new file's, looked at again
         file.size, file.count, file.torn, file.needs_newline = len(data), len(lines), b"", False
 
 

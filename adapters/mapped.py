@@ -23,8 +23,8 @@ RELEASE = 8 << 20  # bytes read between two hand-backs of the mapping's pages
 
 def map_file(fd: int, path: Any, length: int) -> mmap.mmap | None:
     """The first ``length`` bytes of the file open at ``fd``, mapped read-only through a descriptor of its own: the
-    mapping keeps its descriptor open, and one that shared ``fd``'s open file would keep the writer's lease (an
-    ``flock``) after the storage closed. None if the file cannot be opened again."""
+    mapping keeps its descriptor open, and one that shared ``fd``'s open file would keep that open file (and any
+    ``flock`` taken through it) alive after the storage closed. None if the file cannot be opened again."""
     try:
         own = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:

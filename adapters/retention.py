@@ -2,8 +2,10 @@
 
 A :class:`Survey` is read from the log's lines (entries, bytes, labels, name) plus a fingerprint of the log as it was
 surveyed; :func:`delete_surveyed` deletes the session only if its log still has that fingerprint, so an append that
-lands between the listing and the deletion keeps the session. JSONL deletes the file under the writer's lease, with
-its signed checkpoints and its listing-index entry; the databases delete in one transaction (``retention_db.py``).
+lands between the listing and the deletion keeps the session. JSONL deletes the file under the file's lock (the one
+each append takes), with its signed checkpoints and its listing-index entry (a writer that appends later finds the
+file gone and is told ``not_found``; nothing it is told was written is lost); the databases delete in one transaction
+(``retention_db.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -169,8 +172,8 @@ def delete_surveyed(store: SessionStore, session_id: str, expected: Survey) -> N
 
 
 def _delete_file(store: JsonlStore, session_id: str, expected: Survey) -> None:
-    """Unlink the file while holding its writer's lease (no append can land meanwhile), then its checkpoints; the
-    listing index drops it at :func:`finish`."""
+    """Unlink the file while holding its lock (no append can land meanwhile: one in flight is waited for, briefly), then
+    its checkpoints; the listing index drops it at :func:`finish`."""
     if expected.path is None:
         raise ChangedError(session_id, "moved")
     path = Path(expected.path)
@@ -181,12 +184,17 @@ def _delete_file(store: JsonlStore, session_id: str, expected: Survey) -> None:
     except OSError as exc:
         raise SessionError("storage", f"cannot open the file to delete it: {exc.strerror or exc}", path=str(path)) from exc
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise ChangedError(session_id, "is held by a writer") from None
-            raise
+        deadline = time.monotonic() + 2.0  # an append holds the lock for microseconds
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise ChangedError(session_id, "is held by a writer") from None
+                time.sleep(0.001)
         if os.fstat(fd).st_size != expected.bytes or not os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False)):
             raise ChangedError(session_id, "changed")
         try:
@@ -195,7 +203,7 @@ def _delete_file(store: JsonlStore, session_id: str, expected: Survey) -> None:
         except OSError as exc:
             raise SessionError("storage", f"cannot delete the file: {exc.strerror or exc}", path=str(path)) from exc
     finally:
-        os.close(fd)  # the lease goes with the descriptor
+        os.close(fd)  # the lock goes with the descriptor
 
 
 def finish(store: SessionStore) -> None:

@@ -22,14 +22,19 @@ from typing import Any
 from sessiontree.adapters import blobs, chain
 from sessiontree.adapters.codec import Codec
 from sessiontree.domain.errors import SessionError
-from sessiontree.domain.events import SessionStarted
+from sessiontree.domain.events import SessionStarted, leaf_after
 from sessiontree.domain.log import EntryLog
 
-# Given the entries other writers appended since the caller's events were made (in order, right after the version the
-# caller knew), fold them in and return the caller's events made again to follow them.
-Rebase = Callable[[list[Any]], Sequence[Any]]
+# Given the ids of the entries other writers appended since the caller's events were made (in order, right after the
+# version the caller knew) and the log's leaf after them, the caller's events made again to follow them. Called with the
+# file's lock held (JSONL), so it only renumbers: the entries themselves are decoded and returned after the write.
+Rebase = Callable[[list[str], str | None], Sequence[Any]]
 
-APPEND_TRIES = 20  # a database append retried after a taken version, with a small random backoff, before ``conflict``
+# A database append that finds its version taken catches up and tries again, with a random backoff, for at least
+# APPEND_TRIES tries and APPEND_WAIT seconds (as long as a JSONL append waits for the file's lock), then ``conflict``.
+APPEND_TRIES = 20
+APPEND_WAIT = 10.0
+_BACKOFF_CAP = 0.02  # seconds: the longest pause between two tries
 
 
 class VersionTaken(SessionError):
@@ -72,17 +77,24 @@ class SessionStorage(ABC):
     def save(self, events: Sequence[Any]) -> None:
         """Append ``events`` (consecutive versions) atomically."""
 
-    def append(self, events: Sequence[Any], rebase: Rebase | None = None, *, if_version: int | None = None) -> list[Any]:
-        """Append ``events`` after everything the log holds when it is written; returns the events written.
+    def append(
+        self, events: Sequence[Any], rebase: Rebase | None = None, *, if_version: int | None = None,
+    ) -> tuple[list[Any], list[Any]]:
+        """Append ``events`` after everything the log holds when it is written; returns the entries other writers
+        appended before them (since the caller's version) and the events written.
 
-        When other writers appended since ``events`` were made (their first version is not the next one), their
-        entries are handed to ``rebase``, which returns the events to write instead (None: ``conflict``). With
-        ``if_version`` the log must be at that version: otherwise ``conflict`` and nothing is written. Here: a
-        database's version constraint refuses a taken version, and the append catches up and retries (bounded)."""
-        for attempt in range(APPEND_TRIES):
+        When other writers appended since ``events`` were made (their first version is not the next one), ``rebase``
+        makes them again to follow those entries (None: ``conflict``). With ``if_version`` the log must be at that
+        version: otherwise ``conflict`` and nothing is written. Here: a database's version constraint refuses a taken
+        version, and the append catches up and retries (bounded)."""
+        deadline = time.monotonic() + APPEND_WAIT
+        attempt = 0
+        taken: list[Any] = []
+        while attempt < APPEND_TRIES or time.monotonic() < deadline:
+            attempt += 1
             try:
                 self.save(events)
-                return list(events)
+                return taken, list(events)
             except VersionTaken:
                 known = events[0].originator_version - 1
                 if rebase is None and if_version is None:
@@ -93,11 +105,12 @@ class SessionStorage(ABC):
                 if not foreign:
                     raise
                 assert rebase is not None
-                events = rebase(foreign)
-            if attempt:  # writers racing for one version: spread them out
-                time.sleep(random.uniform(0, 0.0005 * min(attempt, 8)))
-        raise SessionError("conflict", f"session {self.session_id}: {APPEND_TRIES} appends in a row found their version "
-                           "taken by another writer; nothing was written, retry")
+                taken += foreign
+                events = rebase([entry.id for entry in taken], leaf_after(taken[-1]))
+            if attempt > 1:  # writers racing for one version: spread them out (exponential, with full jitter)
+                time.sleep(random.uniform(0, min(_BACKOFF_CAP, 0.0005 * 2 ** min(attempt, 16))))
+        raise SessionError("conflict", f"session {self.session_id}: {attempt} tries in {APPEND_WAIT:g} s all found their "
+                           "version taken by another writer; nothing was written, retry")
 
     def entries_after(self, version: int) -> list[Any]:
         """The entries after ``version`` (what other writers appended since the caller read that far), decoded."""

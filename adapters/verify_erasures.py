@@ -12,16 +12,17 @@ import orjson
 from sessiontree.adapters.chain import split
 from sessiontree.adapters.codec import Codec
 from sessiontree.adapters.verify_report import VerifyReport
-from sessiontree.domain.erasure import erased
+from sessiontree.domain.erasure import erased, stub_problem
 from sessiontree.domain.errors import SessionError
 
 
 def note_erasures(lines: Sequence[bytes], report: VerifyReport, found: Any, codec: Codec) -> None:
     for line, entry_id, record_line in found.redactions:
         canonical = split(lines[line - 1])[0]
-        if not _is_bare_stub(canonical, codec, report.session_id or "?", line):
+        why = _stub_problem(canonical, codec, report.session_id or "?", line)
+        if why is not None:
             report.problem(line, f"is marked erased (entry {entry_id}) but holds more than the placeholder of an erased "
-                                 "entry: the line was changed")
+                                 f"entry ({why}): the line was changed")
             continue
         data = orjson.loads(split(lines[record_line - 1])[0]).get("data", {})
         report.redactions.append({"line": line, "entry_id": entry_id, "record_line": record_line,
@@ -31,13 +32,16 @@ def note_erasures(lines: Sequence[bytes], report: VerifyReport, found: Any, code
                                  "(interrupted): run redact again to complete it")
 
 
-def _is_bare_stub(canonical: bytes, codec: Codec, session_id: str, line: int) -> bool:
-    """Is this line exactly what erasing its entry writes (erasing a stub again changes nothing)?"""
+def _stub_problem(canonical: bytes, codec: Codec, session_id: str, line: int) -> str | None:
+    """Why this line is not exactly what erasing its entry writes (erasing a stub again changes nothing), with fields
+    that carry only names, times and counts; None when it is."""
     try:
         entry = codec.decode_line(canonical, session_id, line)
-        return codec.encode_event(erased(entry)) == canonical
-    except (SessionError, ValueError, TypeError):
-        return False
+        if codec.encode_event(erased(entry)) != canonical:
+            return "erasing it again changes it"
+        return stub_problem(entry)
+    except (SessionError, ValueError, TypeError) as exc:
+        return f"it cannot be read: {exc}"
 
 
 def check_signed_erasures(report: VerifyReport, signed_lines: int) -> None:

@@ -7,6 +7,7 @@ I/O), ``sessiontree.projections`` (pure folds), ``sessiontree.adapters`` (storag
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from sessiontree import seed as _seed
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.messages import (
     AssistantMessage,
@@ -30,8 +31,22 @@ from sessiontree.projections.context import SessionContext, SessionContextBuildO
 from sessiontree.projections.context_messages import ContextMessages
 from sessiontree.projections.stats import SessionStats
 from sessiontree.projections.tokens import CharEstimator, ContextTokens, TextCounterEstimator
-from sessiontree.seed import *  # noqa: F403  (the seed's names and call shapes: docs/porting.md)
-from sessiontree.seed import __all__ as _seed_names
+from sessiontree.seed import (
+    ActiveToolsChangeEntry,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    LabelEntry,
+    LeafEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionHeader,
+    SessionInfoEntry,
+    SessionTreeEntry,
+    ThinkingLevelChangeEntry,
+    open_session,
+)
 from sessiontree.summary import Summary, extractive_summary
 
 # Names that live in (or import) sessiontree.adapters are loaded on first use (PEP 562):
@@ -72,6 +87,8 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
+        if name in _seed.__all__:  # the seed's free functions, for ported code (docs/porting.md)
+            return getattr(_seed, name)
         raise AttributeError(f"module 'sessiontree' has no attribute {name!r}")
     value = getattr(import_module(module), name)
     globals()[name] = value
@@ -79,17 +96,26 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_LAZY, *_seed.__all__})
 
 
-__all__ = [
-    "AssistantMessage", "BranchSummaryMessage", "CharEstimator", "Checkpoint", "CompactionPlan",
-    "CompactionSummaryMessage", "ContextMessages", "ContextTokens", "Cost", "CustomMessage", "DatabaseSessionRepo",
-    "FunctionProjection", "ImageContent", "InMemorySessionRepo", "InMemorySessionStorage", "JsonlSessionRepo",
-    "JsonlSessionStorage", "Projection", "ReplayStep", "SearchHit", "Session", "SessionContext", "SessionContextBuildOptions",
-    "SessionError", "SessionInfo", "SessionRepo", "SessionStats", "SessionStorage", "SessionView", "Summary",
-    "TextContent", "TextCounterEstimator", "ThinkingContent", "ToolCall", "ToolResultMessage", "TreeNode",
-    "UnknownContent", "UnknownMessage", "Usage", "UserMessage", "VerifyReport", "extractive_summary", "open_repo",
-    "sign_checkpoint", "verify", "build_session_context", "PruneError", "PruneResult", "PrunedSession", "parse_age",
-    "ArchiveSessionStorage", "search_tool", *_seed_names,
+# Where to start (docs/architecture.md): repositories and sessions, messages and content, the entry classes, errors,
+# projections and verify. Everything else stays importable from here or from its module: the seed's free functions
+# (``sessiontree.append_message(session, ...)``) live in ``sessiontree.seed`` (docs/porting.md), the storages, the
+# summariser, the estimators and retention in their modules.
+__all__ = [  # noqa: RUF022 - grouped by what they are for, not sorted
+    # repositories and sessions
+    "DatabaseSessionRepo", "InMemorySessionRepo", "InMemorySessionStorage", "JsonlSessionRepo", "JsonlSessionStorage",
+    "Session", "SessionError", "SessionInfo", "SessionRepo", "SessionView", "open_repo", "open_session",
+    # messages and content
+    "AssistantMessage", "BranchSummaryMessage", "CompactionSummaryMessage", "Cost", "CustomMessage", "ImageContent",
+    "TextContent", "ThinkingContent", "ToolCall", "ToolResultMessage", "Usage", "UserMessage",
+    # the entries of the tree (the seed's names)
+    "ActiveToolsChangeEntry", "BranchSummaryEntry", "CompactionEntry", "CustomEntry", "CustomMessageEntry", "LabelEntry",
+    "LeafEntry", "MessageEntry", "ModelChangeEntry", "SessionHeader", "SessionInfoEntry", "SessionTreeEntry",
+    "ThinkingLevelChangeEntry",
+    # projections and the context
+    "FunctionProjection", "Projection", "SessionContext", "SessionContextBuildOptions", "SessionStats", "TreeNode",
+    # audit
+    "VerifyReport", "verify",
 ]

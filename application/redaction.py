@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
+from ahocorasick_rs import AhoCorasick
 
 from sessiontree.domain.events import MessageAppended
 from sessiontree.domain.extra import Extra
@@ -40,34 +41,58 @@ Redactor = Callable[[str], str]
 
 class SecretRedactor:
     """The default redactor: replaces every match of its rules (``DEFAULT_RULES``, plus ``extra_rules``) with
-    ``[REDACTED:<rule>]``."""
+    ``[REDACTED:<rule>]``.
+
+    One pass in C (an Aho-Corasick automaton over every rule's literals) tells which rules can match a string; most
+    strings hold none, and only the rules whose literals occur are run (docs/performance.md, *Redaction*)."""
 
     def __init__(self, rules: Iterable[Rule] = DEFAULT_RULES, *, extra_rules: Iterable[Rule] = ()) -> None:
         self.rules = (*rules, *extra_rules)
+        compiled: list[tuple[Any, Any, str]] = []
+        literals: dict[str, list[int]] = {}
         by_gate: dict[str, list[tuple[Any, Any, str]]] = {}
         for rule in self.rules:
             if not isinstance(rule, Rule):
                 raise TypeError(f"rules must be Rule objects, not {rule!r}")
             pattern = re.compile(rule.pattern)
-            replace = replacer(rule.name, "secret" in pattern.groupindex)
-            by_gate.setdefault(rule.gate, []).append((pattern, replace, rule.name))
+            one = (pattern, replacer(rule.name, "secret" in pattern.groupindex), rule.name)
+            if rule.literals:
+                for literal in rule.literals:
+                    literals.setdefault(literal, []).append(len(compiled))
+                compiled.append(one)
+            else:
+                by_gate.setdefault(rule.gate, []).append(one)
+        self._compiled = tuple(compiled)
+        self._by_literal = tuple(tuple(rules) for rules in literals.values())
+        self._finder = AhoCorasick(list(literals)) if literals else None
         self._gates = tuple((gate, tuple(found)) for gate, found in by_gate.items())
 
     def __repr__(self) -> str:
         return f"SecretRedactor({len(self.rules)} rules)"
 
-    def __call__(self, text: str) -> str:
-        for gate, found in self._gates:
+    def _candidates(self, text: str) -> list[tuple[Any, Any, str]]:
+        """The rules that can match ``text``, in their order."""
+        found: list[tuple[Any, Any, str]] = []
+        if self._finder is not None:
+            hits = self._finder.find_matches_as_indexes(text, overlapping=True)
+            if hits:
+                by_literal = self._by_literal
+                wanted = sorted({rule for literal, _, _ in hits for rule in by_literal[literal]})
+                found = [self._compiled[n] for n in wanted]
+        for gate, gated in self._gates:
             if gate in text:
-                for pattern, replace, _ in found:
-                    if pattern.search(text) is not None:
-                        text = pattern.sub(replace, text)
+                found.extend(gated)
+        return found
+
+    def __call__(self, text: str) -> str:
+        for pattern, replace, _ in self._candidates(text):
+            if pattern.search(text) is not None:
+                text = pattern.sub(replace, text)
         return text
 
     def findings(self, text: str) -> list[str]:
         """The names of the rules that match ``text`` (what a scan of old logs would report)."""
-        return [name for gate, found in self._gates if gate in text for pattern, _, name in found
-                for _ in pattern.finditer(text)]
+        return [name for pattern, _, name in self._candidates(text) for _ in pattern.finditer(text)]
 
 
 DEFAULT: Any = "default"  # the redactors a session has unless told otherwise: one SecretRedactor
@@ -94,11 +119,13 @@ def check_redactors(redactors: Any) -> tuple[Redactor, ...]:
     return tuple(redactors)
 
 
-# Fields that hold ids, times, tags, names and settings: never free text, never rewritten.
+# Fields that hold ids, times, tags and settings from closed lists: never free text, never rewritten. A thinking block's
+# ``signature`` is the provider's opaque seal over it (base64): a match inside it is noise, and rewriting it would make the
+# provider refuse the block. Names a writer chooses (model, provider, tool name, tool-call id, custom type) are redacted
+# like text: a tool-call id is redacted the same way on the call and on its result, so they still pair.
 _STRUCTURAL = frozenset({
     "type", "originator_id", "originator_version", "timestamp", "id", "parent_id", "target_id", "first_kept_entry_id",
-    "from_id", "role", "provider", "model", "model_id", "api", "stop_reason", "thinking_level", "mime_type",
-    "tool_call_id", "tool_name", "custom_type", "signature", "is_error", "display", "from_hook",
+    "from_id", "role", "api", "stop_reason", "thinking_level", "mime_type", "signature", "is_error", "display", "from_hook",
 })
 _NUMBERS = frozenset({"int", "float", "bool", "int | None", "float | None", "bool | None"})
 
@@ -112,6 +139,8 @@ def _text_fields(cls: type) -> tuple[str, ...]:
     found = _FIELDS.get(cls)
     if found is None:
         skip = _STRUCTURAL | ({"data"} if issubclass(cls, ImageContent) else set())
+        if issubclass(cls, ToolCall):  # a tool call's id is the provider's, not an entry id
+            skip = skip - {"id"}
         found = tuple(f.name for f in attrs.fields(cls) if f.name not in skip and str(f.type) not in _NUMBERS)
         _FIELDS[cls] = found
     return found
@@ -193,13 +222,19 @@ class _Walk:
                     if text and one(text) is not text:
                         return False
                 elif kind_of is ToolCall:
-                    name, args = block.name, block.arguments
-                    if one(name) is not name or self.mapping(args) is not args:
+                    name, args, call_id = block.name, block.arguments, block.id
+                    if one(name) is not name or (call_id and one(call_id) is not call_id) or self.mapping(args) is not args:
                         return False
         if kind is AssistantMessage:
             usage, error = message.usage, message.error_message
+            for name in (message.provider, message.model):
+                if name and one(name) is not name:
+                    return False
             return not (error and one(error) is not error) and (usage is None or not (usage.extra or usage.cost.extra))
         if kind is ToolResultMessage:
+            for name in (message.tool_call_id, message.tool_name):
+                if name and one(name) is not name:
+                    return False
             details = message.details
             return details is None or self.value(details) is details
         return True

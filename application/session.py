@@ -133,8 +133,28 @@ class Session(Redacting, SessionReader):
         self._projections[name] = projection
 
     def projection(self, name: str) -> Any:
+        self._caught_up()
         with self._lock:
             return super().projection(name)
+
+    # Reads of the whole log (these, and every projection: labels, names, the tree, stats) take in what other writers
+    # appended first, where that is cheap (``_caught_up``). Reads of this object's branch (the context, get_branch)
+    # need not: another writer's entry is never on it.
+    def get_entries(self) -> list[Entry]:
+        self._caught_up()
+        return super().get_entries()
+
+    def iter_heads(self) -> Any:
+        self._caught_up()
+        return super().iter_heads()
+
+    def find_entries(self, entry_type: str) -> list[Entry]:
+        self._caught_up()
+        return super().find_entries(entry_type)
+
+    def get_children(self, entry_id: str | None) -> list[Entry]:
+        self._caught_up()
+        return super().get_children(entry_id)
 
     def _current_context(self) -> Built:
         """The kept context, extended first with the entries saved since it was last read."""
@@ -151,6 +171,7 @@ class Session(Redacting, SessionReader):
             return kept
 
     def get_session_stats(self) -> Any:
+        self._caught_up()
         with self._lock:
             return super().get_session_stats()
 
@@ -185,7 +206,8 @@ class Session(Redacting, SessionReader):
         """Run an append command (``command(aggregate, id, timestamp)``), save its event, fold it in; returns the id.
         ``redact=False`` only for the library's own records (a redaction record's digest); ``follow``: the entry hangs
         under the log's leaf at write time, not this object's."""
-        if_version = check_if_version(if_version)
+        if if_version is not None:
+            check_if_version(if_version)
         with self._lock:
             if entry_id is not None and not check_id("entry_id", entry_id):
                 raise SessionError("invalid_entry", "entry_id must not be empty")
@@ -212,7 +234,8 @@ class Session(Redacting, SessionReader):
                 try:
                     return self._save((event,), if_version, follow)[-1].id
                 except _IdTaken:  # another writer's entry has this id: a retry that landed, or a new id is drawn
-                    if entry_id is not None:
+                    self._refresh_quietly()
+                    if entry_id is not None and entry_id in self._agg:
                         return repeated(self, entry_id, command)
                 except SessionError as exc:
                     # A retry whose earlier attempt did land (its acknowledgement was lost): the
@@ -222,23 +245,49 @@ class Session(Redacting, SessionReader):
                     return repeated(self, entry_id, command)
             raise SessionError("conflict", f"session {self.id}: other writers kept taking the ids drawn; nothing was written")
 
+    def _run_all(self, batch: Sequence[Command], *, follow: bool = False) -> list[str]:
+        """Run several append commands as one write: each entry under the one before, the first under this object's
+        leaf (``follow``: the log's leaf at write time), saved together, so no other writer's entry comes between them."""
+        with self._lock:
+            if follow:
+                self._agg.leaf_id = self.log_leaf_id
+            agg = self._agg
+            events: list[Entry] = []
+            ids: set[str] = set()
+            for command in batch:
+                new_id = self._new_id()
+                while new_id in agg or new_id in ids:
+                    new_id = self._new_id()
+                ids.add(new_id)
+                event = self._redact(command(agg, new_id, self._now()))
+                parent = events[-1].id if events else agg.leaf_id
+                events.append(attrs.evolve(event, originator_version=agg.version + 1 + len(events), parent_id=parent))
+            if not events:
+                return []
+            try:
+                return [event.id for event in self._save(events, None, follow)]
+            except _IdTaken:
+                self._refresh_quietly()
+                raise SessionError("conflict", f"session {self.id}: another writer appended an entry with an id this "
+                                   "append drew; nothing was written, retry") from None
+
     def _save(self, events: Sequence[Entry], if_version: int | None = None, follow: bool = False) -> list[Entry]:
         """Save ``events`` through the storage and fold them in, after the entries other writers appended meanwhile
-        (handed over at write time: folded in first, and the events numbered after them)."""
+        (the storage numbers the events after those at write time; they are folded in first)."""
         ids = {event.id for event in events}
 
-        def rebase(foreign: list[Any]) -> list[Entry]:
-            self._take_in(foreign)
-            if any(entry.id in ids for entry in foreign):
+        def rebase(foreign: list[str], log_leaf: str | None) -> list[Entry]:  # under the storage's lock: renumber only
+            if not ids.isdisjoint(foreign):
                 raise _IdTaken
-            first = self._agg.version + 1
+            first = self._agg.version + len(foreign) + 1
             out = [attrs.evolve(event, originator_version=first + i) for i, event in enumerate(events)]
             if follow and out:
-                self._agg.leaf_id = self.log_leaf_id
-                out[0] = attrs.evolve(out[0], parent_id=self._agg.leaf_id)
+                out[0] = attrs.evolve(out[0], parent_id=log_leaf)
             return out
 
-        written = self._storage.append(events, rebase, if_version=if_version)
+        taken, written = self._storage.append(events, rebase, if_version=if_version)
+        if taken:
+            self._take_in(taken)
         self._fold(written)
         return written
 
@@ -384,6 +433,7 @@ class Session(Redacting, SessionReader):
             try:
                 events = self._save(events, if_version)
             except _IdTaken:
+                self._refresh_quietly()
                 raise SessionError("conflict", f"session {self.id}: another writer appended an entry with an id this "
                                    "move drew; nothing was written, retry") from None
             return events[1].id if len(events) > 1 else None

@@ -156,8 +156,9 @@ def compact_report(
     ``tokens_after`` (None unless it compacted), ``summarized_entries``, ``summarized_messages``,
     ``kept_entries``, ``summarized_tokens``, ``kept_tokens``, ``fits``.
     """
-    from sessiontree import compaction, extractive_summary
+    from sessiontree import compaction
     from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS
+    from sessiontree.summary import extractive_summary
 
     keep = DEFAULT_KEEP_RECENT_TOKENS if keep_recent_tokens is None else keep_recent_tokens
     planned = compaction.plan(session, keep, retain_tail)

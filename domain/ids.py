@@ -36,20 +36,30 @@ def new_session_id() -> str:
     return str(uuid.UUID(int=value))
 
 
+_FORKS = [0]  # how many forks separate this process from the one that imported the module
+
+
+def _forked() -> None:
+    _FORKS[0] += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 class RandomIds:
     """Entry ids of 8 random lowercase hex characters (SPEC 2.2), cut from one read of the OS's
-    random source per 256 ids. (A forked child that appends through its parent's session would
-    repeat the parent's next ids, but that append is refused: see the writer lease.)"""
+    random source per 256 ids. A forked child reads afresh: it would otherwise draw the ids its
+    parent draws next (both may append to one session)."""
 
-    __slots__ = ("_at", "_hex")
+    __slots__ = ("_at", "_forks", "_hex")
 
     def __init__(self) -> None:
-        self._hex, self._at = "", 0
+        self._hex, self._at, self._forks = "", 0, _FORKS[0]
 
     def __call__(self) -> str:
         at = self._at
-        if at >= len(self._hex):
-            self._hex, at = os.urandom(1024).hex(), 0
+        if at >= len(self._hex) or self._forks != _FORKS[0]:
+            self._hex, at, self._forks = os.urandom(1024).hex(), 0, _FORKS[0]
         self._at = at + 8
         return self._hex[at : at + 8]
 

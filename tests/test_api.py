@@ -47,6 +47,15 @@ def test_spec_7_names_are_importable_from_sessiontree(name):
     assert getattr(sessiontree, name) is not None
 
 
+def test_the_main_surface_is_small_and_every_name_in_it_is_importable():
+    """``sessiontree.__all__`` says where to start (issue 34): about forty names, no porting alias."""
+    assert len(sessiontree.__all__) <= 50
+    assert len(set(sessiontree.__all__)) == len(sessiontree.__all__)
+    for name in sessiontree.__all__:
+        assert getattr(sessiontree, name) is not None, name
+    assert not {"append_message", "move_to", "get_branch", "build_context"} & set(sessiontree.__all__)
+
+
 def test_the_complete_session_example_of_the_seed():
     """The seed's "Complete Session Example", step by step, with what each step must give."""
     storage = InMemorySessionStorage(cwd="/path", session_id="session_1", timestamp=kit.T0_ISO)

@@ -303,8 +303,10 @@ def test_each_session_function_is_its_method(ops):
 
 
 def test_every_seed_function_is_exported_and_takes_the_session_first():
+    """The seed's names live in ``sessiontree.seed`` and stay reachable as ``sessiontree.NAME`` for ported code; only its
+    entry classes are part of the main surface (``sessiontree.__all__``)."""
     for name in sessiontree.seed.__all__:
         assert getattr(sessiontree, name) is getattr(sessiontree.seed, name), name
-        assert name in sessiontree.__all__
+        assert (name in sessiontree.__all__) == (name[0].isupper() or name == "open_session"), name
     for name in ("append_message", "move_to", "build_context", "get_branch"):
         assert next(iter(inspect.signature(getattr(sessiontree, name)).parameters)) == "session"

@@ -33,9 +33,11 @@ DOCUMENTED = [
     ("application/session.py", "application/redaction.py", "_Walk.entry"),  # redaction on write (on by default)
     ("application/session.py", "adapters/jsonl.py", "JsonlSessionStorage.append"),
     ("adapters/jsonl.py", "adapters/codec.py", "Codec.encode_event"),  # encode
-    ("adapters/jsonl.py", "adapters/jsonl_append.py", "AppendingFile.catch_up"),  # under the file's lock: others' lines
+    ("adapters/jsonl.py", "adapters/jsonl_append.py", "AppendingFile.lock"),  # the file's flock, for this append only
+    ("adapters/jsonl.py", "adapters/jsonl_append.py", "AppendingFile.catch_up"),  # others' lines: one lseek
     ("adapters/jsonl.py", "adapters/chain.py", "seal_lines"),  # seal, after the file's last line
     ("adapters/jsonl.py", "adapters/jsonl_append.py", "AppendingFile.write"),  # the log's append
+    ("adapters/jsonl.py", "adapters/jsonl_append.py", "AppendingFile.unlock"),
     ("adapters/jsonl.py", "adapters/chain.py", "ChainHead.set"),
     ("adapters/jsonl.py", "adapters/mapped.py", "MappedLines.extend"),  # the loader's lines: the mapped file's, then ours
     ("application/session.py", "domain/aggregate.py", "project"),  # the fold

@@ -63,12 +63,13 @@ class Held:
         return rows
 
     def current(self) -> bool:
-        """Take in what other writers appended to the file; False if it changed another way (to be opened again)."""
+        """Take in what other writers appended to the file, showing the log's leaf (the last append's, as a fresh open
+        does); False if it changed another way (to be opened again)."""
         signature = _signature(self.session)
         if signature == self.signature:
             return True
         try:
-            self.session.refresh()
+            self.session.refresh(follow=True)
         except SessionError:
             return False
         self.signature = signature
@@ -148,9 +149,8 @@ class OpenSessions:
         return sum(len(h.session) for h in self._held.values())
 
     def release(self, session_id: str) -> None:
-        """Close the session after a write: a JSONL session holds its file's writer lease from its first append
-        until it closes, and the agent that owns the session must be able to go on appending. (Call it after
-        the write's ``run``, not inside it.)"""
+        """Close the session after a write, so the viewer holds no file or connection open for a session it only
+        wrote to once (the next read opens it again). (Call it after the write's ``run``, not inside it.)"""
         with self.lock:
             self._drop(session_id)
 

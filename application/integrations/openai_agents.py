@@ -3,7 +3,9 @@
 ``SessionTreeSession(session_id, repo=...)`` is an ``agents.memory.Session``. Each item is an entry on the session's
 current branch (``openai_agents_items``: a message where the item maps to one, else a custom entry), so ``sessiontree
 show``, ``context``, ``verify`` and ``export --format pi`` work on what the agent wrote. ``pop_item`` and
-``clear_session`` move the leaf; nothing is ever deleted.
+``clear_session`` move the leaf; nothing is ever deleted. Like the SDK's ``SQLiteSession``, any number of stores, in any
+processes, share one session id, none ever closed: each call reads on to the log's leaf (the last append's, by any
+writer) and appends there, so their items interleave in one history.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import msgspec
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
 from sessiontree.adapters.store import check_session_id
+from sessiontree.domain import aggregate as commands
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import CustomEntryAppended, Entry, MessageAppended
 from sessiontree.domain.values import json_value
@@ -42,8 +45,10 @@ class SessionTreeSession:
 
     ``repo`` is a repository, or a URL or folder for ``open_repo`` (a repository it opens is closed by :meth:`close`). The
     session ``session_id`` is created there on first use if it does not exist (in ``cwd``, default the current
-    directory). ``get_items`` reads the current branch; ``pop_item`` moves the leaf to the parent of the last item's
-    entry and ``clear_session`` before the first entry, so the log keeps every item ever added.
+    directory). ``get_items`` reads the branch ending at the log's leaf (the last append's, by any store or process);
+    ``add_items`` appends there, the items of one call together; ``pop_item`` moves the leaf to the parent of the last
+    item's entry (only if no other writer appended meanwhile: else it reads again and retries) and ``clear_session``
+    before the first entry, so the log keeps every item ever added.
     """
 
     session_settings: SessionSettings | None = None
@@ -98,7 +103,8 @@ class SessionTreeSession:
         await self._run(self._clear_session)
 
     def close(self) -> None:
-        """Close the session (releasing a JSONL file's writer lease) and a repository opened from a URL."""
+        """Close the session (its file or connection) and a repository opened from a URL; stores need not be closed
+        for others to write."""
         with self._mutex:
             if self._session is not None:
                 self._session.close()
@@ -153,9 +159,12 @@ class SessionTreeSession:
             return self.repo.open(self.session_id)
 
     def _read(self) -> Session:
-        """The session, with the items cached for its current leaf (read again if something else moved it)."""
+        """The session read on to the log's leaf, with the items cached for it: extended by the entries appended under
+        the leaf cached before, or read again when the leaf moved elsewhere (a pop or a clear, here or by another)."""
         session = self._open()
-        if self._leaf != session.leaf_id:
+        session.refresh(follow=True)
+        leaf = session.leaf_id
+        if self._leaf != leaf and not self._extend(session, leaf):
             ids: list[str] = []
             blobs: list[bytes] = []
             names: dict[str, str] = {}
@@ -165,8 +174,30 @@ class SessionTreeSession:
                     ids.append(entry.id)
                     blobs.append(_encode(item))
                     _note_tool_name(names, item)
-            self._ids, self._blobs, self._tool_names, self._leaf = ids, blobs, names, session.leaf_id
+            self._ids, self._blobs, self._tool_names, self._leaf = ids, blobs, names, leaf
         return session
+
+    def _extend(self, session: Session, leaf: str | None, most: int = 256) -> bool:
+        """Take in the items between the cached leaf and ``leaf`` when the cached one is on ``leaf``'s branch (within
+        ``most`` entries); False if it is not."""
+        if self._leaf is _UNREAD or leaf is None:
+            return False
+        added: list[Entry] = []
+        at: str | None = leaf
+        while at != self._leaf:
+            if at is None or len(added) >= most:
+                return False
+            entry = session.entry(at)
+            added.append(entry)
+            at = entry.parent_id
+        for entry in reversed(added):
+            item = _item_of(entry)
+            if item is not _NOT_AN_ITEM:
+                self._ids.append(entry.id)
+                self._blobs.append(_encode(item))
+                _note_tool_name(self._tool_names, item)
+        self._leaf = leaf
+        return True
 
     # -- the calls (each run by _locked) ---------------------------------------------------------------------------
 
@@ -177,20 +208,24 @@ class SessionTreeSession:
 
     def _add_items(self, items: Iterable[Any]) -> None:
         session = self._read()
-        planned = self._plan(items)
-        for data, blob, message in planned:
+        batch: list[Any] = []
+        for data, _, message in self._plan(items):
             if message is None:
-                entry_id = session.append_custom_entry(CUSTOM_TYPE, data)
+                batch.append(lambda agg, id, now, data=data: commands.append_custom_entry(agg, CUSTOM_TYPE, data, id=id,
+                                                                                          timestamp=now))
             else:
-                entry_id = session.append_message(message)
-            self._ids.append(entry_id)
-            self._blobs.append(blob)
-            self._leaf = session.leaf_id
+                batch.append(lambda agg, id, now, message=message: commands.append_message(agg, message, id=id,
+                                                                                           timestamp=now))
+        # one write after the log's leaf at write time: the items of one call stay together, as in a SQLiteSession
+        session._run_all(batch, follow=True)
+        if not self._extend(session, session.leaf_id):
+            self._leaf = _UNREAD  # read again at the next call
 
     def _plan(self, items: Iterable[Any]) -> list[tuple[Any, bytes, Message | None]]:
         """Each item as the JSON value to record, its JSON text and its message (None: a custom entry), or
         ``SessionError('invalid_entry')`` for the first that the log cannot hold, before anything is written."""
         now = time.time_ns() // 1_000_000
+        names = dict(self._tool_names)
         planned = []
         for item in items:
             data = json_value("item", item)
@@ -198,19 +233,26 @@ class SessionTreeSession:
                 blob = _encode(data)
             except UnicodeEncodeError as exc:
                 raise SessionError("invalid_entry", f"item: {exc}") from None
-            planned.append((data, blob, to_message(data, self._tool_names, now)))
-            _note_tool_name(self._tool_names, data)
+            planned.append((data, blob, to_message(data, names, now)))
+            _note_tool_name(names, data)
         return planned
 
     def _pop_item(self) -> Any:
-        session = self._read()
-        if not self._ids:
-            return None
-        session.move_to(session.entry(self._ids[-1]).parent_id)
-        self._ids.pop()
-        blob = self._blobs.pop()
-        self._leaf = session.leaf_id
-        return _decode(blob)
+        for _ in range(20):
+            session = self._read()
+            if not self._ids:
+                return None
+            try:  # only if nobody appended since the read: else the item popped would not be the latest
+                session.move_to(session.entry(self._ids[-1]).parent_id, if_version=session.version)
+            except SessionError as exc:
+                if exc.code != "conflict":
+                    raise
+                continue
+            self._ids.pop()
+            blob = self._blobs.pop()
+            self._leaf = session.leaf_id
+            return _decode(blob)
+        raise SessionError("conflict", f"session {self.session_id}: other writers kept appending; nothing was popped")
 
     def _clear_session(self) -> None:
         session = self._read()

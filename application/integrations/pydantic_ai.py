@@ -130,7 +130,9 @@ class SessionTreeConversationStore(ConversationStore):
 
 class _Conversations:
     """The store's blocking half (its own class, so no name can meet one of ``ConversationStore``'s): each call opens the
-    session, reads or appends, and closes it, so a JSONL writer lease lasts no longer than one save."""
+    session, reads or appends, and closes it. A save is optimistic: its revision is checked against the session as read,
+    and every append it makes is conditional on the log being as this save left it (``if_version``), so a save that
+    another writer overtook is a ``ConversationConflict``."""
 
     def __init__(self, repo: SessionRepo, cwd: str) -> None:
         self.repo = repo
@@ -262,23 +264,25 @@ def _linked(log: ConversationLog, session: Session, record: ConversationRecord, 
 
 
 def _append(session: Session, log: ConversationLog, record: ConversationRecord, new_entries: list[ConversationEntry]) -> None:
-    """The new entries, each under its parent (moving the leaf when it is elsewhere), the head, then the record entry."""
+    """The new entries, each under its parent (moving the leaf when it is elsewhere), the head, then the record entry.
+    Each append only if the log is still where this save left it (``if_version``): another writer's entry in between is
+    ``conflict`` (the revision check, kept while the save runs)."""
     nearest = dict(log.nearest)
 
     def move(target: str | None) -> None:
         if (nearest.get(session.leaf_id) if session.leaf_id is not None else None) != target:
-            session.move_to(target)
+            session.move_to(target, if_version=session.version)
 
     for entry in new_entries:
         move(entry.parent_id)
         ours, payload = mapping.encode(entry.message)
         ids = mapping.split_ids(entry.id, len(ours))
         for our_id, message in zip(ids[:-1], ours[:-1]):
-            nearest[session.append_message(message, entry_id=our_id)] = entry.parent_id
+            nearest[session.append_message(message, entry_id=our_id, if_version=session.version)] = entry.parent_id
         if ours:
-            session.append_message(mapping.carried(ours[-1], payload), entry_id=entry.id)
+            session.append_message(mapping.carried(ours[-1], payload), entry_id=entry.id, if_version=session.version)
         else:
-            session.append_custom_entry(mapping.MESSAGE_TYPE, payload, entry_id=entry.id)
+            session.append_custom_entry(mapping.MESSAGE_TYPE, payload, entry_id=entry.id, if_version=session.version)
         nearest[entry.id] = entry.id
     move(record.head_id)
-    session.append_custom_entry(mapping.RECORD_TYPE, mapping.record_data(record))
+    session.append_custom_entry(mapping.RECORD_TYPE, mapping.record_data(record), if_version=session.version)

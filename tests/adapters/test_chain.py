@@ -108,7 +108,7 @@ def test_a_storage_that_never_loaded_reads_the_previous_line_once(tmp_path: Path
     session = kit.open_session(JsonlSessionStorage.create(tmp_path / "s.jsonl"))
     session.append_message(kit.user("one"))
     entry = session.get_entries()[-1]
-    session.close()  # its writer lease ends, so the fresh storage may write
+    session.close()
     fresh = JsonlSessionStorage.open(tmp_path / "s.jsonl")
     assert fresh.chain_head.version == 0
     from sessiontree.domain.events import CustomEntryAppended

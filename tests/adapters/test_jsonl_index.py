@@ -234,8 +234,8 @@ def test_an_appender_and_an_opener_never_see_a_half_written_index(tmp_path: Path
 
 
 @pytest.mark.parametrize("indexed", [False, True])
-def test_closing_a_mapped_session_ends_its_writer_lease(tmp_path: Path, indexed: bool) -> None:
-    """The mapping has a descriptor of its own: once the storage closes, another writer may append at once."""
+def test_a_mapped_session_and_another_writer_append_in_turn(tmp_path: Path, indexed: bool) -> None:
+    """The mapping has a descriptor of its own: a storage reading through it and another writer append in turn."""
     path = tmp_path / "s.jsonl"
     _write_session(path, [("user", "one")])
     _age(path)
@@ -243,10 +243,12 @@ def test_closing_a_mapped_session_ends_its_writer_lease(tmp_path: Path, indexed:
         JsonlSessionStorage.open(path).load()
     first = Session(JsonlSessionStorage.open(path))
     first.append_message(kit.user("two"))
-    first.storage.close()
     second = Session(JsonlSessionStorage.open(path))
     second.append_message(kit.user("three"))
     assert kit.said(second.build_context().messages) == ["user:one", "user:two", "user:three"]
+    first.append_message(kit.user("four"))
+    assert kit.said(first.build_context().messages) == ["user:one", "user:two", "user:four"]
+    first.storage.close()
 
 
 @pytest.mark.parametrize("key", ["labels", "leaf_moves", "names", "kinds", "lines", "size"])

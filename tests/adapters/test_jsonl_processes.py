@@ -14,7 +14,7 @@ import pytest
 import sessiontree_testkit as kit
 from sessiontree_faults import drain, fork, reopen
 
-from sessiontree import JsonlSessionStorage, SessionError
+from sessiontree import JsonlSessionStorage
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 

@@ -3,6 +3,7 @@ files, never while a writer holds it); a database session's events and listing r
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sqlite3
@@ -58,20 +59,35 @@ def test_signed_checkpoints_go_with_the_archive(aged: SessionRepo, clock: SetClo
 
 
 @jsonl_only
-def test_a_session_held_by_a_writer_is_kept(aged: SessionRepo, clock: SetClock) -> None:
-    """A session whose file a writer holds (its lease) is not deleted under it: it is kept and reported."""
+def test_a_session_locked_by_an_append_in_flight_is_kept(aged: SessionRepo, clock: SetClock) -> None:
+    """A file whose lock an append holds (here: held on purpose, longer than prune waits) is not deleted under it."""
     sid = make_session(aged, clock, 120)
     other = make_session(aged, clock, 120)
-    writer = aged.open(sid)
-    clock.now = NOW - timedelta(days=100)
-    writer.append_message(kit.user("still typing"))  # takes the lease, and stays old enough to be selected
+    fd = os.open(aged.path_for(sid), os.O_RDONLY)  # type: ignore[attr-defined]
+    fcntl.flock(fd, fcntl.LOCK_EX)
     try:
         result = aged.prune(older_than="90d", now=NOW)
     finally:
-        writer.close()
+        os.close(fd)
     assert result.pruned == (other,) and result.kept == ((sid, f"session {sid} is held by a writer since it was listed "
                                                           "for pruning; it is kept"),)
     assert ids(aged) == {sid}
+
+
+@jsonl_only
+def test_a_writer_open_on_a_pruned_session_is_told_not_found_and_loses_nothing(aged: SessionRepo, clock: SetClock) -> None:
+    """A session object open on a file that prune deleted: its next append is ``not_found`` and writes nothing (never
+    into the unlinked file, where an acknowledged entry would be lost)."""
+    sid = make_session(aged, clock, 120)
+    writer = aged.open(sid)
+    clock.now = NOW - timedelta(days=100)
+    writer.append_message(kit.user("typed before the prune"))
+    assert aged.prune(older_than="90d", now=NOW).pruned == (sid,)
+    with pytest.raises(SessionError) as caught:
+        writer.append_message(kit.user("after the prune"))
+    assert caught.value.code == "not_found" and "deleted" in caught.value.message
+    writer.close()
+    assert ids(aged) == set()
 
 
 @jsonl_only

@@ -181,3 +181,21 @@ def test_saving_nothing_is_a_no_op(storage_factory: Any) -> None:
 def test_memory_backend_is_the_reference() -> None:
     """The contract's reference backend is the in-memory storage (a sanity check of the fixture)."""
     assert isinstance(kit.new_storage(), InMemorySessionStorage)
+
+
+def test_two_objects_alternating_1000_appends_keep_every_entry_once_and_their_own_leaves(storage_factory: Any) -> None:
+    """Two Session objects on one session, used in turn: never refused; every acknowledged entry is there once, the
+    log verifies, and each object's leaf is its own last entry (a fresh open's is the last append's). (200 appends on a
+    database server, where each one after the other's finds its version taken and retries: three round trips.)"""
+    storage = storage_factory.create(**HEADER)
+    objects = [Session(storage), Session(storage_factory.reopen(storage))]
+    acked: list[list[str]] = [[], []]
+    appends = 200 if storage_factory.backend.name.startswith(("postgres", "sqlite")) else 1000
+    for n in range(appends):
+        acked[n % 2].append(objects[n % 2].append_message(kit.user(f"{n}")))
+    for mine, session in zip(acked, objects):
+        assert session.leaf_id == mine[-1] and [e.id for e in session.get_branch()] == mine
+    fresh = Session(storage_factory.reopen(storage))
+    ids = [e.id for e in fresh.get_entries()]
+    assert len(ids) == len(set(ids)) == appends and set(ids) == set(acked[0]) | set(acked[1])
+    assert fresh.leaf_id == acked[1][-1] and verify(fresh).ok

@@ -132,7 +132,9 @@ def test_a_retry_with_the_same_id_matches_the_redacted_first_append(tmp_path: Pa
 
 
 def test_every_default_rule_has_a_sample() -> None:
-    assert {rule.name for rule in DEFAULT_RULES} == set(SECRETS)
+    from sessiontree_secrets import SAMPLES
+
+    assert {rule.name for rule in DEFAULT_RULES} <= set(SECRETS) | {fmt for fmt, _, _ in SAMPLES}
 
 
 def _x_to_y(text: str) -> str:  # a redactor that changes many random strings

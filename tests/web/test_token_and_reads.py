@@ -126,7 +126,7 @@ def test_an_unknown_session_and_bad_arguments_are_clear_errors(serve, demo):
 
 
 def test_the_agent_can_go_on_appending_and_the_viewer_sees_it(serve, demo):
-    """A write from the viewer does not keep the file's writer lease; another writer's appends show on the next read."""
+    """A write from the viewer does not stop the agent appending; another writer's appends show on the next read."""
     from sessiontree import JsonlSessionStorage, Session, UserMessage
 
     server = serve(demo["repo"])
