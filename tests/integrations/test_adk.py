@@ -196,3 +196,16 @@ def test_importing_the_service_without_adk_names_the_extra():
             "try:\n    import sessiontree.integrations.adk\nexcept ModuleNotFoundError as e:\n    print(e)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "missing_extra: sessiontree.integrations.adk needs google-adk: pip install 'sessiontree[adk]'"
+
+
+def test_the_benchmark_prints_its_tables(tmp_path):
+    """benchmarks/bench_integrations.py --only adk / claude-agent runs end to end (timings not checked)."""
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_integrations.py"
+    for only, size, rows in (("adk", ["--adk-events", "8"], ("| append_event, one event |", "| get_session, 8 events |")),
+                             ("claude-agent", ["--claude-entries", "200"],
+                              ("| append, a 100-entry batch |", "| load, 200 entries |"))):
+        out = subprocess.run([sys.executable, str(script), "--only", only, *size, "--framework-rounds", "2", "--json",
+                              str(tmp_path / f"{only}.json")], capture_output=True, text=True, timeout=300, check=True).stdout
+        for row in rows:
+            assert any(line.startswith(row) for line in out.splitlines()), row
+        assert len(json.loads((tmp_path / f"{only}.json").read_text())[only]) == 3
