@@ -250,7 +250,7 @@ class SessionTreeSessionService(BaseSessionService):
                 if entry.type == "custom" and getattr(entry, "custom_type", None) == events.STATE_TYPE:
                     state.update(entry.data)  # type: ignore[attr-defined]
             memo["seen"] = len(entries)
-            return dict(state)
+            return copy.deepcopy(state)  # the caller's own, as the merged state is
 
         return self._with(log_id, fold)[1] or {}
 

@@ -209,3 +209,21 @@ def test_the_benchmark_prints_its_tables(tmp_path):
         for row in rows:
             assert any(line.startswith(row) for line in out.splitlines()), row
         assert len(json.loads((tmp_path / f"{only}.json").read_text())[only]) == 3
+
+
+def test_the_state_handed_out_is_the_callers_own(tmp_path):
+    """The service keeps its folds between calls: changing a returned session's state must not change the next read."""
+    async def scenario() -> None:
+        service = SessionTreeSessionService(open_repo(str(tmp_path / "s")))
+        await service.create_session(app_name=APP, user_id=USER, session_id="s1",
+                                     state={"todo": [1], "user:tags": ["a"], "app:flags": {"x": 1}})
+        first = await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+        first.state["todo"].append(2)
+        first.state["user:tags"].append("b")
+        first.state["app:flags"]["y"] = 2
+        (await service.get_user_state(app_name=APP, user_id=USER))["tags"].append("c")
+        again = await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+        assert again.state == {"todo": [1], "user:tags": ["a"], "app:flags": {"x": 1}}
+        await service.close()
+
+    asyncio.run(scenario())
