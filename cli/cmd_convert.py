@@ -148,6 +148,86 @@ def _import_salvaged(repo: SessionRepo, name: str) -> dict[str, Any]:
             "entries": entries, "notes": [], "skipped": skipped}
 
 
+def _read_transcript(name: str) -> list[dict[str, Any]]:
+    """The lines of a Claude Code transcript file (JSON objects, one a line; blank lines skipped)."""
+    import msgspec
+
+    lines = []
+    with open(name, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
+                continue
+            try:
+                line = msgspec.json.decode(raw)
+            except msgspec.DecodeError as exc:
+                raise SessionError("corrupt", f"{name}:{number}: not JSON ({exc})") from None
+            if not isinstance(line, dict):
+                raise SessionError("corrupt", f"{name}:{number}: not a JSON object")
+            lines.append(line)
+    return lines
+
+
+def _import_claude_code(repo: SessionRepo, name: str) -> dict[str, Any]:
+    """A Claude Code transcript as the session the Claude Agent SDK store would mirror it to: the key is the file's folder
+    (the project) and name (the session id), or for a subagent's transcript its place under ``SESSION/subagents/``. A
+    session holding these lines already is left as it is; one holding the first of them (the transcript grew since)
+    gets the rest; one holding others is refused."""
+    from contextlib import closing
+
+    from sessiontree.integrations import claude_code_entries as cc
+
+    lines = _read_transcript(name)
+    key = _claude_code_key(Path(name).resolve())
+    sid = cc.session_id_for(key)
+    item = {"file": name, "status": "imported", "dialect": "claude-code", "session_id": sid, "notes": []}
+    if repo.exists(sid):
+        session = repo.open(sid)
+        with closing(session):
+            held = cc.read_lines(session)
+            if held != lines[: len(held)]:
+                raise SessionError(
+                    "already_exists", f"{name}: session {sid} is already in the repository ({session.storage.location}) "
+                    "with other lines; not imported")
+            if len(held) == len(lines):
+                return {**item, "status": "already_there", "location": session.storage.location, "entries": len(session)}
+            cc.append_lines(session, lines, [len(held)])
+            return {**item, "location": session.storage.location, "entries": len(session)}
+    cwd = next((line["cwd"] for line in lines if isinstance(line.get("cwd"), str)), "")
+    session = repo.create(cwd, metadata={cc.KEY: key}, session_id=sid)
+    with closing(session):
+        try:
+            cc.append_lines(session, lines)
+        except BaseException:
+            repo.delete(sid)  # a half-imported transcript is not left behind
+            raise
+        return {**item, "location": session.storage.location, "entries": len(session)}
+
+
+def _claude_code_key(path: Path) -> dict[str, str]:
+    """The ``SessionKey`` of a transcript file where Claude Code keeps it: ``PROJECT/SESSION.jsonl``, or a subagent's
+    ``PROJECT/SESSION/subagents/.../agent-ID.jsonl`` (subpath ``subagents/.../agent-ID``)."""
+    parts = path.parts
+    stem = path.name.removesuffix(".jsonl")
+    if "subagents" in parts[:-1]:
+        at = len(parts) - 2 - parts[:-1][::-1].index("subagents")
+        if at >= 2:
+            return {"project_key": parts[at - 2], "session_id": parts[at - 1],
+                    "subpath": "/".join([*parts[at:-1], stem])}
+    return {"project_key": path.parent.name or "-", "session_id": stem}
+
+
+def _claude_code_lines(session: Any) -> bytes:
+    """The Claude Code transcript lines a session holds, as a transcript file (compact JSON, one a line)."""
+    import msgspec
+
+    from sessiontree.integrations import claude_code_entries as cc
+
+    lines = cc.read_lines(session)
+    if not lines and cc.KEY not in session.header.metadata:
+        raise CliError(f"session {session.id} holds no Claude Code transcript lines (export --format native keeps it whole)")
+    return b"".join(msgspec.json.encode(line) + b"\n" for line in lines)
+
+
 def _unpacked(name: str, tmp: str) -> str:
     """The file to import: ``name``, or for a pruned session's archive its log written out in ``tmp`` (a restore)."""
     from sessiontree.adapters.archive import is_archive, read_archive
@@ -190,7 +270,10 @@ def cmd_import(args: argparse.Namespace) -> int:
                     if error is not None:
                         raise error
                     assert repo is not None  # opened whenever there is a file
-                    items.append(_import_one(repo, name, args.salvage))
+                    if args.format == "claude-code":
+                        items.append(_import_claude_code(repo, name))
+                    else:
+                        items.append(_import_one(repo, name, args.salvage))
                 except (SessionError, OSError) as exc:
                     items.append(_failure(name, exc, args.salvage))
                 advance(1)
@@ -260,13 +343,15 @@ def _convert_out(session: Any, kind: str, output: str | None) -> tuple[int, Any]
 def cmd_export(args: argparse.Namespace) -> int:
     if args.json:
         raise CliError("export writes its own format; --json does not apply (use --format native for JSON lines)")
-    if args.leaf is not None and args.format in ("pi", "native"):
-        raise CliError("--leaf applies to markdown and html exports; pi and native exports keep the whole tree")
+    if args.leaf is not None and args.format in ("pi", "native", "claude-code"):
+        raise CliError("--leaf applies to markdown and html exports; pi, native and claude-code exports keep the whole tree")
     if args.output not in (None, "-") and os.path.exists(args.output):
         raise SessionError("already_exists", f"{args.output} already exists; choose another --output")
     size = None
     with session_for(args.repo, args.session, args) as session:  # --salvage, --leaf by prefix or label
-        if args.format in ("pi", "native"):
+        if args.format == "claude-code":
+            data = _claude_code_lines(session)
+        elif args.format in ("pi", "native"):
             size, conversion = _convert_out(session, args.format, args.output)
             for note in conversion.notes:
                 warn(note)

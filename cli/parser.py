@@ -77,8 +77,8 @@ COMMANDS = (
     ("name", "cmd_write", "set or clear the session's name"),
     ("move", "cmd_write", "move the leaf to another entry (optionally summarising the branch left)"),
     ("compact", "cmd_write", "compact the current branch with the offline summariser"),
-    ("import", "cmd_convert", "import pi or native session files into the repository"),
-    ("export", "cmd_convert", "export a session (pi or native JSONL) or a branch (Markdown, HTML)"),
+    ("import", "cmd_convert", "import pi, native or Claude Code session files into the repository"),
+    ("export", "cmd_convert", "export a session (pi, native or Claude Code JSONL) or a branch (Markdown, HTML)"),
     ("redact", "cmd_redact", "erase one entry's content, keeping the log verifiable (docs/audit.md)"),
     ("verify", "cmd_verify", "check session files or a repository and report each problem"),
     ("sign", "cmd_verify", "sign a checkpoint of session files or a repository's sessions with a key"),
@@ -234,14 +234,17 @@ def _import_args(p: Parser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="session files or directories (pi or native JSONL)")
     p.add_argument("--salvage", action="store_true",
                    help="import a file that fails verify as far as it can be read (the copy records the lines skipped)")
+    p.add_argument("--format", choices=("auto", "claude-code"), default="auto",
+                   help="auto: pi or native, told by the file; claude-code: a Claude Code transcript "
+                        "(~/.claude/projects/PROJECT/SESSION.jsonl), one session per file")
 
 
 def _export_args(p: Parser) -> None:
     _session_args(p)
     _salvage_arg(p)
     _full_arg(p)
-    p.add_argument("--format", choices=("pi", "native", "markdown", "html"), default="markdown",
-                   help="output format (default: markdown)")
+    p.add_argument("--format", choices=("pi", "native", "claude-code", "markdown", "html"), default="markdown",
+                   help="output format (default: markdown; claude-code: the Claude Code transcript lines the session holds)")
     p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     p.add_argument("--leaf", metavar="ID", help="markdown/html: the branch ending at this entry (default: the current leaf)")
 

@@ -1,7 +1,8 @@
 """Session stores for agent frameworks, on sessiontree sessions (docs/integrations.md).
 
-Each module needs its framework (``pip install 'sessiontree[openai-agents]'`` or ``'sessiontree[pydantic-ai]'``);
-importing ``sessiontree`` never does.
+Each module needs its framework (``pip install 'sessiontree[openai-agents]'``, ``'sessiontree[pydantic-ai]'``,
+``'sessiontree[adk]'`` or ``'sessiontree[claude-agent]'``); importing ``sessiontree`` never does. ``claude_code_entries``
+(the Claude Code transcript mapping, used by ``sessiontree import --format claude-code``) needs nothing.
 """
 
 from __future__ import annotations
