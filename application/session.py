@@ -20,11 +20,11 @@ from typing import Any
 import attrs
 
 from sessiontree import compaction as _compaction
-from sessiontree import erasure as _erasure
 from sessiontree import tool_repair as _tool_repair
 from sessiontree.adapters.storage import SessionStorage, moved
 from sessiontree.domain import aggregate as commands
 from sessiontree.domain.aggregate import leaf_at
+from sessiontree.domain.erasure import RECORD_TYPE
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry
 from sessiontree.domain.ids import Clock, IdGenerator, RandomIds, UtcTimestamps, checked_ids, now_iso
@@ -339,7 +339,9 @@ class Session(Redacting, SessionReader):
     def redact(self, entry_id: str, *, reason: str, by: str | None = None) -> str:
         """Erase the content of one entry and keep the log verifiable (docs/audit.md, *Erasure*); returns the id of the
         redaction record appended. ``by``: who asked (default: the OS user)."""
-        return _erasure.redact(self, entry_id, reason, by)
+        from sessiontree import erasure  # its blob collection and scrubbing are loaded only by a process that erases
+
+        return erasure.redact(self, entry_id, reason, by)
 
     def repair(self) -> list[str]:
         """Append a synthetic error result for each call of the leaf's trailing turn that has none (an interrupted run),
@@ -385,7 +387,7 @@ class Session(Redacting, SessionReader):
     def append_custom_entry(
         self, custom_type: str, data: Any = None, *, entry_id: str | None = None, if_version: int | None = None,
     ) -> str:
-        if custom_type == _erasure.RECORD_TYPE:
+        if custom_type == RECORD_TYPE:
             raise SessionError("invalid_entry", f"custom type {custom_type!r} is reserved: redact() writes its records")
         return self._run(lambda agg, id, now: commands.append_custom_entry(agg, custom_type, data, id=id, timestamp=now),
                          entry_id, if_version=if_version)
