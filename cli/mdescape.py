@@ -154,8 +154,11 @@ def _paragraph(text: str) -> str:
         close = same[later]
         out.append(escape_html(text[done:start]))
         inner = text[end : runs[close][0]]
-        # A code span shows entities as typed: one that holds markup becomes an element of escaped text instead.
-        out.append(f"<code>{_code_text(inner)}</code>" if _TAG_START.search(inner) else text[start : runs[close][1]])
+        # A code span shows entities as typed: one that holds markup becomes an element of escaped text instead. So does
+        # one over several lines holding a link or image: a line that opens a block (a quote, a list item) would end
+        # the paragraph before the span closes, and the renderer would read its links as links.
+        unsafe = _TAG_START.search(inner) or ("\n" in inner and inert_links(inner) != inner)
+        out.append(f"<code>{_code_text(inner)}</code>" if unsafe else text[start : runs[close][1]])
         done = runs[close][1]
         i = close + 1
     out.append(escape_html(text[done:]))

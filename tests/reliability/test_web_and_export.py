@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
@@ -95,6 +95,8 @@ LINK = st.tuples(NOISE, st.sampled_from(["[", "!["]), NOISE, st.sampled_from(["]
 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(LINK, min_size=1, max_size=6).map(lambda parts: "".join(parts) + "\n\n[x]\n\n![x]"))
+# a code span the escaper took for one, which a quote on its second line ends before it closes (found by this property)
+@example("`[](javascript:alert(1)\n> [](javascript:alert(1))`\n\n[x]\n\n![x]")
 def test_no_message_renders_a_live_image_or_a_foreign_link(text: str) -> None:
     """Whatever links and images a message holds, however escaped or nested, its Markdown renders no image and no
     link but http(s) and mailto ones."""
