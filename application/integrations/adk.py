@@ -124,6 +124,16 @@ class _Read:
         return self.updated if self.dumps else self.created
 
 
+
+def _without_temp(data: dict[str, Any]) -> dict[str, Any]:
+    """An event's data as stored: its ``temp:`` state keys are never stored (they live for one invocation)."""
+    stored = {**data}
+    if stored.get("actions", {}).get("state_delta"):
+        delta = stored["actions"]["state_delta"]
+        stored["actions"] = {**stored["actions"], "state_delta": {
+            k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)}}
+    return stored
+
 class SessionTreeSessionService(BaseSessionService):
     """ADK sessions as sessiontree sessions in ``repo`` (a repository, or a URL for ``open_repo``).
 
@@ -365,7 +375,8 @@ class SessionTreeSessionService(BaseSessionService):
     def _record(self, caller: Session, event: Event, session: TreeSession, read: _Read) -> bool:
         """Record the event on the session; False if it was recorded already (a retry)."""
         data = events.dump(event)
-        if event.id and session.has_entry(event.id) and events.dump_in(session.entry(event.id)) == data:
+        if event.id and session.has_entry(event.id) and (events.dump_in(session.entry(event.id)) == data
+                                                         or self._recorded(session, event.id, data)):
             return False  # recorded already (a retry)
         if read.update_time() > caller.last_update_time:  # ADK's own check: storage moved past what the caller read
             raise StaleSessionError(
@@ -375,11 +386,7 @@ class SessionTreeSessionService(BaseSessionService):
         if rewind:
             self._rewind(session, read, rewind, event)
             data = events.dump(event)
-        stored = {**data}
-        if stored.get("actions", {}).get("state_delta"):
-            delta = stored["actions"]["state_delta"]
-            stored["actions"] = {**stored["actions"], "state_delta": {
-                k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)}}
+        stored = _without_temp(data)
         entry_id = event.id if event.id and not session.has_entry(event.id) else None
         message = events.to_message(stored)
         try:
@@ -391,6 +398,24 @@ class SessionTreeSessionService(BaseSessionService):
         except SessionError as exc:
             if exc.code == "conflict":
                 raise StaleSessionError(f"session {caller.id} was appended to by another writer: get_session again") from exc
+            raise
+        return True
+
+    @staticmethod
+    def _recorded(session: TreeSession, entry_id: str, data: dict[str, Any]) -> bool:
+        """Is the entry ``entry_id`` this event as the session stored it (redacted: a secret in it was rewritten, so the
+        stored event differs from the one retried)? Asked of the session's own retry rule: an append with an id it holds
+        writes nothing, and answers ``already_exists`` unless it is the same append."""
+        stored = _without_temp(data)
+        message = events.to_message(stored)
+        try:
+            if message is not None:
+                session.append_message(message, entry_id=entry_id)
+            else:
+                session.append_custom_entry(events.EVENT_TYPE, stored, entry_id=entry_id)
+        except SessionError as exc:
+            if exc.code == "already_exists":
+                return False
             raise
         return True
 

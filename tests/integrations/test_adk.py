@@ -227,3 +227,20 @@ def test_the_state_handed_out_is_the_callers_own(tmp_path):
         await service.close()
 
     asyncio.run(scenario())
+
+
+def test_a_retried_event_holding_a_secret_is_written_once(tmp_path):
+    """The default redactor rewrites a secret before it is stored, so the stored event differs from the one retried:
+    the retry is still recognised (by the session's own retry rule, which redacts the probe as the first append)."""
+    async def scenario() -> None:
+        service = SessionTreeSessionService(open_repo(str(tmp_path / "s")))
+        session = await service.create_session(app_name=APP, user_id=USER, session_id="s1")
+        event = Event(author="user", content=kit.user("deploy with AKIAIOSFODNN7EXAMPLE"),
+                      timestamp=session.last_update_time + 1)
+        await service.append_event(session, event)
+        again = await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+        await service.append_event(again, event)
+        stored = await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+        assert texts(stored) == ["deploy with [REDACTED:aws-access-key-id]"]
+
+    asyncio.run(scenario())
