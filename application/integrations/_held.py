@@ -14,9 +14,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
+from weakref import WeakValueDictionary
 
 from sessiontree.domain.errors import SessionError
-from sessiontree.integrations._blocking import call
+from sessiontree.integrations._blocking import as_repo, call
 from sessiontree.repository import SessionRepo
 from sessiontree.session import Session
 
@@ -86,3 +87,29 @@ class Held:
             held, self._held = list(self._held.values()), OrderedDict()
         for session, _ in held:
             session.close()
+
+
+class HeldSessions:
+    """What a framework store built on :class:`Held` keeps: its repository (closed with the store when the store opened
+    it from a URL), the sessions held open between calls, and one ``asyncio.Lock`` per session and event loop."""
+
+    def __init__(self, repo: SessionRepo | str, *, cwd: str = "") -> None:
+        self.repo = as_repo(repo)
+        self._owns_repo = not isinstance(repo, SessionRepo)
+        self.cwd = cwd
+        self._held = Held(self.repo)
+        self._locks: WeakValueDictionary[tuple[asyncio.AbstractEventLoop, str], asyncio.Lock] = WeakValueDictionary()
+
+    def _close_held(self) -> None:
+        """Close the sessions held open, and the repository if this store opened it; a repository passed in is left
+        to its owner."""
+        self._held.close()
+        if self._owns_repo:
+            self.repo.close()
+
+    def _lock_for(self, session_id: str) -> asyncio.Lock:
+        key = (asyncio.get_running_loop(), session_id)
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        return lock

@@ -10,12 +10,10 @@ keys never reach storage. A rewind is a leaf move: the rewound events stay in th
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
 from typing import Any, TypeVar
-from weakref import WeakValueDictionary
 
 try:
     from google.adk.errors import StaleSessionError
@@ -32,10 +30,8 @@ except ModuleNotFoundError as exc:  # the extra is not installed: say which one
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.ids import new_session_id as _new_id
 from sessiontree.integrations import adk_events as events
-from sessiontree.integrations._blocking import as_repo
-from sessiontree.integrations._held import Held
+from sessiontree.integrations._held import HeldSessions
 from sessiontree.integrations.claude_code_entries import encode_part
-from sessiontree.repository import SessionRepo
 from sessiontree.session import Session as TreeSession
 
 __all__ = ["SessionTreeSessionService"]
@@ -134,7 +130,7 @@ def _without_temp(data: dict[str, Any]) -> dict[str, Any]:
             k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)}}
     return stored
 
-class SessionTreeSessionService(BaseSessionService):
+class SessionTreeSessionService(HeldSessions, BaseSessionService):
     """ADK sessions as sessiontree sessions in ``repo`` (a repository, or a URL for ``open_repo``).
 
     Calls on one session run one at a time (an ``asyncio.Lock`` per session and event loop). Up to 32 sessions stay open
@@ -143,28 +139,15 @@ class SessionTreeSessionService(BaseSessionService):
     (another writer appended since it was read) raises ``StaleSessionError`` and writes nothing.
     """
 
-    def __init__(self, repo: SessionRepo | str, *, cwd: str = "") -> None:
-        self.repo = as_repo(repo)
-        self._owns_repo = not isinstance(repo, SessionRepo)
-        self.cwd = cwd
-        self._held = Held(self.repo)
-        self._locks: WeakValueDictionary[tuple[asyncio.AbstractEventLoop, str], asyncio.Lock] = WeakValueDictionary()
-
     def __repr__(self) -> str:
         return f"SessionTreeSessionService(repo={self.repo!r})"
 
     async def close(self) -> None:
         """Close the sessions it holds open, and the repository if the service opened it (from a URL)."""
-        self._held.close()
-        if self._owns_repo:
-            self.repo.close()
+        self._close_held()
 
     async def _one(self, sid: str, function: Callable[..., T], *args: Any) -> T:
-        key = (asyncio.get_running_loop(), sid)
-        lock = self._locks.get(key)
-        if lock is None:
-            lock = self._locks[key] = asyncio.Lock()
-        async with lock:
+        async with self._lock_for(sid):
             return await self._held.call(sid, function, *args)
 
     # -- BaseSessionService -----------------------------------------------------------------------------------------

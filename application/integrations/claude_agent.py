@@ -8,12 +8,10 @@ the key. Each transcript line is an entry (a message where the line is one, clau
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
 from contextlib import closing
 from datetime import datetime
 from typing import Any, TypeVar
-from weakref import WeakValueDictionary
 
 import msgspec
 
@@ -35,9 +33,7 @@ except ModuleNotFoundError as exc:  # the extra is not installed: say which one
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.values import json_value
 from sessiontree.integrations import claude_code_entries as lines
-from sessiontree.integrations._blocking import as_repo
-from sessiontree.integrations._held import Held
-from sessiontree.repository import SessionRepo
+from sessiontree.integrations._held import HeldSessions
 from sessiontree.session import Session
 
 __all__ = ["SessionTreeSessionStore"]
@@ -48,7 +44,7 @@ _decode = msgspec.json.decode
 RETRIES = 5  # appends redone after another writer moved the log under this one (each takes the log in first)
 
 
-class SessionTreeSessionStore(SessionStore):
+class SessionTreeSessionStore(HeldSessions, SessionStore):
     """Claude Code transcripts as sessiontree sessions in ``repo`` (a repository, or a URL for ``open_repo``).
 
     Every optional method is implemented. Calls on one key run one at a time (an ``asyncio.Lock`` per key and event
@@ -57,29 +53,13 @@ class SessionTreeSessionStore(SessionStore):
     is the working directory a new session records when its lines name none.
     """
 
-    def __init__(self, repo: SessionRepo | str, *, cwd: str = "") -> None:
-        self.repo = as_repo(repo)
-        self._owns_repo = not isinstance(repo, SessionRepo)
-        self.cwd = cwd
-        self._held = Held(self.repo)
-        self._locks: WeakValueDictionary[tuple[asyncio.AbstractEventLoop, str], asyncio.Lock] = WeakValueDictionary()
-
     def __repr__(self) -> str:
         return f"SessionTreeSessionStore(repo={self.repo!r})"
 
     def close(self) -> None:
         """Close the sessions it holds open, and the repository if the store opened it (from a URL); a repository passed
         in is left to its owner."""
-        self._held.close()
-        if self._owns_repo:
-            self.repo.close()
-
-    def _lock_for(self, session_id: str) -> asyncio.Lock:
-        key = (asyncio.get_running_loop(), session_id)
-        lock = self._locks.get(key)
-        if lock is None:
-            lock = self._locks[key] = asyncio.Lock()
-        return lock
+        self._close_held()
 
     async def _one(self, key: Any, function: Callable[..., T], *args: Any) -> T:
         checked = lines.check_key(key)
