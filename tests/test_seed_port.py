@@ -4,6 +4,7 @@ shapes, and its "Complete Session Example" line by line (docs/porting.md)."""
 from __future__ import annotations
 
 import inspect
+from datetime import UTC, datetime
 
 import attrs
 import pytest
@@ -331,8 +332,9 @@ def test_session_context_is_built_positionally_as_the_seed_does():
 def test_append_branch_summary_is_move_to_with_a_summary():
     """``append_branch_summary(session, from_id, summary, details, from_hook)`` (the seed's earlier draft, pi's
     branchWithSummary) appends the summary under ``from_id`` as the leaf, recording the move, as ``move_to`` does."""
-    twins = [Session(InMemorySessionStorage.create(), id_generator=iter(f"e{n}" for n in range(99)).__next__)
-             for _ in range(2)]
+    moment = datetime(2026, 1, 1, tzinfo=UTC)  # one clock for both: a summary's message carries its entry's time
+    twins = [Session(InMemorySessionStorage.create(), id_generator=iter(f"e{n}" for n in range(99)).__next__,
+                     clock=lambda: moment) for _ in range(2)]
     for session in twins:
         first = append_message(session, UserMessage("first"))
         append_message(session, UserMessage("second"))
