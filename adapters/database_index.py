@@ -85,7 +85,7 @@ class IndexView(Protocol):
     def summaries(self, cwd: str | None) -> list[Summary]: ...
 
 
-class POPOSessionIndexView(MemoryTrackingRecorder):
+class MemorySessionIndexView(MemoryTrackingRecorder):
     """The listing view in memory (for the POPO module, whose recorder is ours: ``memory_recorder.py``)."""
 
     def __init__(self) -> None:
@@ -224,7 +224,7 @@ def view_class(module: str) -> Any:
     """The listing view class for an eventsourcing persistence module (None: not supported)."""
     if module == "eventsourcing.postgres":
         return postgres_view_class()
-    return {"eventsourcing.popo": POPOSessionIndexView, "eventsourcing.sqlite": SQLiteSessionIndexView}.get(module)
+    return {"eventsourcing.popo": MemorySessionIndexView, "eventsourcing.sqlite": SQLiteSessionIndexView}.get(module)
 
 
 class SessionIndexProjection(Projection[Any]):
