@@ -1,4 +1,4 @@
-"""The session storage every eventsourcing recorder can back (POPO, SQLite, PostgreSQL).
+"""The session storage every eventsourcing recorder can back (in memory, SQLite, PostgreSQL).
 
 Each event is one ``StoredEvent`` whose state is the event's JSON line, sealed into the hash chain exactly as a file
 would hold it; eventsourcing's recorder inserts them atomically and refuses a taken version with its
@@ -67,7 +67,7 @@ def stored_event(originator_id: str, version: int, line: bytes) -> StoredEvent:
 
 
 class RecorderSessionStorage(SessionStorage):
-    """A session stored through an eventsourcing ``AggregateRecorder`` (POPO, SQLite, ...)."""
+    """A session stored through an eventsourcing ``AggregateRecorder`` (in memory, SQLite, ...)."""
 
     def __init__(self, recorder: AggregateRecorder, session_id: str, *, location: str, codec: Codec | None = None) -> None:
         super().__init__()

@@ -25,7 +25,7 @@ HIDDEN = "~"  # streams that are not sessions (``~deletions``) start with this
 
 
 def session_versions(recorder: Any, module: str) -> dict[str, int]:
-    """Every session's current version in ``recorder`` (eventsourcing's POPO, SQLite or PostgreSQL module)."""
+    """Every session's current version in ``recorder`` (ours in memory, or eventsourcing's SQLite or PostgreSQL one)."""
     if isinstance(recorder, MemoryRecorder):  # memory, popo: (memory_recorder.py)
         return {sid: v for sid, v in recorder.stream_versions().items() if not sid.startswith(HIDDEN)}
     listing = getattr(recorder, "listing_table_name", None)  # PostgreSQL's lock-free recorder keeps a row per session
