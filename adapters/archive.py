@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import msgspec
-from eventsourcing.popo import POPOAggregateRecorder
 
 from sessiontree.adapters import jsontext
 from sessiontree.adapters.blob_stores import FOLDER, FolderBlobs, folder_for
@@ -29,6 +28,7 @@ from sessiontree.adapters.files import GZIP_MAGIC as GZIP_MAGIC  # both live in 
 from sessiontree.adapters.files import fsync_dir, make_private_dirs, open_regular
 from sessiontree.adapters.files import is_archive as is_archive
 from sessiontree.adapters.jsonl_scan import envelope_decoder, is_pi_header, read_header
+from sessiontree.adapters.memory_recorder import MemoryRecorder
 from sessiontree.adapters.recorder import RecorderSessionStorage
 from sessiontree.domain.errors import SessionError
 
@@ -181,7 +181,7 @@ class ArchiveSessionStorage(RecorderSessionStorage):
     def open(cls, path: str | os.PathLike[str]) -> ArchiveSessionStorage:
         lines = read_archive(path)
         header, codec = read_header(lines[0], path)
-        storage = cls(POPOAggregateRecorder(), header.originator_id, location=os.fspath(path), codec=codec)
+        storage = cls(MemoryRecorder(), header.originator_id, location=os.fspath(path), codec=codec)
         if storage.blobs is not None:  # its content out of line went beside it when it was archived
             storage.blobs = folder_for(path)
         storage.write_lines(lines)

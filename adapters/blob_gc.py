@@ -19,6 +19,7 @@ from typing import Any
 
 from sessiontree.adapters.blobs import check_ref, refs
 from sessiontree.adapters.files import open_regular
+from sessiontree.adapters.memory_recorder import MemoryRecorder
 
 CHUNK = 4 << 20
 
@@ -88,9 +89,6 @@ def _holds(fd: int, size: int, needle: bytes) -> bool:
 
 def _in_recorder(recorder: Any, digest: str) -> bool:
     found = needle(digest)
-    index = getattr(recorder, "_stored_events_index", None)
-    if index is not None:  # eventsourcing's POPO recorder: a list of events, indexed by session (a deleted one unindexed)
-        stored = recorder._stored_events
-        with recorder._database_lock:
-            return any(found in bytes(stored[i].state) for versions in index.values() for i in versions.values())
+    if isinstance(recorder, MemoryRecorder):  # memory, popo: the events its sessions read (a deleted one's not)
+        return any(found in state for state in recorder.stored_states())
     return True  # a database's own store asks it (``blob_tables.TableBlobs.collect``); anything else keeps its blobs

@@ -179,7 +179,7 @@ def _pg_insert(datastore: Any, recorder: Any, stored: Any, before: Any) -> None:
 
 
 def blobs_of(recorder: Any) -> BlobStore:
-    """The blob store that goes with an eventsourcing recorder: a table in its database, or a dict beside a POPO
+    """The blob store that goes with an eventsourcing recorder: a table in its database, or a dict beside an in-memory
     recorder's events; one per recorder, so every storage on it reads what the others wrote."""
     found: BlobStore | None = getattr(recorder, "_sessiontree_blobs", None)
     if found is None:

@@ -20,15 +20,17 @@ from typing import Any, cast
 import orjson
 from eventsourcing.application import Application
 from eventsourcing.domain import EventSourcingError
-from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent, Tracking
+from eventsourcing.persistence import ApplicationRecorder, IntegrityError, PersistenceError, StoredEvent, Tracking
+from eventsourcing.popo import POPOFactory
 
 from sessiontree.adapters import database_index as db_index
 from sessiontree.adapters.blob_tables import TableBlobs
 from sessiontree.adapters.files import make_private_dirs
 from sessiontree.adapters.jsontext import loads
+from sessiontree.adapters.memory_recorder import MemoryRecorder
 from sessiontree.adapters.recorder import RecorderSessionStorage
 from sessiontree.adapters.storage import SessionStorage
-from sessiontree.adapters.store import SessionInfo, SessionStore, check_session_id, forget_popo_events
+from sessiontree.adapters.store import SessionInfo, SessionStore, check_session_id
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
 from sessiontree.domain.ids import now_iso
@@ -46,6 +48,13 @@ class SessionLog(Application[str]):
 
     def construct_mapper(self) -> db_index.DatabaseMapper:
         return db_index.DatabaseMapper()
+
+    def construct_recorder(self) -> ApplicationRecorder:
+        """In memory, our recorder (``memory_recorder.py``) instead of POPO's: it deletes, replaces and lists streams
+        through public methods."""
+        if isinstance(self.factory, POPOFactory):
+            return MemoryRecorder()
+        return super().construct_recorder()
 
 
 def _explicit(settings: Mapping[str, str]) -> dict[str, str]:
@@ -96,7 +105,8 @@ class DatabaseStore(SessionStore):
         view = db_index.view_class(self.module)
         if view is None:
             raise SessionError("storage", f"{self.url}: persistence module {self.module} is not supported")
-        self.view = cast(db_index.IndexView, self.app.factory.tracking_recorder(view))
+        made = view() if isinstance(self.recorder, MemoryRecorder) else self.app.factory.tracking_recorder(view)
+        self.view = cast(db_index.IndexView, made)
 
     @classmethod
     def popo(cls) -> DatabaseStore:
@@ -190,7 +200,7 @@ class DatabaseStore(SessionStore):
     def _delete_events(self, session_id: str) -> None:
         recorder: Any = self.recorder
         if self.module == "eventsourcing.popo":
-            forget_popo_events(recorder, session_id)
+            recorder.delete_stream(session_id)
             return
         with recorder.datastore.transaction(commit=True) as c:  # SQLite (PostgresStore has its own remove)
             c.execute(f"DELETE FROM {recorder.events_table_name} WHERE originator_id = ?", (session_id,))
@@ -199,8 +209,7 @@ class DatabaseStore(SessionStore):
         """Every stream of session lines in the store (not the ``~`` streams of markers), listed or not."""
         recorder: Any = self.recorder
         if self.module == "eventsourcing.popo":
-            with recorder._database_lock:
-                ids = [sid for sid, versions in recorder._stored_events_index.items() if versions]
+            ids = recorder.stream_ids()
         else:
             statement: Any = f"SELECT DISTINCT originator_id FROM {recorder.events_table_name}"
             if self.module == "eventsourcing.postgres":

@@ -14,13 +14,13 @@ from typing import Any, Protocol
 import attrs
 import orjson
 from eventsourcing.persistence import IntegrityError, StoredEvent, Tracking
-from eventsourcing.popo import POPOTrackingRecorder
 from eventsourcing.projection import Projection
 from eventsourcing.sqlite import SQLiteTrackingRecorder
 
 from sessiontree.adapters.codec import native_codec
 from sessiontree.adapters.index import Summary, fold_lines
 from sessiontree.adapters.jsontext import loads
+from sessiontree.adapters.memory_recorder import MemoryTrackingRecorder
 from sessiontree.adapters.recorder import SessionMapper
 
 DELETIONS_STREAM = "~deletions"
@@ -85,34 +85,39 @@ class IndexView(Protocol):
     def summaries(self, cwd: str | None) -> list[Summary]: ...
 
 
-class POPOSessionIndexView(POPOTrackingRecorder):
-    """The listing view in memory (for the POPO module)."""
+class MemorySessionIndexView(MemoryTrackingRecorder):
+    """The listing view in memory (for the POPO module, whose recorder is ours: ``memory_recorder.py``)."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self) -> None:
+        super().__init__()
         self._rows: dict[str, Summary] = {}
 
     def process(self, items: Sequence[Item], tracking: Tracking) -> None:
-        with self._database_lock:
-            self._assert_tracking_uniqueness(tracking)
+        with self.lock:
+            self.check_tracking(tracking)
             rows: dict[str, Summary | None] = {sid: self._rows.get(sid) for sid in touched(items)}
             for sid, summary in fold_items(rows, items).items():
                 if summary is None:
                     self._rows.pop(sid, None)
                 else:
                     self._rows[sid] = summary
-            self._insert_tracking(tracking)
+            self.insert_tracking(tracking)
 
     def refold(self, session_id: str, lines: Sequence[bytes]) -> None:
         """Fold a session's row again from its lines (one of them was rewritten), if the view holds one."""
-        with self._database_lock:
+        with self.lock:
             if session_id in self._rows:
                 summary = fold_lines(lines)
                 if summary is not None:
                     self._rows[session_id] = summary
 
+    def forget(self, session_id: str) -> None:
+        """Drop a session's row (it was deleted)."""
+        with self.lock:
+            self._rows.pop(session_id, None)
+
     def summaries(self, cwd: str | None) -> list[Summary]:
-        with self._database_lock:
+        with self.lock:
             return [Summary.from_dict(s.to_dict()) for s in self._rows.values() if cwd is None or s.cwd == cwd]
 
 
@@ -219,7 +224,7 @@ def view_class(module: str) -> Any:
     """The listing view class for an eventsourcing persistence module (None: not supported)."""
     if module == "eventsourcing.postgres":
         return postgres_view_class()
-    return {"eventsourcing.popo": POPOSessionIndexView, "eventsourcing.sqlite": SQLiteSessionIndexView}.get(module)
+    return {"eventsourcing.popo": MemorySessionIndexView, "eventsourcing.sqlite": SQLiteSessionIndexView}.get(module)
 
 
 class SessionIndexProjection(Projection[Any]):

@@ -1,12 +1,11 @@
-"""In-memory storage: a real adapter on eventsourcing's POPO recorder (not a test fake)."""
+"""In-memory storage: a real adapter on our in-memory eventsourcing recorder (``memory_recorder.py``; not a test fake)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from eventsourcing.popo import POPOAggregateRecorder
-
+from sessiontree.adapters.memory_recorder import MemoryRecorder
 from sessiontree.adapters.recorder import RecorderSessionStorage
 from sessiontree.domain import aggregate
 from sessiontree.domain.ids import new_session_id, now_iso
@@ -16,18 +15,18 @@ class InMemorySessionStorage(RecorderSessionStorage):
     """One session held in memory; two ``Session`` objects on it see each other's appends.
 
     ``InMemorySessionStorage()`` starts a new empty session; ``recorder`` lets a repository
-    keep many sessions in one POPO recorder.
+    keep many sessions in one recorder.
     """
 
     def __init__(
         self, *, cwd: str = "", metadata: Mapping[str, Any] | None = None, session_id: str | None = None,
         parent_session: str | None = None, timestamp: str | None = None,
-        recorder: POPOAggregateRecorder | None = None, _existing: bool = False,
+        recorder: MemoryRecorder | None = None, _existing: bool = False,
     ) -> None:
         if session_id is not None and (not isinstance(session_id, str) or not session_id):
             raise TypeError(f"session_id must be a non-empty str or None, not {session_id!r}")
         sid = session_id if session_id is not None else new_session_id()
-        super().__init__(recorder or POPOAggregateRecorder(), sid, location=f"memory:{sid}")
+        super().__init__(recorder or MemoryRecorder(), sid, location=f"memory:{sid}")
         if not _existing:
             header = aggregate.start(
                 session_id=sid, timestamp=timestamp or now_iso(), cwd=cwd, parent_session=parent_session, metadata=metadata
@@ -43,6 +42,6 @@ class InMemorySessionStorage(RecorderSessionStorage):
         return cls(cwd=cwd, metadata=metadata, session_id=session_id, parent_session=parent_session, timestamp=timestamp)
 
     @classmethod
-    def attach(cls, recorder: POPOAggregateRecorder, session_id: str) -> InMemorySessionStorage:
+    def attach(cls, recorder: MemoryRecorder, session_id: str) -> InMemorySessionStorage:
         """The storage of a session that already exists in ``recorder``."""
         return cls(session_id=session_id, recorder=recorder, _existing=True)

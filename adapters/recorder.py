@@ -1,4 +1,4 @@
-"""The session storage every eventsourcing recorder can back (POPO, SQLite, PostgreSQL).
+"""The session storage every eventsourcing recorder can back (in memory, SQLite, PostgreSQL).
 
 Each event is one ``StoredEvent`` whose state is the event's JSON line, sealed into the hash chain exactly as a file
 would hold it; eventsourcing's recorder inserts them atomically and refuses a taken version with its
@@ -25,6 +25,7 @@ from sessiontree.adapters.blob_tables import TableBlobs, blobs_of
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.jsontext import loads, too_many_values
 from sessiontree.adapters.line_replace import sealed_stub
+from sessiontree.adapters.memory_recorder import MemoryRecorder
 from sessiontree.adapters.row_replace import erasures, replace_recorded
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain.errors import SessionError
@@ -66,7 +67,7 @@ def stored_event(originator_id: str, version: int, line: bytes) -> StoredEvent:
 
 
 class RecorderSessionStorage(SessionStorage):
-    """A session stored through an eventsourcing ``AggregateRecorder`` (POPO, SQLite, ...)."""
+    """A session stored through an eventsourcing ``AggregateRecorder`` (in memory, SQLite, ...)."""
 
     def __init__(self, recorder: AggregateRecorder, session_id: str, *, location: str, codec: Codec | None = None) -> None:
         super().__init__()
@@ -113,8 +114,9 @@ class RecorderSessionStorage(SessionStorage):
         try:
             if table is not None and put:
                 table.insert_with(self.recorder, stored, put)
-            elif first > 1 and hasattr(self.recorder, "_stored_events_index"):
-                self._insert_following(stored)
+            elif first > 1 and isinstance(self.recorder, MemoryRecorder):  # only after a stored line (SQLite: a trigger,
+                # PostgreSQL: the listing row's lock): an append to a session deleted meanwhile stores nothing
+                self.recorder.insert_following(stored)
             else:
                 self.recorder.insert_events(stored)
         except IntegrityError:
@@ -129,17 +131,6 @@ class RecorderSessionStorage(SessionStorage):
         for blob_digest, blob in put if table is None else ():  # again, now that the line refers to it: a collector
             self.blobs.put(blob_digest, blob)  # may have taken it meanwhile
         self.chain_head.set(first + len(lines) - 1, digest)
-
-    def _insert_following(self, stored: list[StoredEvent]) -> None:
-        """POPO: insert lines after the header only while the line before is there, under the recorder's lock (which
-        deleting a session takes too): an append to a session deleted meanwhile stores nothing. (SQLite checks this with
-        a trigger, PostgreSQL with the listing row's lock: database.py, pg_sessions.py.)"""
-        recorder: Any = self.recorder
-        with recorder._database_lock:
-            before = stored[0].originator_version - 1
-            if not recorder.select_events(self._session_id, gt=before - 1, lte=before):
-                raise IntegrityError(f"session {self._session_id} has no version {before}")
-            recorder.insert_events(stored)
 
     def _refused(self, first: int) -> SessionError:
         """The error of an insert the store refused: ``not_found`` when the session is gone (deleted or pruned after

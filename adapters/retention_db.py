@@ -16,7 +16,6 @@ from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEv
 
 from sessiontree.adapters import database_index as db_index
 from sessiontree.adapters.database import DatabaseStore
-from sessiontree.adapters.store import forget_popo_events
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.ids import now_iso
 
@@ -55,13 +54,12 @@ def delete_rows(store: DatabaseStore, session_id: str, lines: int, changed: Call
 
 def _delete_popo(store: DatabaseStore, session_id: str, lines: int, changed: Callable[[], SessionError]) -> None:
     recorder: Any = store.recorder
-    with recorder._database_lock:  # the POPO recorder's own lock: nothing is appended meanwhile
+    with recorder.lock:  # the in-memory recorder's own lock: nothing is appended meanwhile
         if len(recorder.select_events(session_id)) != lines:
             raise changed()
-        forget_popo_events(recorder, session_id)
+        recorder.delete_stream(session_id)
         view: Any = store.view
-        with view._database_lock:
-            view._rows.pop(session_id, None)
+        view.forget(session_id)
     store.recorder.insert_events([StoredEvent(db_index.DELETIONS_STREAM, _next_marker(store), db_index.DELETED_TOPIC,
                                               orjson.dumps({"type": "deleted", "id": session_id, "timestamp": now_iso()}))])
 

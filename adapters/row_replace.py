@@ -16,6 +16,7 @@ import orjson
 from eventsourcing.persistence import StoredEvent
 
 from sessiontree.adapters.index import fold_lines
+from sessiontree.adapters.memory_recorder import MemoryRecorder
 from sessiontree.domain.errors import SessionError
 
 ERASURES_STREAM = "~erasures"  # "~": not a session (listing and search skip such streams)
@@ -39,13 +40,9 @@ def replace_recorded(recorder: Any, session_id: str, version: int, line: bytes, 
         recorder.replace_line(session_id, version, line)
         return
     kinds = _kinds(recorder)
-    if hasattr(recorder, "_stored_events_index"):  # POPO: the list the recorder reads from
-        with recorder._database_lock:
-            index = recorder._stored_events_index[session_id].get(version)
-            if index is None:
-                raise LookupError(f"session {session_id} has no version {version}")
-            old = recorder._stored_events[index]
-            recorder._stored_events[index] = StoredEvent(old.originator_id, old.originator_version, old.topic, line)
+    if isinstance(recorder, MemoryRecorder):  # memory, popo: (memory_recorder.py)
+        with recorder.lock:
+            recorder.replace_event(session_id, version, line)
             recorder.insert_events([_marker(session_id, version, erasures(recorder) + 1)])
         if listing is not None:
             listing(session_id)

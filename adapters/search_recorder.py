@@ -17,6 +17,7 @@ import orjson
 
 from sessiontree.adapters.blob_tables import blobs_of
 from sessiontree.adapters.jsontext import loads
+from sessiontree.adapters.memory_recorder import MemoryRecorder
 from sessiontree.adapters.search_state import Change, Filters, Hit, SearchIndex, SourceState, checked
 from sessiontree.adapters.search_text import Row, backs, entry_row, erased_id, same_place, with_text, without_erased
 
@@ -24,11 +25,9 @@ HIDDEN = "~"  # streams that are not sessions (``~deletions``) start with this
 
 
 def session_versions(recorder: Any, module: str) -> dict[str, int]:
-    """Every session's current version in ``recorder`` (eventsourcing's POPO, SQLite or PostgreSQL module)."""
-    if module == "eventsourcing.popo":
-        with recorder._database_lock:
-            return {sid: max(index) for sid, index in recorder._stored_events_index.items()
-                    if index and not sid.startswith(HIDDEN)}
+    """Every session's current version in ``recorder`` (ours in memory, or eventsourcing's SQLite or PostgreSQL one)."""
+    if isinstance(recorder, MemoryRecorder):  # memory, popo: (memory_recorder.py)
+        return {sid: v for sid, v in recorder.stream_versions().items() if not sid.startswith(HIDDEN)}
     listing = getattr(recorder, "listing_table_name", None)  # PostgreSQL's lock-free recorder keeps a row per session
     table = listing or recorder.events_table_name
     select = ("SELECT session_id AS sid, version AS v FROM {0}" if listing else

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
-from eventsourcing.popo import POPOAggregateRecorder
 
 from sessiontree.adapters.index import Summary, fold_line, sortable
 from sessiontree.adapters.memory import InMemorySessionStorage
+from sessiontree.adapters.memory_recorder import MemoryRecorder
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
@@ -70,13 +70,6 @@ def check_session_id(session_id: Any) -> str:
 def newest_first(infos: Iterable[SessionInfo]) -> list[SessionInfo]:
     """A listing sorted by modification time, newest first (ties: newest creation, then id)."""
     return sorted(infos, key=lambda i: (sortable(i.modified), sortable(i.created), i.id), reverse=True)
-
-
-def forget_popo_events(recorder: POPOAggregateRecorder, session_id: str) -> None:
-    """Delete a session from a POPO recorder, which has no delete: drop its index of the
-    session's events, so nothing can read them again."""
-    with recorder._database_lock:
-        recorder._stored_events_index.pop(session_id, None)
 
 
 class SessionStore(ABC):
@@ -161,10 +154,10 @@ class SessionStore(ABC):
 
 
 class MemoryStore(SessionStore):
-    """Sessions held in memory, in one eventsourcing POPO recorder (tests, ephemeral agents)."""
+    """Sessions held in memory, in one recorder (``memory_recorder.py``; tests, ephemeral agents)."""
 
     def __init__(self) -> None:
-        self.recorder = POPOAggregateRecorder()
+        self.recorder = MemoryRecorder()
         self._lock = threading.RLock()
         self._ids: dict[str, None] = {}
         self._summaries: dict[str, Summary] = {}
@@ -193,8 +186,7 @@ class MemoryStore(SessionStore):
         return storage
 
     def stream_ids(self) -> list[str]:
-        with self.recorder._database_lock:
-            return [sid for sid, versions in self.recorder._stored_events_index.items() if versions]
+        return self.recorder.stream_ids()
 
     def storage_of(self, session_id: str) -> SessionStorage:
         storage = InMemorySessionStorage.attach(self.recorder, session_id)
@@ -210,7 +202,7 @@ class MemoryStore(SessionStore):
         with self._lock:
             self._ids.pop(session_id, None)
             self._summaries.pop(session_id, None)
-            forget_popo_events(self.recorder, session_id)
+            self.recorder.delete_stream(session_id)
 
     def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
         out = []

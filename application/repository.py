@@ -266,7 +266,7 @@ class JsonlSessionRepo(SessionRepo):
 
 
 class InMemorySessionRepo(SessionRepo):
-    """Sessions held in memory, in one eventsourcing POPO recorder (tests, ephemeral agents)."""
+    """Sessions held in memory, in one in-memory recorder (``adapters/memory_recorder.py``; tests, ephemeral agents)."""
 
     store: MemoryStore
 

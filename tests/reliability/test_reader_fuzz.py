@@ -23,13 +23,13 @@ import orjson
 import pytest
 import sessiontree_faults as faults
 from eventsourcing.persistence import StoredEvent
-from eventsourcing.popo import POPOAggregateRecorder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiontree import InMemorySessionStorage, JsonlSessionStorage, Session, SessionError, verify
 from sessiontree.adapters.blob_stores import FOLDER, FolderBlobs
 from sessiontree.adapters.files import is_whole_line
+from sessiontree.adapters.memory_recorder import MemoryRecorder
 from sessiontree.adapters.pi_convert import export_pi
 from sessiontree.cli.demo import DemoClock, build_demo, demo_ids
 
@@ -227,7 +227,7 @@ def test_damaged_database_rows_raise_only_session_errors(sources: dict[str, byte
     lines = [line for line in complete_lines(mutated) if b"\n" not in line]
     if not lines:
         return
-    recorder = POPOAggregateRecorder()
+    recorder = MemoryRecorder()
     sid = "fuzz-session"
     recorder.insert_events([StoredEvent(sid, n, "sessiontree:any", line) for n, line in enumerate(lines, 1)])
     storage = InMemorySessionStorage.attach(recorder, sid)
