@@ -45,6 +45,16 @@ def too_many_values(line: bytes | str) -> str | None:
     return None
 
 
+def unwritable(line: bytes) -> str | None:
+    """Why no reader would parse ``line`` (over the size limit, or more values than bound a parse), or None: what a
+    writer refuses to store. Costs one length test on a line under 1 MB."""
+    if len(line) <= MAX_VALUES:
+        return None
+    if len(line) > MAX_LINE_BYTES:
+        return f"line of {len(line)} bytes is over the {MAX_LINE_BYTES}-byte line limit"
+    return too_many_values(line)
+
+
 def line_problem(line: bytes, *, duplicates: bool = True) -> str | None:
     """What makes a line unsafe or ambiguous to parse, or None: over the size limit, more than ``MAX_VALUES`` keys and
     items, or (``duplicates``) a key twice in one object (parsers disagree on which value counts)."""

@@ -142,11 +142,12 @@ def test_a_row_planted_in_a_database_search_index_is_never_a_hit(tmp_path: Path,
         assert fresh.search("planted") == []
 
 
-@pytest.mark.parametrize("url", ["memory:", "sqlite"])
+@pytest.mark.parametrize("url", ["memory:", "sqlite", "jsonl"])
 def test_a_database_never_stores_a_line_over_the_key_limit(tmp_path: Path, url: str) -> None:
-    """An entry of 1.2M keys appended to a database repository is ``invalid_entry`` and not stored, so no reader (the
-    search included) ever meets it (before: stored, and parsed whole by every later search)."""
-    repo = open_repo(url if url == "memory:" else f"sqlite:{tmp_path / 's.db'}")
+    """An entry of 1.2M keys appended to a repository is ``invalid_entry`` and not stored, so no reader (the search
+    included) ever meets it (before: stored, and parsed whole by every later search; on JSONL the file then no
+    longer opened, its line refused as ``corrupt``)."""
+    repo = open_repo({"memory:": "memory:", "sqlite": f"sqlite:{tmp_path / 's.db'}", "jsonl": str(tmp_path / "j")}[url])
     session = repo.create(cwd="/w")
     kept = session.append_message(kit.user("the zebra crossing"))
     with pytest.raises(SessionError) as caught:
@@ -154,4 +155,5 @@ def test_a_database_never_stores_a_line_over_the_key_limit(tmp_path: Path, url: 
     assert caught.value.code == "invalid_entry" and "1,000,000 keys" in caught.value.message
     hits, peak = _peak(lambda: repo.search("zebra"))
     assert [h.entry_id for h in hits] == [kept] and peak < 60 << 20
+    assert [e.id for e in repo.open(session.id).get_entries()] == [kept]  # the session still opens, whole
     repo.close()
