@@ -273,7 +273,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         self, events: Sequence[Any], lines: list[bytes], rebase: Rebase | None, if_version: int | None,
     ) -> tuple[list[Any], list[Any]]:
         for line in lines:  # a line no reader would parse is refused, as the databases refuse it (recorder.stored_event)
-            if (problem := jsontext.unwritable(line)) is not None:
+            if len(line) > jsontext.MAX_VALUES and (problem := jsontext.unwritable(line)) is not None:
                 raise SessionError("invalid_entry", f"the entry's {problem}: no reader would parse it, so it is not stored")
         file = self._file
         known = events[0].originator_version - 1
