@@ -38,10 +38,10 @@ PLACEHOLDER = "[redacted]"
 STUB_KEY = "redacted"
 
 # What a stub's kept fields may hold: names (ids, tool names, model settings) of printable ASCII without spaces, at most
-# NAME_LIMIT characters; timestamps of at most TIMESTAMP_LIMIT; integers of at most 2**53 (JavaScript's exact range).
+# NAME_LIMIT characters; timestamps of at most TIMESTAMP_LIMIT; integers a 64-bit integer holds (nanosecond times do).
 NAME_LIMIT = 128
 TIMESTAMP_LIMIT = 40
-INT_LIMIT = 2**53
+INT_LIMIT = 2**63 - 1
 _NAME = re.compile(r"[!-~]*")
 
 
@@ -125,7 +125,7 @@ def _carries(value: Any, where: str, top: bool = False) -> str | None:
     if value is None or isinstance(value, (bool, float)):
         return None
     if isinstance(value, int):
-        return None if -INT_LIMIT <= value <= INT_LIMIT else f"{where} holds a number beyond 2**53 ({len(str(value))} digits)"
+        return None if -INT_LIMIT <= value <= INT_LIMIT else f"{where} holds a number beyond 64 bits ({len(str(value))} digits)"
     if isinstance(value, str):
         if value == PLACEHOLDER or (len(value) <= NAME_LIMIT and _NAME.fullmatch(value)):
             return None

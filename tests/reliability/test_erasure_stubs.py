@@ -78,3 +78,14 @@ def test_names_a_stub_cannot_carry_are_erased_too(tmp_path: Path) -> None:
     assert report.ok, report.problems
     stub = next(orjson.loads(line) for line in path.read_bytes().splitlines() if b'"redacted":true' in line)
     assert stub["message"]["content"][1]["name"] == "[redacted]"
+
+
+def test_a_nanosecond_timestamp_is_not_text(tmp_path: Path) -> None:
+    """An app that stamps messages in nanoseconds erases them like any other: the stub verifies."""
+    import time
+
+    session = JsonlSessionRepo(tmp_path).create()
+    entry = session.append_message(AssistantMessage(content=[TextContent("x")], timestamp=time.time_ns()))
+    session.redact(entry, reason="asked")
+    report = verify(Path(session.storage.location))
+    assert report.ok, report.problems
