@@ -107,6 +107,15 @@ class HeldSessions:
         if self._owns_repo:
             self.repo.close()
 
+    def _open(self, sid: str) -> Session | None:
+        """The stored session ``sid``, or None when there is none."""
+        try:
+            return self.repo.open(sid)
+        except SessionError as exc:
+            if exc.code == "not_found":
+                return None
+            raise
+
     def _lock_for(self, session_id: str) -> asyncio.Lock:
         key = (asyncio.get_running_loop(), session_id)
         lock = self._locks.get(key)

@@ -227,14 +227,6 @@ class SessionTreeSessionService(HeldSessions, BaseSessionService):
         memo["read"] = read = _Read.of(session, memo.get("read"))
         return read
 
-    def _open(self, sid: str) -> TreeSession | None:
-        try:
-            return self.repo.open(sid)
-        except SessionError as exc:
-            if exc.code == "not_found":
-                return None
-            raise
-
     def _fold(self, log_id: str) -> dict[str, Any]:
         def fold(session: TreeSession, memo: dict[str, Any]) -> dict[str, Any]:
             state: dict[str, Any] = memo.setdefault("state", {})

@@ -98,14 +98,6 @@ class SessionTreeSessionStore(HeldSessions, SessionStore):
 
     # -- the blocking half -------------------------------------------------------------------------------------------
 
-    def _open(self, sid: str) -> Session | None:
-        try:
-            return self.repo.open(sid)
-        except SessionError as exc:
-            if exc.code == "not_found":
-                return None
-            raise
-
     def _lines(self, sid: str, work: Callable[[Session], Any] | None = None) -> list[bytes] | None:
         """The session's lines as JSON texts, after ``work(session)`` if given (None: no such session). The session stays
         open between calls (``Held``), with the texts of the lines read so far, so a call decodes only new entries."""
