@@ -2,7 +2,7 @@
 
 ``encode_event`` turns a header or entry event into one line (bytes, no newline); ``decode_line`` turns a line back
 into the event. Both follow the dialect's schemas (``schema.py``): writing through the encoders made from them
-(``encoders.py``) and ``orjson``, reading through msgspec's typed decoding (``wire.py``) and, for whatever that
+(``encoders.py``) and msgspec, reading through msgspec's typed decoding (``wire.py``) and, for whatever that
 refuses, the complete reading of ``structure.py``. Every failure to read is ``SessionError("corrupt")``; nothing
 read from a file can import or run code, because classes come only from the schemas.
 """
@@ -14,11 +14,10 @@ from functools import cache
 from typing import Any
 
 import msgspec
-import orjson
 
 from sessiontree.adapters import jsontext
 from sessiontree.adapters.encoders import Encoders, Writers
-from sessiontree.adapters.jsontext import exact_ints, line_problem, parse, repeated_key
+from sessiontree.adapters.jsontext import line_problem, parse, repeated_key
 from sessiontree.adapters.schema import NATIVE, Dialect, schemas
 from sessiontree.adapters.structure import Malformed, Structurer
 from sessiontree.adapters.wire import WireDecoder
@@ -39,8 +38,8 @@ class Codec:
     def __init__(self, dialect: Dialect = NATIVE, writers: Writers | None = None) -> None:
         self.dialect = dialect
         self.schemas = schemas(dialect)
-        self.encoders = Encoders(self.schemas, writers)
-        self._entry_encoders: dict[type, Any] = {}  # made on first use, like the encoders themselves
+        self.encoders = Encoders(self.schemas, lambda cls: (self._wire or self._typed()).struct_of(cls), writers)
+        self._dumps = msgspec.json.Encoder().encode
         self.written_as_dicts: frozenset[type] = frozenset()  # entry types ``event_dict`` writes (a dialect's own)
         # Native lines carry the hash chain's field; readers read past it (adapters/chain.py).
         self._chained = dialect.name == "native"
@@ -54,36 +53,29 @@ class Codec:
 
     def encode_event(self, event: Any) -> bytes:
         """One JSON line (no newline) for an event."""
+        extra = event.extra
+        if self._chained and (CHAIN_KEY in extra or (isinstance(event, UnknownEntryAppended) and CHAIN_KEY in event.data)):
+            raise SessionError(  # an unknown field, or an unknown entry type's: sealing would repeat the key
+                "invalid_entry", f"entry {getattr(event, 'id', event.originator_id)!r} of session "
+                f"{event.originator_id} has a field named {CHAIN_KEY!r}, which the tamper-evidence chain reserves",
+            )
         try:
-            encoder = self._entry_encoders.get(event.__class__) or self._entry_encoder(event.__class__)
-            data = encoder(event) if encoder is not None else self.event_dict(event)
-            if self._chained and CHAIN_KEY in data:
-                raise SessionError(  # an unknown field, or an unknown entry type's: sealing would repeat the key
-                    "invalid_entry", f"entry {getattr(event, 'id', event.originator_id)!r} of session "
-                    f"{event.originator_id} has a field named {CHAIN_KEY!r}, which the tamper-evidence chain reserves",
-                )
-            try:
-                return orjson.dumps(data)
-            except TypeError:  # an integer beyond 64 bits: written as its digits
-                return orjson.dumps(exact_ints(data))
-        except TypeError as exc:
+            cls = event.__class__
+            if cls in self.written_as_dicts or cls not in self.schemas:
+                return self._dumps(self.event_dict(event))
+            return self.encoders.line(event)
+        except (TypeError, ValueError, OverflowError) as exc:
             raise SessionError(
                 "invalid_entry", f"entry {getattr(event, 'id', '?')!r} is not JSON-serialisable: {exc}"
             ) from None
-
-    def _entry_encoder(self, cls: type) -> Any:
-        if cls in self.written_as_dicts or cls not in self.schemas or not issubclass(cls, Entry):
-            return None
-        encoder = self._entry_encoders[cls] = self.encoders.encoder_of(cls)
-        return encoder
 
     def event_dict(self, event: Any) -> dict[str, Any]:
         if isinstance(event, SessionStarted):
             return self.header_dict(event)
         if isinstance(event, UnknownEntryAppended):
             return dict(event.data)
-        # the ignore below: a generated encoder is typed Any; it returns a dict
-        return self.encoders.encode(event)  # type: ignore[no-any-return]
+        # the ignore below: the wire form of an entry is a dict
+        return self.encoders.wire(event)  # type: ignore[no-any-return]
 
     def header_dict(self, header: SessionStarted) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -96,11 +88,7 @@ class Codec:
 
     def message_to_dict(self, message: Any) -> Any:
         """A message as its wire dict (``--json`` context output), plain JSON values."""
-        data = self.encoders.encode(message)
-        try:
-            return orjson.loads(orjson.dumps(data))
-        except TypeError:  # an integer beyond 64 bits: written as its digits (rarely: walked only then)
-            return orjson.loads(orjson.dumps(exact_ints(data)))
+        return msgspec.json.decode(self.encoders.line(message))
 
     def decode_line(self, line: bytes, session_id: str, version: int, warn: Warn | None = None) -> Any:
         """The event of a line (the header at version 1): typed decoding first, the complete reading for what it

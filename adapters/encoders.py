@@ -1,9 +1,11 @@
-"""The encoders of one dialect: each class's wire dict, made from its schema.
+"""Writing: a value to the wire structs of its dialect, then to JSON by msgspec.
 
-One function per class, generated once: a dict literal with the wire keys in the schema's
-order, nested values through their own encoders, then the fields the dialect omits when None
-and, for a value read from the wire, what its producer left out or added. docs/architecture.md
-says why it is generated.
+The structs are the ones ``wire.py`` reads with (the dialect's names, tags and key order); each class's struct is
+built by one call written out below, with the fields its writer leaves out when None set to ``UNSET`` (which msgspec
+leaves out). A value that carries what the structs cannot say (fields its producer added, or left out where the
+writer would write them: its ``extra``), an unknown role or block type, or an app's subclass is written through
+:meth:`Encoders.wire`, the wire dict made from the schema field by field. ``Writers`` says how a dialect lays out
+numbers and free-form values (pi lays them out as JavaScript does).
 """
 
 from __future__ import annotations
@@ -11,121 +13,218 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sessiontree.adapters.schema import Field, Schema, default_of
+import msgspec
+from msgspec import UNSET
+
+from sessiontree.adapters.schema import Schema, default_of
 from sessiontree.domain import messages as m
 
 Encode = Callable[[Any], Any]
+_NONE = m.NO_EXTRA
 
 
 class Writers:
-    """How a dialect hands plain values to orjson (pi lays out its numbers as JavaScript does)."""
+    """How a dialect hands numbers and free-form values to msgspec (pi lays out its numbers as JavaScript does)."""
 
     number: Encode | None = None  # a float field's value
-    plain: tuple[float, float] | None = None  # floats lo <= |f| < hi that ``number`` leaves as they are
     free: Encode | None = None  # a free-form value (details, data, arguments)
     items: Encode | None = None  # the unknown fields of an object
 
 
+class _Slow(Exception):
+    """A value the structs cannot say (see the module documentation): written as its wire dict."""
+
+
 class Encoders:
-    """The encoders of one dialect: ``encode(value)`` gives the wire form of any value."""
+    """The writer of one dialect: ``line(value)`` gives its JSON, ``wire(value)`` its wire dict."""
 
-    def __init__(self, schemas: Mapping[type, Schema], writers: Writers | None = None) -> None:
-        self._writers = writers or Writers()
+    def __init__(self, schemas: Mapping[type, Schema], structs: Callable[[type], type], writers: Writers | None = None) -> None:
+        writers = writers or Writers()
         self._schemas = schemas
-        self._by_class: dict[type, Encode] = {}  # made on first use: a process that only reads makes none
+        self._structs = structs
+        self.number: Encode = writers.number or _same
+        self.free: Encode = writers.free or _same
+        self._items = writers.items
+        self._encode = msgspec.json.Encoder().encode
+        # Entry fields this dialect's writer leaves out when None (pi's; the native writer writes them as null).
+        self._omit = frozenset((c.__name__, f.name) for c, schema in schemas.items() for f in schema.fields if f.omit_none)
 
-    def encoder_of(self, cls: type) -> Encode:
-        encoder = self._by_class.get(cls)
-        if encoder is None:
-            encoder = self._by_class[cls] = self._make(self._schemas[cls])
-        return encoder
+    def omitted(self, cls: str, name: str, value: Any) -> Any:
+        """``value``, or UNSET when it is None and this dialect's writer leaves the field out then."""
+        return UNSET if value is None and (cls, name) in self._omit else value
 
-    def encode(self, value: Any) -> Any:
-        """The wire form of a message, block, usage, cost or entry."""
-        encoder = self._by_class.get(value.__class__)
-        return encoder(value) if encoder is not None else self._generic(value)
+    def __getattr__(self, name: str) -> type:
+        """The struct of the class ``name`` (made on first use, then an attribute: the calls below read it as one)."""
+        cls = next((c for c in self._schemas if c.__name__ == name), None)
+        if cls is None:
+            raise AttributeError(name)
+        struct = self._structs(cls)
+        setattr(self, name, struct)
+        return struct
 
-    def _generic(self, value: Any) -> Any:
-        if value.__class__ in self._schemas:
-            return self.encoder_of(value.__class__)(value)
-        if isinstance(value, (m.UnknownContent, m.UnknownMessage)):
-            return self._free(dict(value.data))
-        for cls in self._schemas:
-            if isinstance(value, cls):  # an app's subclass of a block or a message: written as its class
-                return self.encoder_of(cls)(value)
-        raise TypeError(f"cannot write {type(value).__name__} values")
+    def line(self, value: Any) -> bytes:
+        """The JSON of a message, block, usage, cost or entry."""
+        try:
+            return self._encode(self.fast(value))
+        except _Slow:
+            return self._encode(self.wire(value))
 
-    def _free(self, value: Any) -> Any:
-        writer = self._writers.free
-        return value if writer is None else writer(value)
+    def fast(self, value: Any) -> Any:
+        """The struct of a value (``_Slow`` when its struct cannot say it)."""
+        make = _STRUCT.get(value.__class__.__name__)
+        if make is None or value.__class__ not in self._schemas:
+            raise _Slow
+        extra = value.extra
+        if extra is not _NONE and (extra.__class__ is not dict or extra):
+            raise _Slow
+        return make(value, self)
 
-    def _value_expression(self, f: Field, ns: dict[str, Any]) -> str:
-        attr, kind = f"o.{f.name}", f.kind
-        if kind in ("value", "opt_value"):
-            # the ignore below: value fields always name their nested class (schema.py)
-            ns[f"_e_{f.name}"] = self.encoder_of(f.nested)  # type: ignore[arg-type]
-            call = f"_e_{f.name}({attr})"
-            return call if kind == "value" else f"(None if {attr} is None else {call})"
-        if kind == "message":
-            return f"_by({attr}.__class__, _e)({attr})"
-        if kind == "blocks":
-            return f"[_by(b.__class__, _e)(b) for b in {attr}]"
-        if kind == "content":
-            return f"({attr} if {attr}.__class__ is str else [_by(b.__class__, _e)(b) for b in {attr}])"
-        if kind == "messages":
-            return f"(None if {attr} is None else [_by(x.__class__, _e)(x) for x in {attr}])"
-        if kind == "names":
-            return f"list({attr})"
-        if kind == "number" and self._writers.number is not None:
-            if self._writers.plain is None:
-                return f"_number({attr})"
-            ns["_LO"], ns["_HI"] = self._writers.plain  # the common value needs no call
-            return f"(x if (x := {attr}).__class__ is not float or _LO <= x < _HI or -_HI < x <= -_LO else _number(x))"
-        if kind in ("free", "object") and self._writers.free is not None:
-            return f"_free({attr})"
-        return attr
-
-    def _make(self, schema: Schema) -> Encode:
-        ns: dict[str, Any] = {
-            "_e": self.encode, "_by": self._by_class.get, "_NONE": m.NO_EXTRA, "_number": self._writers.number,
-            "_free": self._writers.free, "_finish": _finisher(schema, self._writers),
-        }
-        items = [f"{schema.tag_key!r}: {schema.tag!r}"] if schema.tag_key else []
-        items += [f"{f.wire!r}: {self._value_expression(f, ns)}" for f in schema.fields]
-        lines = [
-            "def encode(o):",
-            f"    out = {{{', '.join(items)}}}",
-            "    extra = o.extra",
-            "    if extra is not _NONE and (extra.__class__ is not dict or extra):",
-            "        return _finish(out, extra, o)",
-        ]
-        lines += [f"    if out[{f.wire!r}] is None:\n        del out[{f.wire!r}]" for f in schema.fields if f.omit_none]
-        lines.append("    return out")
-        exec(compile("\n".join(lines), f"<sessiontree encoder {schema.cls.__name__}>", "exec"), ns)
-        # the ignore below: exec fills the namespace with the generated function
-        return ns["encode"]  # type: ignore[no-any-return]
-
-
-def _finisher(schema: Schema, writers: Writers) -> Callable[[dict[str, Any], Any, Any], dict[str, Any]]:
-    """The end of an encoder for a value read from the wire (or made with unknown fields):
-    None-valued fields left out unless the line had them as null, fields the producer left
-    out left out again while they hold their default (a value changed since is written),
-    unknown fields added."""
-    omit = [(f.wire, f.name) for f in schema.fields if f.omit_none]
-    optional = {f.name: (f.wire, default_of(f)) for f in schema.fields if not f.required}
-    items = writers.items
-
-    def finish(out: dict[str, Any], extra: Any, value: Any) -> dict[str, Any]:
-        nulls = getattr(extra, "nulls", ())
-        for wire, name in omit:
-            if out[wire] is None and name not in nulls:
-                del out[wire]
-        for name in getattr(extra, "absent", ()):
-            key, default = optional.get(name, (None, None))
-            if key is not None and getattr(value, name) == default:
-                out.pop(key, None)
+    def wire(self, value: Any) -> Any:
+        """The wire dict of a value, field by field from its schema."""
+        cls = value.__class__
+        if cls not in self._schemas:
+            if isinstance(value, (m.UnknownContent, m.UnknownMessage)):
+                return self.free(dict(value.data))
+            cls = next((c for c in self._schemas if isinstance(value, c)), None)
+            if cls is None:  # an app's subclass of a block or a message is written as its class
+                raise TypeError(f"cannot write {type(value).__name__} values")
+        schema = self._schemas[cls]
+        out: dict[str, Any] = {schema.tag_key: schema.tag} if schema.tag_key else {}
+        extra = value.extra
+        nulls, absent = getattr(extra, "nulls", ()), getattr(extra, "absent", ())
+        for f in schema.fields:
+            item = getattr(value, f.name)
+            if item is None and f.omit_none and f.name not in nulls:
+                continue
+            if f.name in absent and not f.required and item == default_of(f):
+                continue  # its producer left it out: so is it again, while it holds its default
+            out[f.wire] = self._field(f.kind, item)
         if extra:
-            out.update(extra if items is None else items(extra))
+            out.update(extra if self._items is None else self._items(extra))
         return out
 
-    return finish
+    def _field(self, kind: str, item: Any) -> Any:
+        if item is None:
+            return None
+        if kind in ("value", "opt_value", "message"):
+            return self.wire(item)
+        if kind in ("blocks", "messages") or (kind == "content" and item.__class__ is not str):
+            return [self.wire(x) for x in item]
+        if kind == "names":
+            return list(item)
+        if kind == "number":
+            return self.number(item)
+        if kind in ("free", "object"):
+            return self.free(item)
+        return item
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _unset(value: Any) -> Any:  # a field its writer leaves out when None
+    return UNSET if value is None else value
+
+
+def _blocks(items: Any, k: Encoders) -> list[Any]:
+    return [k.fast(x) for x in items]
+
+
+def _content(value: Any, k: Encoders) -> Any:
+    return value if value.__class__ is str else [k.fast(x) for x in value]
+
+
+def _cost(o: Any, k: Encoders) -> Any:
+    n = k.number
+    return k.Cost(input=n(o.input), output=n(o.output), cache_read=n(o.cache_read),
+                            cache_write=n(o.cache_write), total=n(o.total))
+
+
+def _usage(o: Any, k: Encoders) -> Any:
+    return k.Usage(input=o.input, output=o.output, cache_read=o.cache_read, cache_write=o.cache_write,
+                             total_tokens=o.total_tokens, cost=k.fast(o.cost))
+
+
+def _or_none(o: Any, k: Encoders) -> Any:
+    return None if o is None else k.fast(o)
+
+
+def _tail(o: Any, k: Encoders) -> Any:
+    return None if o is None else [k.fast(x) for x in o]
+
+
+def _opt_usage(o: Any, k: Encoders) -> Any:
+    return UNSET if o is None else k.fast(o)
+
+
+# One struct per class, made by a call written out once (the inverse of wire.py's makers).
+_STRUCT: dict[str, Callable[[Any, Encoders], Any]] = {
+    "TextContent": lambda o, k: k.TextContent(text=o.text),
+    "ImageContent": lambda o, k: k.ImageContent(data=o.data, mime_type=o.mime_type),
+    "ThinkingContent": lambda o, k: k.ThinkingContent(thinking=o.thinking, signature=_unset(o.signature)),
+    "ToolCall": lambda o, k: k.ToolCall(id=o.id, name=o.name, arguments=k.free(o.arguments)),
+    "Cost": _cost,
+    "Usage": _usage,
+    "UserMessage": lambda o, k: k.UserMessage(content=_content(o.content, k), timestamp=o.timestamp),
+    "AssistantMessage": lambda o, k: k.AssistantMessage(
+        content=_blocks(o.content, k), provider=o.provider, model=o.model, api=_unset(o.api),
+        usage=_opt_usage(o.usage, k), stop_reason=o.stop_reason, error_message=_unset(o.error_message),
+        timestamp=o.timestamp,
+    ),
+    "ToolResultMessage": lambda o, k: k.ToolResultMessage(
+        tool_call_id=o.tool_call_id, tool_name=o.tool_name, content=_blocks(o.content, k), is_error=o.is_error,
+        details=_unset(k.free(o.details)), timestamp=o.timestamp,
+    ),
+    "CustomMessage": lambda o, k: k.CustomMessage(
+        custom_type=o.custom_type, content=_content(o.content, k), display=o.display,
+        details=_unset(k.free(o.details)), timestamp=o.timestamp,
+    ),
+    "CompactionSummaryMessage": lambda o, k: k.CompactionSummaryMessage(
+        summary=o.summary, tokens_before=k.number(o.tokens_before), timestamp=o.timestamp
+    ),
+    "BranchSummaryMessage": lambda o, k: k.BranchSummaryMessage(
+        summary=o.summary, from_id=o.from_id, timestamp=o.timestamp
+    ),
+    "MessageAppended": lambda o, k: k.MessageAppended(
+        id=o.id, parent_id=o.parent_id, timestamp=o.timestamp, message=k.fast(o.message)
+    ),
+    "ThinkingLevelChanged": lambda o, k: k.ThinkingLevelChanged(
+        id=o.id, parent_id=o.parent_id, timestamp=o.timestamp, thinking_level=o.thinking_level
+    ),
+    "ModelChanged": lambda o, k: k.ModelChanged(
+        id=o.id, parent_id=o.parent_id, timestamp=o.timestamp, provider=o.provider, model_id=o.model_id
+    ),
+    "ActiveToolsChanged": lambda o, k: k.ActiveToolsChanged(
+        id=o.id, parent_id=o.parent_id, timestamp=o.timestamp, active_tool_names=list(o.active_tool_names)
+    ),
+    "ContextCompacted": lambda o, k: k.ContextCompacted(
+        id=o.id, parent_id=o.parent_id, timestamp=o.timestamp, summary=o.summary,
+        first_kept_entry_id=o.first_kept_entry_id, tokens_before=k.number(o.tokens_before),
+        retained_tail=k.omitted("ContextCompacted", "retained_tail", _tail(o.retained_tail, k)),
+        details=k.omitted("ContextCompacted", "details", k.free(o.details)),
+        usage=k.omitted("ContextCompacted", "usage", _or_none(o.usage, k)), from_hook=o.from_hook,
+    ),
+    "BranchSummarized": lambda o, k: k.BranchSummarized(
+        id=o.id, parent_id=o.parent_id, timestamp=o.timestamp, from_id=o.from_id, summary=o.summary,
+        details=k.omitted("BranchSummarized", "details", k.free(o.details)),
+        usage=k.omitted("BranchSummarized", "usage", _or_none(o.usage, k)), from_hook=o.from_hook,
+    ),
+    "CustomEntryAppended": lambda o, k: k.CustomEntryAppended(
+        id=o.id, parent_id=o.parent_id, timestamp=o.timestamp, custom_type=o.custom_type,
+        data=k.omitted("CustomEntryAppended", "data", k.free(o.data)),
+    ),
+    "CustomMessageAppended": lambda o, k: k.CustomMessageAppended(
+        id=o.id, parent_id=o.parent_id, timestamp=o.timestamp, custom_type=o.custom_type,
+        content=_content(o.content, k), details=k.omitted("CustomMessageAppended", "details", k.free(o.details)),
+        display=o.display,
+    ),
+    "LabelChanged": lambda o, k: k.LabelChanged(
+        id=o.id, parent_id=o.parent_id, timestamp=o.timestamp, target_id=o.target_id,
+        label=k.omitted("LabelChanged", "label", o.label),
+    ),
+    "SessionRenamed": lambda o, k: k.SessionRenamed(
+        id=o.id, parent_id=o.parent_id, timestamp=o.timestamp, name=k.omitted("SessionRenamed", "name", o.name)
+    ),
+    "LeafMoved": lambda o, k: k.LeafMoved(id=o.id, parent_id=o.parent_id, timestamp=o.timestamp, target_id=o.target_id),
+}

@@ -15,7 +15,7 @@ from typing import Any
 from sessiontree.adapters.codec import Codec, corrupt
 from sessiontree.adapters.encoders import Writers
 from sessiontree.adapters.jsonl_scan import is_pi_header as is_pi_header  # its public name here too
-from sessiontree.adapters.pi_layout import PLAIN_FLOATS, js_float_value, js_items, js_values
+from sessiontree.adapters.pi_layout import js_float_value, js_items, js_values
 from sessiontree.adapters.schema import Dialect
 from sessiontree.domain import messages as m
 from sessiontree.domain.errors import SessionError
@@ -100,7 +100,6 @@ class PiDialect(Dialect):
 
 class _PiWriters(Writers):
     number = staticmethod(js_float_value)
-    plain = PLAIN_FLOATS
     free = staticmethod(js_values)
     items = staticmethod(js_items)
 

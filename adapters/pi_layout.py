@@ -1,15 +1,15 @@
 """pi's number layout: floats written as JavaScript's ``JSON.stringify`` writes them.
 
 pi writes each line with ``JSON.stringify``. Readers do not care how a number is laid out;
-matching it is what makes a line pi wrote come back byte for byte (docs/pi.md). orjson and
-JavaScript agree on every float except those orjson writes with an exponent.
+matching it is what makes a line pi wrote come back byte for byte (docs/pi.md). msgspec and
+JavaScript agree on every float except those msgspec writes with an exponent.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import orjson
+import msgspec
 
 
 def js_number(value: float) -> str:
@@ -17,7 +17,7 @@ def js_number(value: float) -> str:
 
     Both use the shortest digits that read back exactly; they differ in layout: JavaScript
     writes plain decimals from 1e-7 up to 1e21 and drops a ``.0`` (``0.00000375``,
-    ``123456789012345680000``, ``1``), where orjson switches to exponents sooner.
+    ``123456789012345680000``, ``1``), where msgspec switches to exponents sooner.
     """
     if value == 0 or value != value or value in (float("inf"), float("-inf")):
         return "0" if value == 0 else "null"
@@ -47,18 +47,18 @@ def js_number(value: float) -> str:
 def _js_float(value: float) -> Any:
     text = js_number(value)
     # An integral float JavaScript writes as bare digits would read back as an int:
-    # leave it to orjson ("1.0"), which both languages read as the same number.
-    return orjson.Fragment(text.encode("ascii")) if "." in text or "e" in text else value
+    # leave it to msgspec ("1.0"), which both languages read as the same number.
+    return msgspec.Raw(text.encode("ascii")) if "." in text or "e" in text else value
 
 
-# Floats orjson writes as JavaScript does: 0 and those with lo <= |f| < hi (it writes the
+# Floats msgspec writes as JavaScript does: 0 and those with lo <= |f| < hi (it writes the
 # others with an exponent, as Python's ``repr`` does below 1e-4 and from 1e16).
 PLAIN_FLOATS = (1e-4, 1e16)
 _LO, _HI = PLAIN_FLOATS
 
 
 def js_float_value(value: float) -> Any:
-    """A float field's value for orjson to write as JavaScript would: itself, unless orjson
+    """A float field's value for msgspec to write as JavaScript would: itself, unless msgspec
     would write it with an exponent (see ``PLAIN_FLOATS``)."""
     if value.__class__ is float and value and not _LO <= abs(value) < _HI:
         return _js_float(value)
@@ -66,7 +66,7 @@ def js_float_value(value: float) -> Any:
 
 
 def _needs_layout(value: Any) -> bool:
-    """Does ``value`` hold a float that orjson would write with an exponent?"""
+    """Does ``value`` hold a float that msgspec would write with an exponent?"""
     kind = value.__class__
     if kind is float:
         return not _LO <= abs(value) < _HI and value != 0  # NaN too: JavaScript writes null
@@ -82,8 +82,8 @@ def _needs_layout(value: Any) -> bool:
 
 
 def js_values(value: Any) -> Any:
-    """A free-form value for orjson to write as JavaScript would: itself, or a copy whose
-    floats are laid out when orjson would write one of them with an exponent."""
+    """A free-form value for msgspec to write as JavaScript would: itself, or a copy whose
+    floats are laid out when msgspec would write one of them with an exponent."""
     return _js_numbers(value) if _needs_layout(value) else value
 
 

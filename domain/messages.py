@@ -1,8 +1,10 @@
 """Messages and content blocks: immutable value objects (SPEC 2.1).
 
-Every class carries ``extra``: the fields a producer wrote that this library does not know, kept and written back
-unchanged, so nothing is ever dropped. Roles and block types it does not know at all become :class:`UnknownMessage`
-and :class:`UnknownContent`, which keep every field.
+Field types are checked by :func:`check_fields` where the log takes a value in (the append command), not by the
+constructors: a value read from a log was checked by the decoder. Every class carries ``extra``: the fields a
+producer wrote that this library does not know, kept and written back unchanged, so nothing is ever dropped. Roles
+and block types it does not know at all become :class:`UnknownMessage` and :class:`UnknownContent`, which keep every
+field.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, get_args
 
+import attrs
 from attrs import field, frozen
 
 # re-exported: the values' ``extra`` is read from here too
@@ -20,6 +23,30 @@ from sessiontree.domain.extra import FrozenExtra as FrozenExtra
 
 def _as_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
+
+
+def _checks_of(cls: type) -> tuple[tuple[Any, Any], ...]:
+    found = _CHECKS.get(cls)
+    if found is None:
+        found = _CHECKS[cls] = tuple((a, a.metadata["check"]) for a in attrs.fields(cls) if "check" in a.metadata)
+    return found
+
+
+_CHECKS: dict[type, tuple[tuple[Any, Any], ...]] = {}
+
+
+def check_fields(value: Any) -> None:
+    """The type checks of a value's fields, and of the blocks, usage and cost it holds: ``TypeError`` naming the class,
+    the field and the value. The append command runs them (a value is checked once, where the log takes it in); a
+    value read from a log was checked by the decoder, so the constructors do not check again."""
+    for a, check in _checks_of(value.__class__):
+        item = getattr(value, a.name)
+        check(value, a, item)
+        if item.__class__ is tuple and a.name == "content":
+            for block in item:
+                check_fields(block)
+        elif a.name in ("usage", "cost") and item is not None:
+            check_fields(item)
 
 
 def _kind(types: type | tuple[type, ...], what: str, *, optional: bool = False) -> Any:
@@ -57,7 +84,7 @@ class TextContent:
     """A run of text."""
 
     type: ClassVar[str] = "text"
-    text: str = field(validator=_str)
+    text: str = field(metadata={"check": _str})
     extra: Mapping[str, Any] = field(default=NO_EXTRA, kw_only=True)
 
 
@@ -66,8 +93,8 @@ class ImageContent:
     """An image, base64 ``data`` with its ``mime_type``."""
 
     type: ClassVar[str] = "image"
-    data: str = field(validator=_str)
-    mime_type: str = field(validator=_str)
+    data: str = field(metadata={"check": _str})
+    mime_type: str = field(metadata={"check": _str})
     extra: Mapping[str, Any] = field(default=NO_EXTRA, kw_only=True)
 
 
@@ -76,8 +103,8 @@ class ThinkingContent:
     """The model's reasoning, optionally with the provider's signature."""
 
     type: ClassVar[str] = "thinking"
-    thinking: str = field(validator=_str)
-    signature: str | None = field(default=None, validator=_opt_str, kw_only=True)
+    thinking: str = field(metadata={"check": _str})
+    signature: str | None = field(default=None, metadata={"check": _opt_str}, kw_only=True)
     extra: Mapping[str, Any] = field(default=NO_EXTRA, kw_only=True)
 
 
@@ -86,9 +113,9 @@ class ToolCall:
     """A tool call requested by the assistant."""
 
     type: ClassVar[str] = "tool_call"
-    id: str = field(validator=_str)
-    name: str = field(validator=_str)
-    arguments: Mapping[str, Any] = field(factory=dict, validator=_mapping)
+    id: str = field(metadata={"check": _str})
+    name: str = field(metadata={"check": _str})
+    arguments: Mapping[str, Any] = field(factory=dict, metadata={"check": _mapping})
     extra: Mapping[str, Any] = NO_EXTRA
 
 
@@ -136,11 +163,11 @@ def _user_content(instance: Any, attribute: Any, value: Any) -> None:
 class Cost:
     """Dollar cost of a model call."""
 
-    input: float = field(default=0.0, validator=_amount)
-    output: float = field(default=0.0, validator=_amount)
-    cache_read: float = field(default=0.0, validator=_amount)
-    cache_write: float = field(default=0.0, validator=_amount)
-    total: float = field(default=0.0, validator=_amount)
+    input: float = field(default=0.0, metadata={"check": _amount})
+    output: float = field(default=0.0, metadata={"check": _amount})
+    cache_read: float = field(default=0.0, metadata={"check": _amount})
+    cache_write: float = field(default=0.0, metadata={"check": _amount})
+    total: float = field(default=0.0, metadata={"check": _amount})
     extra: Mapping[str, Any] = NO_EXTRA
 
 
@@ -148,12 +175,12 @@ class Cost:
 class Usage:
     """Token counts of a model call and their cost."""
 
-    input: int = field(default=0, validator=_count)
-    output: int = field(default=0, validator=_count)
-    cache_read: int = field(default=0, validator=_count)
-    cache_write: int = field(default=0, validator=_count)
-    total_tokens: int = field(default=0, validator=_count)
-    cost: Cost = field(factory=Cost, validator=_kind(Cost, "a Cost"))
+    input: int = field(default=0, metadata={"check": _count})
+    output: int = field(default=0, metadata={"check": _count})
+    cache_read: int = field(default=0, metadata={"check": _count})
+    cache_write: int = field(default=0, metadata={"check": _count})
+    total_tokens: int = field(default=0, metadata={"check": _count})
+    cost: Cost = field(factory=Cost, metadata={"check": _kind(Cost, "a Cost")})
     extra: Mapping[str, Any] = NO_EXTRA
 
 
@@ -165,8 +192,8 @@ class UserMessage:
     """What the user said: a string or text/image blocks."""
 
     role: ClassVar[str] = "user"
-    content: str | tuple[Content, ...] = field(converter=_as_tuple, validator=_user_content)
-    timestamp: int = field(default=0, validator=_int, kw_only=True)
+    content: str | tuple[Content, ...] = field(converter=_as_tuple, metadata={"check": _user_content})
+    timestamp: int = field(default=0, metadata={"check": _int}, kw_only=True)
     extra: Mapping[str, Any] = field(default=NO_EXTRA, kw_only=True)
 
 
@@ -175,14 +202,14 @@ class AssistantMessage:
     """A model reply: text, thinking and tool-call blocks, with its model and usage."""
 
     role: ClassVar[str] = "assistant"
-    content: tuple[Content, ...] = field(converter=_as_tuple, validator=_blocks)
-    provider: str = field(default="", validator=_str, kw_only=True)
-    model: str = field(default="", validator=_str, kw_only=True)
-    api: str | None = field(default=None, validator=_opt_str, kw_only=True)
-    usage: Usage | None = field(default=None, validator=_opt_usage, kw_only=True)
-    stop_reason: str = field(default="stop", validator=_str, kw_only=True)
-    error_message: str | None = field(default=None, validator=_opt_str, kw_only=True)
-    timestamp: int = field(default=0, validator=_int, kw_only=True)
+    content: tuple[Content, ...] = field(converter=_as_tuple, metadata={"check": _blocks})
+    provider: str = field(default="", metadata={"check": _str}, kw_only=True)
+    model: str = field(default="", metadata={"check": _str}, kw_only=True)
+    api: str | None = field(default=None, metadata={"check": _opt_str}, kw_only=True)
+    usage: Usage | None = field(default=None, metadata={"check": _opt_usage}, kw_only=True)
+    stop_reason: str = field(default="stop", metadata={"check": _str}, kw_only=True)
+    error_message: str | None = field(default=None, metadata={"check": _opt_str}, kw_only=True)
+    timestamp: int = field(default=0, metadata={"check": _int}, kw_only=True)
     extra: Mapping[str, Any] = field(default=NO_EXTRA, kw_only=True)
 
 
@@ -191,12 +218,12 @@ class ToolResultMessage:
     """The result of one tool call."""
 
     role: ClassVar[str] = "tool_result"
-    tool_call_id: str = field(validator=_str, kw_only=True)
-    tool_name: str = field(validator=_str, kw_only=True)
-    content: tuple[Content, ...] = field(factory=tuple, converter=_as_tuple, validator=_blocks)
-    is_error: bool = field(default=False, validator=_kind(bool, "a bool"), kw_only=True)
+    tool_call_id: str = field(metadata={"check": _str}, kw_only=True)
+    tool_name: str = field(metadata={"check": _str}, kw_only=True)
+    content: tuple[Content, ...] = field(factory=tuple, converter=_as_tuple, metadata={"check": _blocks})
+    is_error: bool = field(default=False, metadata={"check": _kind(bool, "a bool")}, kw_only=True)
     details: Any = field(default=None, kw_only=True)
-    timestamp: int = field(default=0, validator=_int, kw_only=True)
+    timestamp: int = field(default=0, metadata={"check": _int}, kw_only=True)
     extra: Mapping[str, Any] = field(default=NO_EXTRA, kw_only=True)
 
 
@@ -205,11 +232,11 @@ class CustomMessage:
     """An app-defined message that reaches the model (from a ``custom_message`` entry)."""
 
     role: ClassVar[str] = "custom"
-    custom_type: str = field(validator=_str, kw_only=True)
-    content: str | tuple[Content, ...] = field(converter=_as_tuple, validator=_user_content)
+    custom_type: str = field(metadata={"check": _str}, kw_only=True)
+    content: str | tuple[Content, ...] = field(converter=_as_tuple, metadata={"check": _user_content})
     display: bool = field(default=True, kw_only=True)
     details: Any = field(default=None, kw_only=True)
-    timestamp: int = field(default=0, validator=_int, kw_only=True)
+    timestamp: int = field(default=0, metadata={"check": _int}, kw_only=True)
     extra: Mapping[str, Any] = field(default=NO_EXTRA, kw_only=True)
 
 
@@ -218,9 +245,9 @@ class CompactionSummaryMessage:
     """The summary that stands in for compacted turns."""
 
     role: ClassVar[str] = "compaction_summary"
-    summary: str = field(validator=_str)
-    tokens_before: int = field(default=0, validator=_kind((int, float), "a number"))  # some producers write a float
-    timestamp: int = field(default=0, validator=_int)
+    summary: str = field(metadata={"check": _str})
+    tokens_before: int = field(default=0, metadata={"check": _kind((int, float), "a number")})  # some producers write a float
+    timestamp: int = field(default=0, metadata={"check": _int})
     extra: Mapping[str, Any] = NO_EXTRA
 
 
@@ -229,9 +256,9 @@ class BranchSummaryMessage:
     """The summary of a branch that was left."""
 
     role: ClassVar[str] = "branch_summary"
-    summary: str = field(validator=_str)
-    from_id: str = field(validator=_str)
-    timestamp: int = field(default=0, validator=_int)
+    summary: str = field(metadata={"check": _str})
+    from_id: str = field(metadata={"check": _str})
+    timestamp: int = field(default=0, metadata={"check": _int})
     extra: Mapping[str, Any] = NO_EXTRA
 
 

@@ -104,7 +104,7 @@ def _check(value: Any, depth: int) -> None:
 # every known class holds its tag as a ClassVar (which the tuples' element type cannot say)
 _KNOWN_ROLES = frozenset(c.role for c in MESSAGE_TYPES if c is not UnknownMessage)  # type: ignore[attr-defined]
 _KNOWN_BLOCKS = frozenset(c.type for c in msg.CONTENT_TYPES if c is not UnknownContent)  # type: ignore[attr-defined]
-# The fields of messages and blocks that hold free-form JSON (the others are typed, their classes validate them).
+# The fields of messages and blocks that hold free-form JSON (the others are typed: ``check_fields``).
 _FREE = {msg.ToolCall: ("arguments",), msg.ToolResultMessage: ("details",), msg.CustomMessage: ("details",),
          UnknownMessage: ("data",), UnknownContent: ("data",)}
 
@@ -119,6 +119,8 @@ def check_str(name: str, value: Any, *, optional: bool = False) -> Any:
 def check_usage(usage: Any) -> None:
     if usage is not None and not isinstance(usage, msg.Usage):
         raise TypeError(f"usage must be a Usage or None, not {usage!r}")
+    if usage is not None:
+        msg.check_fields(usage)
 
 
 def check_content(name: str, content: Any) -> tuple[Any, ...] | str:
@@ -146,16 +148,17 @@ def check_message(where: str, message: Any) -> None:
     block): either would make the line unreadable."""
     if message.__class__ not in _FREE_OF and not isinstance(message, MESSAGE_TYPES):
         raise TypeError(f"{where} must be a message object (UserMessage, ...), not {message!r}")
+    msg.check_fields(message)
     if isinstance(message, UnknownMessage) and message.role in _KNOWN_ROLES:
         raise SessionError("invalid_entry", f"{where}: role {message.role!r} is known; build its message class instead")
-    if _FREE_OF.get(message.__class__) != () or getattr(message, "extra", None):  # else its class checked everything
+    if _FREE_OF.get(message.__class__) != () or getattr(message, "extra", None):  # else check_fields checked everything
         _check_object(where, message, "role")
     content = getattr(message, "content", None)
     if content.__class__ is not str and isinstance(content, tuple):  # the blocks (a tuple subclass too)
         for block in content:
             free = _FREE_OF.get(block.__class__)
             if free == () and not block.extra:
-                continue  # a text, image or thinking block with nothing unknown: its class checked it
+                continue  # a text, image or thinking block with nothing unknown: check_fields checked it
             if isinstance(block, UnknownContent) and block.type in _KNOWN_BLOCKS:
                 raise SessionError(
                     "invalid_entry", f"{where}: block type {block.type!r} is known; build its block class instead"

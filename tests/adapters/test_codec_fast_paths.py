@@ -1,10 +1,10 @@
-"""The read path's shortcuts (issue 19) give what the complete work gives: ``message_to_dict`` walks a message for
-integers beyond 64 bits only when orjson refuses it, and ``decode_line`` checks the size limits only for lines long
-enough to break one."""
+"""The codec's shortcuts give what the complete work gives: a value written through its struct (``encoders.py``) is
+what its wire dict, made field by field from the schema, gives (integers beyond 64 bits too), and ``decode_line``
+checks the size limits only for lines long enough to break one."""
 
 from __future__ import annotations
 
-import orjson
+import msgspec
 import pytest
 import sessiontree_strategies as strat
 from hypothesis import HealthCheck, given, settings
@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from sessiontree.adapters import jsontext
 from sessiontree.adapters.codec import Codec
-from sessiontree.adapters.jsontext import exact_ints
 from sessiontree.adapters.pi import pi_codec
 from sessiontree.domain import messages as m
 from sessiontree.domain.errors import SessionError
@@ -22,8 +21,8 @@ huge_ints = st.integers(min_value=2**64, max_value=2**80) | st.integers(min_valu
 
 
 def walked(codec: Codec, message: object) -> object:
-    """What ``message_to_dict`` gave before its shortcut: every value walked for integers first."""
-    return orjson.loads(orjson.dumps(exact_ints(codec.encoders.encode(message))))
+    """The message's wire dict made field by field from its schema, as JSON values."""
+    return msgspec.json.decode(msgspec.json.encode(codec.encoders.wire(message)))
 
 
 @pytest.mark.parametrize("dialect", sorted(CODECS))
@@ -42,7 +41,7 @@ def test_message_to_dict_writes_integers_beyond_64_bits(dialect, big, key):
     message = m.ToolResultMessage(tool_call_id="t1", tool_name="calc", content=[m.TextContent("x")], details={key: [big]})
     out = codec.message_to_dict(message)
     assert out == walked(codec, message)
-    assert float(out["details"][key][0]) == float(big)  # read back as orjson reads such a number
+    assert out["details"][key][0] == big  # exact: msgspec writes and reads integers of any size
 
 
 def test_decode_line_checks_the_limits_a_line_can_break(monkeypatch):
@@ -66,8 +65,8 @@ def test_a_native_line_with_a_key_written_twice_is_corrupt(event, at):
     """The typed path reads the last of two values; the layout check must still send the line to the repeat check."""
     codec = CODECS["native"]
     line = codec.encode_event(event)
-    body = orjson.loads(line)
+    body = msgspec.json.decode(line)
     key = sorted(body)[at % len(body)]
-    twice = line[:-1] + b"," + orjson.dumps({key: body[key]})[1:]  # the key again, same value, at the end
+    twice = line[:-1] + b"," + msgspec.json.encode({key: body[key]})[1:]  # the key again, same value, at the end
     with pytest.raises(SessionError, match="appears twice"):
         codec.decode_line(twice, "s", 2)

@@ -6,6 +6,7 @@ import attrs
 import pytest
 
 import sessiontree.domain.messages as m
+from sessiontree import InMemorySessionStorage, Session
 from sessiontree.domain.messages import (
     AssistantMessage,
     BranchSummaryMessage,
@@ -20,6 +21,7 @@ from sessiontree.domain.messages import (
     UnknownMessage,
     Usage,
     UserMessage,
+    check_fields,
     message_text,
 )
 
@@ -79,9 +81,23 @@ def test_messages_are_frozen():
     ],
 )
 def test_wrong_field_types_are_type_errors(build):
-    """Building a message or block with a wrong field type raises TypeError at once."""
+    """A message or block with a wrong field type is refused with TypeError where the log takes it in (the append
+    command; the constructors leave the check to it, so a value read from a log is not checked twice)."""
+    session = Session(InMemorySessionStorage.create())
     with pytest.raises(TypeError):
-        build()
+        session.append_message(_in_a_message(build()))
+    assert session.get_entries() == []
+
+
+def _in_a_message(value):
+    """``value`` as the append command meets it: a message, or inside one."""
+    if isinstance(value, Usage):
+        return AssistantMessage(content=[], usage=value)
+    if isinstance(value, Cost):
+        return AssistantMessage(content=[], usage=Usage(cost=value))
+    if isinstance(value, (TextContent, ToolCall)):
+        return AssistantMessage(content=[value])
+    return value
 
 
 def test_extra_keeps_unknown_fields():
@@ -134,5 +150,5 @@ def test_unknown_message_and_block_data_carry_their_tag():
 def test_a_wrong_type_is_one_readable_sentence(build, expected):
     """A wrong type raises TypeError whose message names the class, the field and the value."""
     with pytest.raises(TypeError) as caught:
-        build()
+        check_fields(_in_a_message(build()))
     assert len(caught.value.args) == 1 and expected in str(caught.value)
