@@ -27,9 +27,11 @@ from sessiontree.adapters.checkpoints import SIDECAR_SUFFIX
 from sessiontree.adapters.files import GZIP_MAGIC as GZIP_MAGIC  # both live in files.py: a reader need not import this
 from sessiontree.adapters.files import fsync_dir, make_private_dirs, open_regular
 from sessiontree.adapters.files import is_archive as is_archive
-from sessiontree.adapters.jsonl_scan import envelope_decoder, is_pi_header, read_header
+from sessiontree.adapters.jsonl_scan import read_header
 from sessiontree.adapters.memory_recorder import MemoryRecorder
+from sessiontree.adapters.pi_names import PARENT_KEY as PI_PARENT_KEY
 from sessiontree.adapters.recorder import RecorderSessionStorage
+from sessiontree.adapters.schema import NATIVE, envelope_decoder, is_pi_header
 from sessiontree.domain.errors import SessionError
 
 ARCHIVE_SUFFIX = ".jsonl.gz"
@@ -136,9 +138,9 @@ class _Lines:
         if not isinstance(header, dict) or header.get("type") != "session":
             self._refuse("is not a session header (type 'session')")
         if not is_pi_header(header):
-            self.envelope = envelope_decoder("parent_id").decode
+            self.envelope = envelope_decoder(NATIVE.parent_key).decode
         elif isinstance(header.get("version"), int) and header["version"] >= 3:
-            self.envelope = envelope_decoder("parentId").decode
+            self.envelope = envelope_decoder(PI_PARENT_KEY).decode
         else:  # pi's versions 1 and 2 have no ids: their migration gives them some (pi_migrate.py)
             self.envelope = _KIND.decode
 

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from sessiontree.adapters.jsontext import exact_ints, parse
+from sessiontree.adapters.schema import MIME_TYPE_KEY, line_of
 from sessiontree.domain.errors import SessionError
 
 KEY = "$blob"
@@ -37,10 +38,11 @@ Slot = tuple[dict[str, Any], str, "str | None"]  # the object, its key, and an i
 def slots(data: Any) -> Iterator[Slot]:
     """The places in an entry's wire dict that may hold content out of line: a message's (or a custom message
     entry's) string content, its text and thinking blocks' text, and its images' data."""
-    if not isinstance(data, dict):
+    entry = line_of(data) if isinstance(data, dict) else None
+    if entry is None:
         return
-    kind = data.get("type")
-    holder = data.get("message") if kind == "message" else data if kind == "custom_message" else None
+    kind = entry.type
+    holder = entry.message if kind == "message" else data if kind == "custom_message" else None
     if not isinstance(holder, dict) or (kind == "message" and holder.get("role") not in _ROLES):
         return  # a message of a role this library does not know is kept as it was written, never outlined
     content = holder.get("content")
@@ -55,7 +57,7 @@ def slots(data: Any) -> Iterator[Slot]:
         if tag == "text" or tag == "thinking":
             yield block, tag, None
         elif tag == "image":
-            mime = block.get("mime_type")
+            mime = block.get(MIME_TYPE_KEY)
             yield block, "data", mime if isinstance(mime, str) else "application/octet-stream"
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from sessiontree.adapters.jsontext import loads
+from sessiontree.adapters.schema import line_of
 from sessiontree.domain.erasure import RECORD_TYPE, STUB_KEY
 
 CHAIN_KEY = "chain"
@@ -187,8 +188,8 @@ class Erasures:
     def see(self, lineno: int, canonical: bytes) -> None:
         if _RECORD_TAG not in canonical:
             return
-        obj = _object(canonical)
-        data = obj.get("data") if obj.get("type") == "custom" and obj.get("custom_type") == RECORD_TYPE else None
+        entry = line_of(_object(canonical))
+        data = entry.data if entry is not None and entry.type == "custom" and entry.custom_type == RECORD_TYPE else None
         if isinstance(data, dict) and isinstance(data.get("entry_id"), str) and isinstance(data.get("digest"), str):
             self.records[data["entry_id"]] = (data["digest"], lineno, data.get("version"))
 

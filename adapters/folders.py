@@ -20,6 +20,7 @@ from sessiontree.adapters.cache_files import cache_file
 from sessiontree.adapters.cache_files import private_parent as private_parent  # its callers' name here too
 from sessiontree.adapters.files import open_regular
 from sessiontree.adapters.jsontext import loads
+from sessiontree.adapters.schema import is_pi_header
 
 MARKER = ".sessiontree-repository"
 MARKER_TEXT = b"This folder is a sessiontree repository: sessiontree created it, or adopted it holding only its own sessions.\n"
@@ -92,7 +93,7 @@ def _is_pi_log(path: str) -> bool:
         header = loads(first)
     except orjson.JSONDecodeError:
         return False
-    return isinstance(header, dict) and header.get("type") == "session" and "parent_session" not in header
+    return isinstance(header, dict) and is_pi_header(header)
 
 
 def cached_index_path(root: str | os.PathLike[str]) -> str | None:

@@ -14,12 +14,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
+import msgspec
 import orjson
 
 from sessiontree.adapters import folders, jsontext
 from sessiontree.adapters.cache_files import write_private
 from sessiontree.adapters.files import open_regular, read_lines
 from sessiontree.adapters.jsontext import line_problem
+from sessiontree.adapters.schema import HEADER, LINE, LISTED, Listed, ListedMessage, header_of, line_of, message_of
 from sessiontree.domain.events import format_timestamp, parse_timestamp
 
 INDEX_FILE = ".sessiontree-index.json"
@@ -43,36 +45,38 @@ class Summary:
     version: int = 1  # events folded so far (the header is version 1)
 
     @classmethod
-    def from_header(cls, data: Mapping[str, Any]) -> Summary | None:
-        """The summary right after a header line, or None if ``data`` is not a header."""
-        if not isinstance(data, Mapping) or data.get("type") != "session":
+    def from_header(cls, data: Any) -> Summary | None:
+        """The summary right after a header line (parsed, or its typed view), or None if ``data`` is not a header."""
+        header = header_of(data)
+        if header is None or header.type != "session":
             return None
-        sid = data.get("id")
+        sid = header.id
         if not isinstance(sid, str) or not sid:
             return None
-        timestamp = _str(data.get("timestamp")) or ""
-        parent = _str(data.get("parent_session", data.get("parentSession")))
-        source = data.get("source")
+        timestamp = _str(header.timestamp) or ""
+        parent = _str(header.parent_session)
+        source = header.source
         forked_at = _str(source.get("entry_id")) if isinstance(source, Mapping) and parent else None
-        return cls(id=sid, cwd=_str(data.get("cwd")) or "", created=timestamp, modified=timestamp, parent_session=parent,
+        return cls(id=sid, cwd=_str(header.cwd) or "", created=timestamp, modified=timestamp, parent_session=parent,
                    forked_at=forked_at)
 
     def apply(self, data: Any) -> None:
-        """Fold one entry (a parsed JSON object in either dialect)."""
+        """Fold one entry (a parsed JSON object in either dialect, or its typed view)."""
         self.version += 1
-        if not isinstance(data, Mapping):
+        entry = data if isinstance(data, Listed) else line_of(data)
+        if entry is None:
             return
-        timestamp = data.get("timestamp")
+        timestamp = entry.timestamp
         if isinstance(timestamp, str):  # when the session was last written: a fork's copied entries keep older times
             self.modified = timestamp if sortable(timestamp) >= sortable(self.created) else self.created
-        kind = data.get("type")
+        kind = entry.type
         if kind == "message":
             self.message_count += 1
-            message = data.get("message")
-            if self.first_message is None and isinstance(message, Mapping) and message.get("role") == "user":
-                self.first_message = message_text(message.get("content"))
+            content = _user_content(entry.message) if self.first_message is None else _NOT_USER
+            if content is not _NOT_USER:
+                self.first_message = message_text(content)
         elif kind == "session_info":
-            name = data.get("name")
+            name = entry.name
             name = name.strip() if isinstance(name, str) else None
             self.name = name or None
 
@@ -93,6 +97,22 @@ def sortable(timestamp: str) -> str:
         return format_timestamp(parse_timestamp(timestamp))
     except (ValueError, TypeError, IndexError, OverflowError):
         return ""
+
+
+_NOT_USER = object()
+
+
+def _user_content(message: Any) -> Any:
+    """The content of a user message (``_NOT_USER`` for any other message, or one whose content cannot be read)."""
+    if isinstance(message, ListedMessage):
+        if message.role != "user":
+            return _NOT_USER
+        try:
+            return msgspec.json.decode(message.content)
+        except (msgspec.DecodeError, RecursionError):
+            return _NOT_USER
+    view = message_of(message)
+    return view.content if view is not None and view.role == "user" else _NOT_USER
 
 
 def _str(value: Any) -> str | None:
@@ -129,18 +149,29 @@ def fold_lines(lines: Iterable[bytes | None]) -> Summary | None:
 def fold_line(summary: Summary | None, line: bytes | None) -> Summary | None:
     """The summary after one more line (the header when ``summary`` is None; None if it is not one)."""
     if summary is None:
-        return Summary.from_header(_parse(line))
-    summary.apply(_parse(line))
+        return Summary.from_header(_decode(line, HEADER))
+    summary.apply(_entry(line))
     return summary
 
 
-def _parse(line: bytes | None) -> Any:
+def _entry(line: bytes | None) -> Any:
+    """An entry line's view for the fold: its listed fields only, or all of them when those are not as expected."""
+    try:
+        return LISTED.decode(line) if line is not None and line_problem(line, duplicates=False) is None else None
+    except msgspec.ValidationError:  # valid JSON, but a message that is not an object: read as it is
+        return _decode(line, LINE)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
+def _decode(line: bytes | None, decoder: msgspec.json.Decoder[Any]) -> Any:
+    """The line's typed view, or None (listing is best effort; opening the session reports the bad line)."""
     if line is None or line_problem(line, duplicates=False) is not None:
         return None  # over the limits: not parsed (opening the session reports it)
     try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None  # listing is best effort; opening the session reports the bad line
+        return decoder.decode(line)
+    except (msgspec.DecodeError, RecursionError):  # not JSON, or not an object
+        return None
 
 
 def _logs(root: str, unreadable: list[tuple[str, str]]) -> Iterator[tuple[str, str, os.stat_result]]:
@@ -220,7 +251,7 @@ def _fold_on(fd: int, summary: Summary | None, offset: int) -> tuple[Summary | N
         summary = fold_lines(lines())
     else:
         for line in lines():
-            summary.apply(_parse(line))
+            summary.apply(_entry(line))
     return summary, reached
 
 

@@ -22,9 +22,10 @@ from sessiontree.adapters.jsonl_append import AppendingFile, append_error, check
 from sessiontree.adapters.jsonl_file import StaleFileError, TornLineWarning, check_durability
 from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsonl_salvage import salvage_log
-from sessiontree.adapters.jsonl_scan import corrupt, envelope_decoder, read_header, scan
+from sessiontree.adapters.jsonl_scan import corrupt, read_header, scan
 from sessiontree.adapters.line_replace import FileLines
 from sessiontree.adapters.mapped import RereadingLoader
+from sessiontree.adapters.schema import envelope_decoder
 from sessiontree.adapters.storage import Rebase, SessionStorage, moved
 from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError

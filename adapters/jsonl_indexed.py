@@ -22,9 +22,9 @@ from sessiontree.adapters.files import is_whole_line
 from sessiontree.adapters.jsonl_append import names
 from sessiontree.adapters.jsonl_index import SidecarIndex, line_digest, offsets_from_lengths, offsets_of
 from sessiontree.adapters.jsonl_loader import LineLoader
-from sessiontree.adapters.jsonl_scan import Envelopes, envelope_decoder, envelopes_of, utf8
-from sessiontree.adapters.jsontext import parse
+from sessiontree.adapters.jsonl_scan import Envelopes, envelopes_of, utf8
 from sessiontree.adapters.mapped import FileView, MappedLines, map_file, whole_lines_end, windows
+from sessiontree.adapters.schema import LEAF_TARGET, envelope_decoder
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.log import EntryLog
 
@@ -207,7 +207,7 @@ def _extend(lines: MappedLines, found: Envelopes, start: int, storage: JsonlSess
 
 def _target_earlier(line: bytes, index: dict[str, int]) -> bool:
     try:
-        target = parse(line).get("target_id")
-    except (ValueError, RecursionError, AttributeError):
+        target = LEAF_TARGET.decode(line).target
+    except (msgspec.DecodeError, RecursionError):
         return False
     return target is None or (type(target) is str and target in index)

@@ -8,7 +8,7 @@ decodes bodies when first needed. Anything unusual goes line by line, naming the
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Container, Sequence
 from operator import ge
 from typing import Any
 
@@ -18,6 +18,7 @@ from sessiontree.adapters.chain import strip as strip_chain
 from sessiontree.adapters.codec import Codec, native_codec
 from sessiontree.adapters.jsonl_loader import LineLoader
 from sessiontree.adapters.jsontext import parse
+from sessiontree.adapters.schema import LEAF_TARGET, TARGET_ID_KEY, envelope_decoder, is_pi_header
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
 from sessiontree.domain.log import EntryLog
@@ -25,12 +26,6 @@ from sessiontree.domain.log import EntryLog
 
 def corrupt(path: Any, line: int | None, message: str, code: str = "corrupt") -> SessionError:
     return SessionError(code, message, path=str(path), line=line)
-
-
-def is_pi_header(header: Mapping[str, Any]) -> bool:
-    """Is this parsed first line a pi header rather than a native one? The native writer
-    always writes ``parent_session``; pi never does (``parentSession``, or ``branchedFrom``)."""
-    return header.get("type") == "session" and "parent_session" not in header
 
 
 def read_header(first: bytes, path: Any, codec: Codec | None = None) -> tuple[SessionStarted, Codec]:
@@ -53,19 +48,6 @@ def read_header(first: bytes, path: Any, codec: Codec | None = None) -> tuple[Se
         return codec.decode_header(obj), codec
     except SessionError as exc:
         raise corrupt(path, 1, exc.message, exc.code) from None
-
-
-_ENVELOPES: dict[str, msgspec.json.Decoder[Any]] = {}
-
-
-def envelope_decoder(parent_key: str) -> msgspec.json.Decoder[Any]:
-    """A decoder that checks a whole line is valid JSON but builds only its envelope."""
-    decoder = _ENVELOPES.get(parent_key)
-    if decoder is None:
-        parent = ("parent", str | None, msgspec.field(name=parent_key))
-        fields: list[Any] = [("type", str), ("id", str), parent, ("timestamp", str)]
-        decoder = _ENVELOPES[parent_key] = msgspec.json.Decoder(msgspec.defstruct("Envelope", fields))
-    return decoder
 
 
 def envelope_problem(obj: Any, parent_key: str) -> str | None:
@@ -96,7 +78,7 @@ def tree_problem(obj: dict[str, Any], parent_key: str, ids: Container[str]) -> s
     if parent is not None and parent not in ids:
         return f"entry {entry_id!r} has unknown parent {parent!r} (not on an earlier line)"
     if obj["type"] == "leaf":
-        target = obj.get("target_id")
+        target = obj.get(TARGET_ID_KEY)
         if target is not None and target not in ids:
             return f"leaf entry {entry_id!r} targets unknown entry {target!r}"
     return None
@@ -169,8 +151,8 @@ def _leaf_targets_ok(lines: Sequence[bytes], found: Envelopes) -> bool:
     for pos, kind in enumerate(found.types):
         if kind == "leaf":
             try:
-                target = parse(lines[pos + 1]).get("target_id")
-            except (ValueError, RecursionError, AttributeError):
+                target = LEAF_TARGET.decode(lines[pos + 1]).target
+            except (msgspec.DecodeError, RecursionError):
                 return False
             if target is not None and (type(target) is not str or found.index.get(target, pos) >= pos):
                 return False

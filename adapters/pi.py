@@ -14,20 +14,28 @@ from typing import Any
 
 from sessiontree.adapters.codec import Codec, corrupt
 from sessiontree.adapters.encoders import Writers
-from sessiontree.adapters.jsonl_scan import is_pi_header as is_pi_header  # its public name here too
 from sessiontree.adapters.pi_layout import js_float_value, js_items, js_values
-from sessiontree.adapters.schema import Dialect
+from sessiontree.adapters.pi_names import (
+    BLOCKS,
+    CUSTOM_TYPE_KEY,
+    FROM_ID_KEY,
+    KEY_ORDER,
+    PARENT_KEY,
+    PARENT_SESSION_KEY,
+    ROLES,
+    THINKING_SIGNATURE_KEY,
+)
+from sessiontree.adapters.pi_names import LEAF_MARKER_TYPE as LEAF_MARKER_TYPE  # its public name here too
+from sessiontree.adapters.schema import NATIVE, Dialect
+from sessiontree.adapters.schema import is_pi_header as is_pi_header  # its public name here too
 from sessiontree.domain import messages as m
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, LeafMoved, SessionStarted, UnknownEntryAppended
 
 PI_VERSIONS = (1, 2, 3)
-PI_PARENT_KEY = "parentId"
-NATIVE_PARENT_KEY = "parent_id"
-LEAF_MARKER_TYPE = "sessiontree/leaf"
+PI_PARENT_KEY = PARENT_KEY
+NATIVE_PARENT_KEY = NATIVE.parent_key
 _CAMEL = re.compile(r"_([a-z0-9])")
-_ROLES = {"tool_result": "toolResult", "compaction_summary": "compactionSummary", "branch_summary": "branchSummary"}
-_BLOCKS = {"tool_call": "toolCall"}
 # Optional entry fields pi leaves out when they have no value (JSON.stringify drops
 # ``undefined``), and the fields the domain requires that pi leaves out to mean null.
 _ENTRY_OMIT_NONE = {
@@ -35,32 +43,6 @@ _ENTRY_OMIT_NONE = {
     "custom_message": {"details"}, "label": {"label"}, "session_info": {"name"},
 }
 _MAY_BE_ABSENT = {"label": {"label"}, "session_info": {"name"}}
-
-# pi's writer's key order, in wire names.
-_BASE = ("type", "id", PI_PARENT_KEY, "timestamp")
-_KEY_ORDER: dict[str, tuple[str, ...]] = {
-    "message": (*_BASE, "message"),
-    "thinking_level_change": (*_BASE, "thinkingLevel"),
-    "model_change": (*_BASE, "provider", "modelId"),
-    "active_tools_change": (*_BASE, "activeToolNames"),
-    "compaction": (*_BASE, "summary", "firstKeptEntryId", "tokensBefore", "details", "usage", "fromHook", "retainedTail"),
-    "branch_summary": (*_BASE, "fromId", "summary", "details", "usage", "fromHook"),
-    "custom": ("type", "customType", "data", "id", PI_PARENT_KEY, "timestamp"),
-    "custom_message": ("type", "customType", "content", "display", "details", "id", PI_PARENT_KEY, "timestamp"),
-    "label": (*_BASE, "targetId", "label"),
-    "session_info": (*_BASE, "name"),
-    "user": ("role", "content", "timestamp"),
-    "assistant": ("role", "content", "api", "provider", "model", "usage", "stopReason", "timestamp", "errorMessage"),
-    "toolResult": ("role", "toolCallId", "toolName", "content", "details", "isError", "timestamp"),
-    "custom_role": ("role", "customType", "content", "display", "details", "timestamp"),
-    "compactionSummary": ("role", "summary", "tokensBefore", "timestamp"),
-    "branchSummary": ("role", "summary", "fromId", "timestamp"),
-    "image": ("type", "data", "mimeType"),
-    "thinking": ("type", "thinking", "thinkingSignature"),
-    "toolCall": ("type", "id", "name", "arguments"),
-    "Usage": ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost"),
-    "Cost": ("input", "output", "cacheRead", "cacheWrite", "total"),
-}
 
 
 def camel(name: str) -> str:
@@ -75,13 +57,13 @@ class PiDialect(Dialect):
     parent_key = PI_PARENT_KEY
 
     def field_name(self, cls: type, name: str) -> str:
-        return "thinkingSignature" if (cls, name) == (m.ThinkingContent, "signature") else camel(name)
+        return THINKING_SIGNATURE_KEY if (cls, name) == (m.ThinkingContent, "signature") else camel(name)
 
     def role(self, role: str) -> str:
-        return _ROLES.get(role, role)
+        return ROLES.get(role, role)
 
     def block_type(self, kind: str) -> str:
-        return _BLOCKS.get(kind, kind)
+        return BLOCKS.get(kind, kind)
 
     def omit_none(self, cls: type) -> frozenset[str]:
         kind = getattr(cls, "type", None) if issubclass(cls, Entry) else None
@@ -92,10 +74,10 @@ class PiDialect(Dialect):
 
     def key_order(self, cls: type) -> tuple[str, ...] | None:
         if issubclass(cls, Entry):
-            return _KEY_ORDER.get(cls.type)
+            return KEY_ORDER.get(cls.type)
         if cls is m.CustomMessage:
-            return _KEY_ORDER["custom_role"]
-        return _KEY_ORDER.get(self.tag(cls) if hasattr(cls, "role") or hasattr(cls, "type") else cls.__name__)
+            return KEY_ORDER["custom_role"]
+        return KEY_ORDER.get(self.tag(cls) if hasattr(cls, "role") or hasattr(cls, "type") else cls.__name__)
 
 
 class _PiWriters(Writers):
@@ -126,7 +108,7 @@ class PiCodec(Codec):
         out: dict[str, Any] = {"type": "session", "version": header.version, "id": header.originator_id,
                                "timestamp": header.timestamp, "cwd": header.cwd}
         if header.parent_session is not None:
-            out["parentSession"] = header.parent_session
+            out[PARENT_SESSION_KEY] = header.parent_session
         read = isinstance(header.extra, m.Extra)  # from a pi line, which keeps what it had
         # the ignore below: ``read`` says extra is an Extra, which mypy cannot carry through the bool
         if header.metadata or (read and "metadata" not in header.extra.absent):  # type: ignore[attr-defined]
@@ -144,14 +126,14 @@ class PiCodec(Codec):
         if type(version) is not int or version not in PI_VERSIONS:
             raise SessionError("unsupported_version", f"pi session format version {version!r} is not supported (known: 1, 2, 3)")
         absent = frozenset() if "metadata" in data else frozenset({"metadata"})
-        return self.header_from(data, version, "parentSession", lambda extra: m.Extra(extra, absent))
+        return self.header_from(data, version, PARENT_SESSION_KEY, lambda extra: m.Extra(extra, absent))
 
     def event_dict(self, event: Any) -> dict[str, Any]:
         if isinstance(event, UnknownEntryAppended):
             # the ignore below: js_values keeps the type of what it is given: a dict here
             return js_values(rename_parent_key(event.data, NATIVE_PARENT_KEY, PI_PARENT_KEY))  # type: ignore[no-any-return]
         if isinstance(event, LeafMoved):
-            out: dict[str, Any] = {"type": "custom", "customType": LEAF_MARKER_TYPE, "data": {"fromId": event.parent_id},
+            out: dict[str, Any] = {"type": "custom", CUSTOM_TYPE_KEY: LEAF_MARKER_TYPE, "data": {FROM_ID_KEY: event.parent_id},
                                    "id": event.id, PI_PARENT_KEY: event.target_id, "timestamp": event.timestamp}
             return {**out, **js_items(event.extra)} if event.extra else out
         return super().event_dict(event)
@@ -160,8 +142,8 @@ class PiCodec(Codec):
     def is_leaf_marker(data: Mapping[str, Any]) -> bool:
         """Is this raw pi line the ``custom`` entry that records a leaf move?"""
         payload = data.get("data")
-        return (data.get("type") == "custom" and data.get("customType") == LEAF_MARKER_TYPE and isinstance(payload, dict)
-                and payload.keys() == {"fromId"} and (payload["fromId"] is None or isinstance(payload["fromId"], str)))
+        return (data.get("type") == "custom" and data.get(CUSTOM_TYPE_KEY) == LEAF_MARKER_TYPE and isinstance(payload, dict)
+                and payload.keys() == {FROM_ID_KEY} and (payload[FROM_ID_KEY] is None or isinstance(payload[FROM_ID_KEY], str)))
 
     def decode_leaf_marker(self, data: dict[str, Any], session_id: str, version: int) -> LeafMoved:
         """The ``leaf`` entry a marker line stands for: ``parentId`` is the new leaf (so pi
@@ -171,10 +153,10 @@ class PiCodec(Codec):
             raise corrupt("leaf marker has no string 'id' / 'timestamp'")
         if target is not None and not isinstance(target, str):
             raise corrupt(f"leaf marker {entry_id!r} has a non-string 'parentId'")
-        known = {"type", "customType", "data", "id", PI_PARENT_KEY, "timestamp"}
+        known = {"type", CUSTOM_TYPE_KEY, "data", "id", PI_PARENT_KEY, "timestamp"}
         return LeafMoved(
             originator_id=session_id, originator_version=version, timestamp=timestamp, id=entry_id,
-            parent_id=data["data"]["fromId"], target_id=target, extra={k: v for k, v in data.items() if k not in known},
+            parent_id=data["data"][FROM_ID_KEY], target_id=target, extra={k: v for k, v in data.items() if k not in known},
         )
 
 

@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+from sessiontree.adapters.pi_names import FIRST_KEPT_ENTRY_ID_KEY, FIRST_KEPT_ENTRY_INDEX_KEY, HOOK_MESSAGE_ROLE, PARENT_KEY
 from sessiontree.domain.errors import SessionError
 
 CURRENT = 3
@@ -37,13 +38,13 @@ def _v1_to_v2(session_id: str, entries: Sequence[tuple[int, Any]], path: str) ->
             raise SessionError("corrupt", "a version 1 entry must be an object with a 'type'", path=path, line=lineno)
         entry_id = derived_id(session_id, lineno, taken)
         taken.add(entry_id)
-        body = {k: v for k, v in obj.items() if k not in ("type", "id", "parentId")}
-        new = {"type": obj["type"], "id": entry_id, "parentId": previous, **body}
+        body = {k: v for k, v in obj.items() if k not in ("type", "id", PARENT_KEY)}
+        new = {"type": obj["type"], "id": entry_id, PARENT_KEY: previous, **body}
         previous = entry_id
-        if new["type"] == "compaction" and ("firstKeptEntryIndex" in new or "firstKeptEntryId" not in new):
+        if new["type"] == "compaction" and (FIRST_KEPT_ENTRY_INDEX_KEY in new or FIRST_KEPT_ENTRY_ID_KEY not in new):
             # The index counts the header as 0; pi only resolves entries already given ids.
-            index = new.pop("firstKeptEntryIndex", None)
-            new["firstKeptEntryId"] = out[index - 1][1]["id"] if type(index) is int and 1 <= index <= len(out) else None
+            index = new.pop(FIRST_KEPT_ENTRY_INDEX_KEY, None)
+            new[FIRST_KEPT_ENTRY_ID_KEY] = out[index - 1][1]["id"] if type(index) is int and 1 <= index <= len(out) else None
         out.append((lineno, new))
     return out
 
@@ -52,7 +53,7 @@ def _v2_to_v3(entries: Sequence[tuple[int, Any]]) -> list[tuple[int, Any]]:
     out = []
     for lineno, obj in entries:
         message = obj.get("message") if isinstance(obj, dict) and obj.get("type") == "message" else None
-        if isinstance(message, dict) and message.get("role") == "hookMessage":
+        if isinstance(message, dict) and message.get("role") == HOOK_MESSAGE_ROLE:
             obj = {**obj, "message": {**message, "role": "custom"}}
         out.append((lineno, obj))
     return out

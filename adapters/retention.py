@@ -29,8 +29,8 @@ from sessiontree.adapters.database import DatabaseStore
 from sessiontree.adapters.files import open_regular
 from sessiontree.adapters.jsonl_repo import JsonlStore
 from sessiontree.adapters.jsontext import loads
-from sessiontree.adapters.pi import is_pi_header
 from sessiontree.adapters.retention_db import delete_rows
+from sessiontree.adapters.schema import is_pi_header, line_of
 from sessiontree.adapters.storage import SessionStorage
 from sessiontree.adapters.store import SessionStore
 from sessiontree.domain.errors import SessionError
@@ -100,10 +100,10 @@ def _labelled(lines: Sequence[bytes]) -> bool:
             data = loads(line)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(data, dict) and data.get("type") == "label":
-            target = data.get("target_id", data.get("targetId"))
-            label = data.get("label")
-            labels[target] = isinstance(label, str) and bool(label.strip())
+        entry = line_of(data)
+        if entry is not None and entry.type == "label":
+            label = entry.label
+            labels[entry.target] = isinstance(label, str) and bool(label.strip())
     return any(labels.values())
 
 

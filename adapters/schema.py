@@ -153,3 +153,187 @@ def default_of(field: Field) -> Any:
     default = field.default
     # the ignore below: attrs types Factory as a function, not a class, for isinstance
     return default.factory() if isinstance(default, attrs.Factory) else default  # type: ignore[arg-type]
+
+
+# ---- envelopes ----
+# Typed views of a line for the modules that read lines without building domain objects (the scan, the listing
+# index, search, blobs, the chain, retention, the recorders): they decode through these structs, so a wire name is
+# spelled here (native) or in pi_names.py (pi), and nowhere else (tests/test_wire_names.py).
+
+from typing import TypeVar  # noqa: E402
+
+import msgspec  # noqa: E402  (this section is kept apart from the schemas above)
+
+from sessiontree.adapters import pi_names as _pi  # noqa: E402
+
+PARENT_SESSION_KEY = "parent_session"  # the native header's; a pi header never has it
+TARGET_ID_KEY = "target_id"  # a leaf's and a label's target
+CUSTOM_TYPE_KEY = "custom_type"
+TOOL_NAME_KEY = "tool_name"
+MIME_TYPE_KEY = "mime_type"
+UNSET: Any = msgspec.UNSET  # a key the line does not have
+_V = TypeVar("_V", bound=msgspec.Struct)
+
+
+class NativeEnvelope(msgspec.Struct):
+    """A native entry line's envelope: decoding it checks the whole line is JSON but builds only these four."""
+
+    type: str
+    id: str
+    parent: str | None = msgspec.field(name=NATIVE.parent_key)
+    timestamp: str
+
+
+class PiEnvelope(msgspec.Struct):
+    """A pi entry line's envelope (``parentId``)."""
+
+    type: str
+    id: str
+    parent: str | None = msgspec.field(name=_pi.PARENT_KEY)
+    timestamp: str
+
+
+_ENVELOPES: dict[str, msgspec.json.Decoder[Any]] = {
+    NATIVE.parent_key: msgspec.json.Decoder(NativeEnvelope), _pi.PARENT_KEY: msgspec.json.Decoder(PiEnvelope),
+}
+
+
+def envelope_decoder(parent_key: str) -> msgspec.json.Decoder[Any]:
+    """The envelope decoder of the dialect whose parent key is ``parent_key``."""
+    return _ENVELOPES[parent_key]
+
+
+class LeafTarget(msgspec.Struct):
+    """A native ``leaf`` line's target, as written (checked by the reader)."""
+
+    target: Any = msgspec.field(default=None, name=TARGET_ID_KEY)
+
+
+LEAF_TARGET = msgspec.json.Decoder(LeafTarget)
+
+
+def is_pi_header(header: Mapping[str, Any]) -> bool:
+    """Is this parsed first line a pi header rather than a native one? The native writer
+    always writes ``parent_session``; pi never does (``parentSession``, or ``branchedFrom``)."""
+    return header.get("type") == "session" and PARENT_SESSION_KEY not in header
+
+
+def _either(native: Any, pi: Any) -> Any:
+    """The native key's value when the line has it (even null), else pi's, else None."""
+    return native if native is not UNSET else None if pi is UNSET else pi
+
+
+class Header(msgspec.Struct):
+    """A header line of either dialect, every field as written (its reader checks the types)."""
+
+    type: Any = None
+    id: Any = None
+    timestamp: Any = None
+    cwd: Any = None
+    source: Any = None
+    parent_native: Any = msgspec.field(default=UNSET, name=PARENT_SESSION_KEY)
+    parent_pi: Any = msgspec.field(default=UNSET, name=_pi.PARENT_SESSION_KEY)
+
+    @property
+    def parent_session(self) -> Any:
+        return _either(self.parent_native, self.parent_pi)
+
+
+class Line(msgspec.Struct):
+    """An entry line of either dialect, as the listing index, search and retention read it (fields as written)."""
+
+    type: Any = None
+    id: Any = None
+    timestamp: Any = None
+    message: Any = None
+    content: Any = None
+    summary: Any = None
+    label: Any = None
+    name: Any = None
+    data: Any = None
+    parent_native: Any = msgspec.field(default=UNSET, name=NATIVE.parent_key)
+    parent_pi: Any = msgspec.field(default=UNSET, name=_pi.PARENT_KEY)
+    target_native: Any = msgspec.field(default=UNSET, name=TARGET_ID_KEY)
+    target_pi: Any = msgspec.field(default=UNSET, name=_pi.TARGET_ID_KEY)
+    custom_type: Any = msgspec.field(default=None, name=CUSTOM_TYPE_KEY)
+    custom_type_pi: Any = msgspec.field(default=None, name=_pi.CUSTOM_TYPE_KEY)
+
+    @property
+    def parent(self) -> Any:
+        return _either(self.parent_native, self.parent_pi)
+
+    @property
+    def target(self) -> Any:
+        """A label's target (either dialect) or a native leaf's."""
+        return _either(self.target_native, self.target_pi)
+
+    def pi_leaf_marker(self) -> bool:
+        """Is this pi's ``custom`` entry recording a leaf move (``parentId`` the new leaf, ``data.fromId`` the old)?"""
+        data = self.data
+        return (self.type == "custom" and self.custom_type_pi == _pi.LEAF_MARKER_TYPE and isinstance(data, Mapping)
+                and data.keys() == {_pi.FROM_ID_KEY})
+
+    def moved_from(self) -> Any:
+        """The leaf a pi leaf marker moved from (call only when :meth:`pi_leaf_marker`)."""
+        return self.data[_pi.FROM_ID_KEY]
+
+
+class MessageLine(msgspec.Struct):
+    """A message of either dialect inside an entry line (fields as written)."""
+
+    role: Any = None
+    content: Any = None
+    summary: Any = None
+    command: Any = None  # pi's bashExecution
+    output: Any = None
+    tool_name: Any = msgspec.field(default=UNSET, name=TOOL_NAME_KEY)
+    tool_name_pi: Any = msgspec.field(default=UNSET, name=_pi.TOOL_NAME_KEY)
+
+    @property
+    def name_of_tool(self) -> Any:
+        return _either(self.tool_name, self.tool_name_pi)
+
+
+class ListedMessage(msgspec.Struct):
+    """A message as the listing index reads it: its role, its content left undecoded until it is wanted."""
+
+    role: Any = None
+    content: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class Listed(msgspec.Struct):
+    """An entry line as the listing index folds it, decoded straight from its bytes (a message that is not an object
+    fails it: :data:`LINE` reads that line instead)."""
+
+    type: Any = None
+    timestamp: Any = None
+    name: Any = None
+    message: ListedMessage | None = None
+
+
+HEADER = msgspec.json.Decoder(Header)
+LINE = msgspec.json.Decoder(Line)
+LISTED = msgspec.json.Decoder(Listed)
+
+
+def _view(data: Any, cls: type[_V]) -> _V | None:
+    if isinstance(data, cls):  # decoded from the line's bytes already
+        return data
+    if isinstance(data, dict):
+        return msgspec.convert(data, cls)
+    return msgspec.convert(dict(data), cls) if isinstance(data, Mapping) else None
+
+
+def header_of(data: Any) -> Header | None:
+    """The header view of a parsed line (or the view itself; None when it is not a JSON object)."""
+    return _view(data, Header)
+
+
+def line_of(data: Any) -> Line | None:
+    """The entry view of a parsed line (or the view itself; None when it is not a JSON object)."""
+    return _view(data, Line)
+
+
+def message_of(data: Any) -> MessageLine | None:
+    """The view of a parsed message (None when it is not a JSON object)."""
+    return _view(data, MessageLine)

@@ -21,6 +21,7 @@ from sessiontree.adapters import folders, jsontext
 from sessiontree.adapters.blob_stores import folder_for
 from sessiontree.adapters.cache_files import cache_file
 from sessiontree.adapters.files import open_regular, read_lines
+from sessiontree.adapters.schema import header_of
 from sessiontree.adapters.search_sqlite import SqliteSearchIndex
 from sessiontree.adapters.search_state import Change, Filters, Hit, SourceState, checked
 from sessiontree.adapters.search_text import Row, backs, entry_row, erased_id, same_place, with_text, without_erased
@@ -67,9 +68,10 @@ def _read(
         reached, seq = end, seq + 1
         data = _parse(line)
         if state is None:
-            if not isinstance(data, dict) or data.get("type") != "session" or not isinstance(data.get("id"), str):
+            header = header_of(data)
+            if header is None or header.type != "session" or not isinstance(header.id, str):
                 return _not_session(name, stamp)
-            state = SourceState(data["id"], cwd=_cwd(data.get("cwd")))
+            state = SourceState(header.id, cwd=_cwd(header.cwd))
             continue
         row = entry_row(seq, with_text(data, line, blobs), end - len(line) - 1 if line is not None else -1)
         if row is not None:

@@ -18,6 +18,7 @@ import orjson
 from sessiontree.adapters.blob_tables import blobs_of
 from sessiontree.adapters.jsontext import loads
 from sessiontree.adapters.memory_recorder import MemoryRecorder
+from sessiontree.adapters.schema import header_of, line_of
 from sessiontree.adapters.search_state import Change, Filters, Hit, SearchIndex, SourceState, checked
 from sessiontree.adapters.search_text import Row, backs, entry_row, erased_id, same_place, with_text, without_erased
 
@@ -56,7 +57,7 @@ def read_session(recorder: Any, sid: str, state: SourceState | None) -> Change:
     reset = state is not None
     if state is not None:
         last = recorder.select_events(sid, gt=state.version - 1, lte=state.version)
-        if last and isinstance(data := _line(last[0]), dict) and data.get("id") == state.last_id:
+        if last and (entry := line_of(_line(last[0]))) is not None and entry.id == state.last_id:
             reset = False
         else:
             state = None
@@ -67,9 +68,10 @@ def read_session(recorder: Any, sid: str, state: SourceState | None) -> Change:
     for stored in events:
         data = _line(stored)
         if state is None:
-            if stored.originator_version != 1 or not isinstance(data, dict) or data.get("type") != "session":
+            header = header_of(data)
+            if stored.originator_version != 1 or header is None or header.type != "session":
                 return Change(sid, None, reset=True)
-            cwd = data.get("cwd")
+            cwd = header.cwd
             state = SourceState(sid, cwd=same_place(cwd) if isinstance(cwd, str) else "")
             continue
         row = entry_row(stored.originator_version, with_text(data, bytes(stored.state), blobs_of(recorder)))

@@ -21,13 +21,15 @@ import attrs
 import orjson
 
 from sessiontree.adapters.blobs import MARKER, fetch, resolve, unpacked
+from sessiontree.adapters.pi_names import TOOL_CALL_BLOCK, TOOL_RESULT_ROLE
+from sessiontree.adapters.schema import Line, line_of, message_of
 from sessiontree.domain.erasure import RECORD_TYPE
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import format_timestamp, parse_timestamp
 
 _WORD = re.compile(r"[^\W_]+")
 MAX_WORD = 100  # a longer run of letters (base64, a hash) is cut here: nobody types it, and PostgreSQL caps lexemes
-ROLES = {"user": "user", "assistant": "assistant", "tool_result": "tool", "toolResult": "tool"}
+ROLES = {"user": "user", "assistant": "assistant", "tool_result": "tool", TOOL_RESULT_ROLE: "tool"}
 MAX_TEXT = 1 << 17  # characters of one entry that are searched (PostgreSQL caps a tsvector at 1 MB)
 MARK = ("**", "**")  # how a snippet marks the words that matched
 
@@ -93,7 +95,7 @@ def _text_blocks(content: Any, out: list[str]) -> None:
             value = block.get(kind)
             if isinstance(value, str):
                 out.append(value)
-        elif kind in ("tool_call", "toolCall"):
+        elif kind in ("tool_call", TOOL_CALL_BLOCK):
             name, arguments = block.get("name"), block.get("arguments")
             if isinstance(name, str):
                 out.append(name)
@@ -113,31 +115,34 @@ def _json_text(value: Any) -> str:
 def entry_text(data: Any) -> tuple[str, str] | None:
     """``(kind, text)`` of one entry (its wire JSON, either dialect): the kind is a message's role (``user``,
     ``assistant``, ``tool``, or its own role) or the entry's type; None for an entry with no text to search."""
-    if not isinstance(data, Mapping):
-        return None
-    kind = data.get("type")
+    entry = line_of(data)
+    return None if entry is None else _entry_text(entry)
+
+
+def _entry_text(entry: Line) -> tuple[str, str] | None:
+    kind = entry.type
     out: list[str] = []
     if kind == "message":
-        message = data.get("message")
-        if not isinstance(message, Mapping):
+        message = message_of(entry.message)
+        if message is None:
             return None
-        role = message.get("role")
+        role = message.role
         kind = ROLES.get(role, role) if isinstance(role, str) else "message"
         if kind == "tool":
-            name = message.get("tool_name", message.get("toolName"))
+            name = message.name_of_tool
             if isinstance(name, str):
                 out.append(name)
-        _text_blocks(message.get("content"), out)
-        for key in ("summary", "command", "output"):  # summary messages; pi's bashExecution
-            _append_str(out, message.get(key))
+        _text_blocks(message.content, out)
+        for value in (message.summary, message.command, message.output):  # summary messages; pi's bashExecution
+            _append_str(out, value)
     elif kind in ("compaction", "branch_summary"):
-        _append_str(out, data.get("summary"))
+        _append_str(out, entry.summary)
     elif kind == "label":
-        _append_str(out, data.get("label"))
+        _append_str(out, entry.label)
     elif kind == "session_info":
-        _append_str(out, data.get("name"))
+        _append_str(out, entry.name)
     elif kind == "custom_message":
-        _text_blocks(data.get("content"), out)
+        _text_blocks(entry.content, out)
     else:
         return None
     text = "\n".join(p for p in out if p)[:MAX_TEXT]
@@ -219,25 +224,25 @@ def with_text(data: Any, line: bytes | None, store: Any) -> Any:
 def entry_row(seq: int, data: Any, at: int = -1) -> Row | None:
     """The row of one entry line (parsed JSON, either dialect; ``at``: where the line starts in its file); None for a
     line that is not an entry."""
-    if not isinstance(data, Mapping):
+    entry = line_of(data)
+    if entry is None:
         return None
-    entry_id = data.get("id")
+    entry_id = entry.id
     if not isinstance(entry_id, str):
         return None
-    parent = data.get("parent_id", data.get("parentId"))
+    parent = entry.parent
     parent = parent if isinstance(parent, str) else None
-    kind = data.get("type")
+    kind = entry.type
     leaf: str | None = entry_id
     if kind == "leaf":
-        target = data.get("target_id")
+        target = entry.target_native
         leaf = target if isinstance(target, str) else None
-    elif _is_pi_leaf_marker(data):  # pi's leaf move: parentId is the new leaf, data.fromId the old one
-        leaf, fro = parent, data["data"]["fromId"]
+    elif entry.pi_leaf_marker():  # pi's leaf move: parentId is the new leaf, data.fromId the old one
+        leaf, fro = parent, entry.moved_from()
         parent = fro if isinstance(fro, str) else None
-    found = entry_text(data)
+    found = _entry_text(entry)
     kind_text = found[0] if found else (kind if isinstance(kind, str) else "unknown")
-    return Row(seq, entry_id, parent, kind_text, sortable_time(data.get("timestamp")), found[1] if found else None, leaf,
-               at)
+    return Row(seq, entry_id, parent, kind_text, sortable_time(entry.timestamp), found[1] if found else None, leaf, at)
 
 
 def backs(hit: Any, data: Any, line: bytes, store: Any) -> bool:
@@ -254,8 +259,9 @@ def _shown(text: str | None) -> str | None:
 def erased_id(data: Any) -> str | None:
     """The entry a redaction record erased (None for any other line): its text leaves the index at once, whether or
     not the line itself was rewritten yet (docs/audit.md, *Erasure*)."""
-    if isinstance(data, Mapping) and data.get("type") == "custom" and data.get("custom_type") == RECORD_TYPE:
-        payload = data.get("data")
+    entry = line_of(data)
+    if entry is not None and entry.type == "custom" and entry.custom_type == RECORD_TYPE:
+        payload = entry.data
         target = payload.get("entry_id") if isinstance(payload, Mapping) else None
         return target if isinstance(target, str) else None
     return None
@@ -264,12 +270,6 @@ def erased_id(data: Any) -> str | None:
 def without_erased(rows: list[Row], erased: set[str]) -> list[Row]:
     """``rows`` with no text for the entries erased."""
     return [attrs.evolve(row, text=None) if row.entry_id in erased else row for row in rows] if erased else rows
-
-
-def _is_pi_leaf_marker(data: Mapping[str, Any]) -> bool:
-    payload = data.get("data")
-    return (data.get("type") == "custom" and data.get("customType") == "sessiontree/leaf" and isinstance(payload, Mapping)
-            and set(payload) == {"fromId"})
 
 
 def sortable_time(value: Any) -> str:

@@ -15,8 +15,9 @@ from typing import Any
 import msgspec
 
 from sessiontree.adapters import jsonl_index
-from sessiontree.adapters.jsonl_scan import envelope_decoder
 from sessiontree.adapters.mapped import MappedLines
+from sessiontree.adapters.pi_names import PARENT_KEY as PI_PARENT_KEY
+from sessiontree.adapters.schema import NATIVE, envelope_decoder
 from sessiontree.adapters.verify_report import VerifyReport
 
 
@@ -53,7 +54,7 @@ def _disagreement(lines: Sequence[bytes], index: jsonl_index.SidecarIndex) -> tu
     for number in range(index.lines + 1):
         if offsets[number] != index.offsets[number]:
             return number + 1, f"line {number + 1} starts at byte {offsets[number]}, not {index.offsets[number]}"
-    decode = envelope_decoder("parentId" if index.dialect == "pi" else "parent_id").decode
+    decode = envelope_decoder(PI_PARENT_KEY if index.dialect == "pi" else NATIVE.parent_key).decode
     markers = set(index.markers)
     types, ids, parents, orphans = index.types, index.ids, index.parents, index.orphans
     for pos in range(index.lines - 1):
