@@ -56,15 +56,9 @@ def private_uses() -> Counter[tuple[str, str]]:
     return uses
 
 
-# (module, name): uses. An insert inside our own transaction, which eventsourcing's public API has no way to do.
-ALLOWED = {
-    ("adapters/database_index.py", "_insert_tracking"): 1,  # SQLite, PostgreSQL: the listing row with its tracking row
-}
-
-
-def test_eventsourcing_private_names_only_on_the_allow_list():
-    """A new use fails; so does one removed without shrinking the list (it is the to-do of issue 34, item 3)."""
-    assert dict(private_uses()) == ALLOWED
+def test_the_library_uses_no_private_name_of_eventsourcing():
+    """No attribute access, nor string for getattr, names a private name of eventsourcing (issue 34, item 3)."""
+    assert dict(private_uses()) == {}
 
 
 def test_the_scan_finds_a_private_use():
