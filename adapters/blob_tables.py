@@ -2,17 +2,20 @@
 
 A writer stores its blobs in the transaction that stores the lines naming them (``insert_with``), and a collector
 checks the events and deletes in one step (``collect``), so a collector sees a line with its blobs or neither: no crash
-or interleaving leaves a stored line naming a collected blob. That transaction needs eventsourcing's private
-insert-within-a-transaction methods (``_insert_events`` of its SQLite recorders, ``_insert_stored_events`` of its
-PostgreSQL ones; our own PostgreSQL recorder takes a ``before`` step instead): they are used here only, and
-tests/adapters/test_blobs_atomic.py fails if eventsourcing changes them.
+or interleaving leaves a stored line naming a collected blob. eventsourcing's public ``insert_events`` opens a
+transaction of its own, so the events of that transaction are inserted by SQL we own (:func:`insert_events`, also
+used for the deletion and erasure markers of ``retention_db.py`` and ``row_replace.py``; docs/architecture.md, "SQL
+we own"); our own PostgreSQL recorder takes a ``before`` step instead.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import AggregateRecorder, ApplicationRecorder, StoredEvent
 
 from sessiontree.adapters.blob_gc import needle
 from sessiontree.adapters.blob_stores import DEFAULT, BlobStore, MemoryBlobs
@@ -78,10 +81,13 @@ class TableBlobs(BlobStore):
                                                (digest, data), commit=True))
 
     def joins(self, recorder: Any) -> bool:
-        """Can the blobs be written in the transaction of ``recorder``'s events? (Else the writer puts them before
-        and again after its events: ``recorder.py``.)"""
-        hook = "_insert_stored_events" if self.postgres else "_insert_events"
-        return getattr(recorder, "takes_before", False) or callable(getattr(recorder, hook, None))
+        """Can the blobs be written in the transaction of ``recorder``'s events: our PostgreSQL recorder, or an
+        eventsourcing SQL recorder on this table's database, whose events table :func:`insert_events` writes? (Else the
+        writer puts them before and again after its events: ``recorder.py``.)"""
+        if getattr(recorder, "takes_before", False):
+            return True
+        return isinstance(recorder, AggregateRecorder) and hasattr(recorder, "events_table_name") and \
+            getattr(recorder, "datastore", None) is self.datastore
 
     def insert_with(self, recorder: Any, stored: Any, put: Any) -> None:
         """Insert the events ``stored`` and the blobs ``put`` (digest, bytes) in one transaction; eventsourcing's
@@ -96,7 +102,7 @@ class TableBlobs(BlobStore):
         if not self.postgres:  # one writer at a time: whatever a collector deleted before is inserted again here
             with self.datastore.transaction(commit=True) as cursor:
                 cursor.executemany(self._q("INSERT INTO {t} (digest, data) VALUES (?, ?) ON CONFLICT DO NOTHING"), rows)
-                recorder._insert_events(cursor, stored)
+                insert_events(recorder, cursor, stored)
             return
         upsert = self._q("INSERT INTO {t} (digest, data) VALUES (?, ?) ON CONFLICT (digest) DO UPDATE SET digest = "
                          "excluded.digest WHERE false")
@@ -164,7 +170,7 @@ class TableBlobs(BlobStore):
 
 
 def _pg_insert(datastore: Any, recorder: Any, stored: Any, before: Any) -> None:
-    """As eventsourcing's PostgreSQL ``insert_events`` (tried again when the connection or a lock fails), with
+    """As eventsourcing's PostgreSQL ``insert_events`` (tried again when the connection or a lock fails, as it is), with
     ``before`` run first in its transaction."""
     from eventsourcing.persistence import InterfaceError, OperationalError
     from eventsourcing.utils import retry
@@ -173,9 +179,40 @@ def _pg_insert(datastore: Any, recorder: Any, stored: Any, before: Any) -> None:
     def insert() -> None:
         with datastore.transaction(commit=True) as cursor:
             before(cursor)
-            recorder._insert_stored_events(cursor, stored)
+            insert_events(recorder, cursor, stored)
 
     insert()
+
+
+_COLUMNS = "(originator_id, originator_version, topic, state)"
+
+
+def insert_events(recorder: Any, cursor: Any, stored: Sequence[StoredEvent]) -> None:
+    """Insert ``stored`` into the events table of ``recorder`` (eventsourcing's SQLite or PostgreSQL recorder) in the
+    caller's open transaction ``cursor``: eventsourcing's public ``insert_events`` commits a transaction of its own,
+    and blob rows, deletion and erasure markers must commit with other rows. A taken version raises IntegrityError.
+    For a PostgreSQL application recorder its own insert's table lock goes first (insert order is commit order, so a
+    reader of its notification log never passes a gap filled later), then its NOTIFY."""
+    if not stored:
+        return
+    datastore = recorder.datastore
+    if "postgres" not in type(datastore).__module__:  # SQLite: eventsourcing keeps a UUID as its hex
+        rows = [(s.originator_id.hex if isinstance(s.originator_id, UUID) else s.originator_id, s.originator_version,
+                 s.topic, s.state) for s in stored]
+        cursor.executemany(f"INSERT INTO {recorder.events_table_name} {_COLUMNS} VALUES (?, ?, ?, ?)", rows)
+        return
+    from psycopg.sql import SQL, Identifier
+
+    table = SQL("{}.{}").format(Identifier(datastore.schema), Identifier(recorder.events_table_name))
+    logged = isinstance(recorder, ApplicationRecorder)  # a flag: narrowing would hide channel_name from mypy
+    if logged:
+        cursor.execute("SELECT set_config('lock_timeout', %s, true)", (f"{datastore.lock_timeout}s",))
+        cursor.execute(SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(table))
+        cursor.execute(SQL("NOTIFY {}").format(Identifier(recorder.channel_name)))
+    columns = ([s.originator_id for s in stored], [s.originator_version for s in stored], [s.topic for s in stored],
+               [s.state for s in stored])
+    cursor.execute(SQL("INSERT INTO {} " + _COLUMNS + " SELECT * FROM unnest(%s::{}[], %s::bigint[], %s::text[], "
+                       "%s::bytea[])").format(table, Identifier(datastore.originator_id_type)), columns)
 
 
 def blobs_of(recorder: Any) -> BlobStore:

@@ -2,7 +2,9 @@
 
 :class:`SessionIndexProjection` folds the notification log into a ``TrackingRecorder`` view with one more table of
 listing summaries, written in the tracking record's transaction (so it never disagrees with its position, and can
-be rebuilt from notification 1). A deleted session is a marker event in the ``~deletions`` stream, seen in log order.
+be rebuilt from notification 1). eventsourcing's public ``insert_tracking`` commits a transaction of its own, so the
+tracking row is written by SQL we own (``_TableView.track``; docs/architecture.md, "SQL we own"). A deleted session
+is a marker event in the ``~deletions`` stream, seen in log order.
 """
 
 from __future__ import annotations
@@ -131,16 +133,33 @@ _LIST_CWD = "SELECT summary FROM {table} WHERE cwd = ? ORDER BY modified DESC"
 
 class _TableView:
     """What the SQLite and PostgreSQL views share. A subclass writes the statements above in its database's form
-    (``_sql``) and selects the rows (``session_id``, ``summary``) of some sessions (``_stored``)."""
+    (``_sql``), names its tracking table (``_tracking``) and selects the rows (``session_id``, ``summary``) of some
+    sessions (``_stored``)."""
 
     datastore: Any
-    _insert_tracking: Callable[[Any, Tracking], None]
     _sql: Callable[[str], Any]
+    _tracking: Callable[[str], Any]
     _stored: Callable[[Any, list[str]], Iterable[Any]]
+
+    def track(self, cursor: Any, tracking: Tracking) -> None:
+        """Record ``tracking`` in the caller's transaction, in eventsourcing's tracking table as its own
+        ``insert_tracking`` does: one row per application moved forward only (IntegrityError if another writer got
+        there first), or one row per notification when the datastore keeps the old layout."""
+        params = (tracking.application_name, tracking.notification_id)
+        if not self.datastore.single_row_tracking:
+            cursor.execute(self._tracking("INSERT INTO {tracking} (application_name, notification_id) VALUES (?, ?)"),
+                           params)
+            return
+        cursor.execute(self._tracking(
+            "INSERT INTO {tracking} AS t (application_name, notification_id) VALUES (?, ?) ON CONFLICT (application_name) "
+            "DO UPDATE SET notification_id = excluded.notification_id WHERE t.notification_id < excluded.notification_id "
+            "RETURNING notification_id"), params)
+        if cursor.fetchone() is None:
+            raise IntegrityError(f"Failed to record tracking for {tracking.application_name} {tracking.notification_id}")
 
     def process(self, items: Sequence[Item], tracking: Tracking) -> None:
         with self.datastore.transaction(commit=True) as cursor:
-            self._insert_tracking(cursor, tracking)  # first: it serialises concurrent writers
+            self.track(cursor, tracking)  # first: it serialises concurrent writers
             ids = touched(items)
             rows: dict[str, Summary | None] = dict.fromkeys(ids)
             for row in self._stored(cursor, ids):
@@ -178,6 +197,9 @@ class SQLiteSessionIndexView(_TableView, SQLiteTrackingRecorder):
     def _sql(self, template: str) -> str:
         return template.format(table=self.table)
 
+    def _tracking(self, template: str) -> str:
+        return template.format(tracking="tracking")  # eventsourcing's SQLite tracking table has this one name
+
     def _stored(self, cursor: Any, ids: list[str]) -> Iterable[Any]:
         for start in range(0, len(ids), 500):  # within SQLite's limit on bound parameters
             chunk = ids[start : start + 500]
@@ -211,6 +233,10 @@ def postgres_view_class() -> Any:
         def _sql(self, template: str) -> Any:
             """``template`` with psycopg's placeholders and the table's quoted name in its schema."""
             return SQL(template.replace("?", "%s").replace("{table}", "{0}.{1}")).format(*self._names)
+
+        def _tracking(self, template: str) -> Any:
+            return SQL(template.replace("?", "%s").replace("{tracking}", "{0}.{1}")).format(
+                Identifier(self.datastore.schema), Identifier(self.tracking_table_name))
 
         def _stored(self, cursor: Any, ids: list[str]) -> Iterable[Any]:
             cursor.execute(self._select, (ids,))

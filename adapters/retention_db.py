@@ -1,9 +1,10 @@
 """Deleting a whole session from a database store in one transaction: its events, its listing row, and a deletion
 marker in the ``~deletions`` stream (so every other process's listing view drops it too, ``database_index.py``).
 
-The marker is inserted first, through the recorder's own insert (PostgreSQL: it takes the events table's lock, which
-also keeps any append to the session out until the transaction ends; SQLite: the write lock). The session's line
-count is checked inside the transaction, so a session that grew since it was surveyed is kept.
+The marker is inserted first, by the events insert we own (``blob_tables.insert_events``: eventsourcing's own insert
+commits by itself). In PostgreSQL it takes the events table's lock, which also keeps any append to the session out
+until the transaction ends; in SQLite, the write lock. The session's line count is checked inside the transaction, so
+a session that grew since it was surveyed is kept.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import orjson
 from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent
 
 from sessiontree.adapters import database_index as db_index
+from sessiontree.adapters.blob_tables import insert_events
 from sessiontree.adapters.database import DatabaseStore
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.ids import now_iso
@@ -74,7 +76,7 @@ def _delete_sqlite(store: DatabaseStore, session_id: str, marker: StoredEvent, l
     recorder: Any = store.recorder
     table = recorder.events_table_name
     with recorder.datastore.transaction(commit=True) as c:
-        recorder._insert_events(c, [marker])  # first: it takes the write lock and the highest notification id
+        insert_events(recorder, c, [marker])  # first: it takes the write lock and the highest notification id
         c.execute(f"SELECT COUNT(*) FROM {table} WHERE originator_id = ?", (session_id,))
         if c.fetchone()[0] != lines:
             raise changed()  # rolls the marker back
@@ -90,7 +92,7 @@ def _delete_postgres(store: DatabaseStore, session_id: str, marker: StoredEvent,
     view: Any = store.view
     events = (Identifier(recorder.datastore.schema), Identifier(recorder.events_table_name))
     with recorder.datastore.transaction(commit=True) as curs:
-        recorder._insert_stored_events(curs, [marker])  # locks the events table: no append to the session meanwhile
+        insert_events(recorder, curs, [marker])  # locks the events table: no append to the session meanwhile
         curs.execute(SQL("SELECT COUNT(*) AS n FROM {0}.{1} WHERE originator_id = %s").format(*events), (session_id,))
         if curs.fetchone()["n"] != lines:
             raise changed()  # rolls the marker back

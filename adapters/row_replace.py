@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 from eventsourcing.persistence import StoredEvent
 
+from sessiontree.adapters.blob_tables import insert_events
 from sessiontree.adapters.index import fold_lines
 from sessiontree.adapters.memory_recorder import MemoryRecorder
 from sessiontree.domain.errors import SessionError
@@ -87,7 +88,7 @@ def _replace_sqlite(recorder: Any, session_id: str, version: int, line: bytes) -
                                    (orjson.dumps(summary.to_dict()), session_id))
         cursor.execute(f"SELECT MAX(originator_version) FROM {events} WHERE originator_id = ?", (ERASURES_STREAM,))
         last = cursor.fetchone()[0] or 0
-        recorder._insert_events(cursor, [_marker(session_id, version, last + 1)])  # its write lock is held: no race
+        insert_events(recorder, cursor, [_marker(session_id, version, last + 1)])  # the write lock is held: no race
     checkpoint(recorder)
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
@@ -210,3 +211,61 @@ def test_an_unreachable_postgres_is_a_storage_error() -> None:
     assert info.value.code == "storage"
     assert "\n" not in str(info.value)
     assert "127.0.0.1:1" in str(info.value)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def projected(request: Any, tmp_path: Path) -> Iterator[DatabaseSessionRepo]:
+    """A repository listed through the notification log's projection: SQLite's, or one on eventsourcing's own
+    PostgreSQL application recorder (a ``DatabaseStore`` on its settings, which ``DatabaseStore.postgres`` is not)."""
+    from sessiontree.adapters.database import DatabaseStore, _postgres_env, check_server
+
+    if request.param == "sqlite":
+        repo = DatabaseSessionRepo.sqlite(tmp_path / "s.db", clock=fixed_clock(kit.T0))
+        yield repo
+        repo.close()
+        return
+    with pg.temp_schema("stock") as schema:
+        env = _postgres_env(pg.DBNAME, pg.HOST, pg.PORT, pg.USER, None, schema)
+        check_server(env, pg.url(schema), schema)
+        repo = DatabaseSessionRepo(DatabaseStore(env, url=pg.url(schema)), clock=fixed_clock(kit.T0))
+        yield repo
+        repo.close()
+
+
+def test_listing_rows_commit_with_their_tracking_row_or_not_at_all(projected: Any) -> None:
+    """The view writes its tracking row (SQL we own, docs/architecture.md) in the transaction of the listing rows: a
+    batch at a position another writer already recorded is refused whole and changes nothing; a later one goes in."""
+    from eventsourcing.persistence import IntegrityError, Tracking
+
+    from sessiontree.adapters.database_index import DELETIONS_STREAM
+
+    session = write_sample(projected)
+    before = projected.list()
+    name, last = projected.app.name, projected.view.max_tracking_id(projected.app.name)
+    deleted = [(last, DELETIONS_STREAM, 1, {"type": "deleted", "id": session.id})]
+    with pytest.raises(IntegrityError):
+        projected.view.process(deleted, Tracking(name, last))
+    assert projected.list() == before
+    assert projected.view.max_tracking_id(name) == last
+    projected.view.process(deleted, Tracking(name, last + 1))
+    assert projected.view.summaries(None) == [] and projected.view.max_tracking_id(name) == last + 1
+
+
+def test_a_deletion_records_its_marker_in_its_own_transaction(projected: Any) -> None:
+    """A prune's deletion inserts the ``~deletions`` marker by SQL we own, in the transaction that checks the line
+    count and deletes: a session that changed keeps its rows and gets no marker; else every process's listing drops
+    it."""
+    from sessiontree.adapters.database_index import DELETIONS_STREAM
+    from sessiontree.adapters.retention_db import delete_rows
+
+    kept, gone = write_sample(projected), write_sample(projected)
+    lines = len(projected.recorder.select_events(gone.id))
+    with pytest.raises(SessionError, match="changed"):
+        delete_rows(projected.store, gone.id, lines - 1, lambda: SessionError("conflict", "changed"))
+    assert len(projected.recorder.select_events(gone.id)) == lines
+    assert projected.recorder.select_events(DELETIONS_STREAM) == []
+    delete_rows(projected.store, gone.id, lines, lambda: SessionError("conflict", "changed"))
+    assert projected.recorder.select_events(gone.id) == []
+    [marker] = projected.recorder.select_events(DELETIONS_STREAM)
+    assert orjson.loads(marker.state)["id"] == gone.id
+    assert [i.id for i in projected.list()] == [kept.id]
