@@ -18,7 +18,7 @@ import msgspec
 from sessiontree.adapters import jsontext
 from sessiontree.adapters.encoders import Encoders, Writers
 from sessiontree.adapters.jsontext import line_problem, parse, repeated_key
-from sessiontree.adapters.schema import NATIVE, Dialect, schemas
+from sessiontree.adapters.schema import NATIVE, PARENT_SESSION_KEY, Dialect, schemas
 from sessiontree.adapters.structure import Malformed, Structurer
 from sessiontree.adapters.wire import WireDecoder
 from sessiontree.domain.errors import SessionError
@@ -80,7 +80,7 @@ class Codec:
     def header_dict(self, header: SessionStarted) -> dict[str, Any]:
         out: dict[str, Any] = {
             "type": "session", "version": header.version, "id": header.originator_id, "timestamp": header.timestamp,
-            "cwd": header.cwd, "parent_session": header.parent_session, "metadata": dict(header.metadata),
+            "cwd": header.cwd, PARENT_SESSION_KEY: header.parent_session, "metadata": dict(header.metadata),
         }
         if header.extra:
             out.update(header.extra)
@@ -152,7 +152,7 @@ class Codec:
             raise corrupt(f"session header version {version!r} is not a number")
         if version != 3:
             raise SessionError("unsupported_version", f"session format version {version} is not supported")
-        return self.header_from(data, version, "parent_session", lambda extra: extra)
+        return self.header_from(data, version, PARENT_SESSION_KEY, lambda extra: extra)
 
     def header_from(
         self, data: dict[str, Any], version: int, parent_key: str, extra: Callable[[dict[str, Any]], Any]

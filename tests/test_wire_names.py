@@ -40,10 +40,6 @@ OWN_FORMATS = {
     # whether its target becomes a domain concept is the domain's call, not this module's
     ("projections/pi_context.py", "targetId"): "the data of pi's context_edit entry, read by a projection",
 }
-# TEMPORARY, to be emptied by the rewrite of the codec (issue 33, item 1): the codec still spells the native header key.
-TEMPORARY = {
-    ("adapters/codec.py", "parent_session"),
-}
 
 
 @functools.cache
@@ -67,7 +63,7 @@ def test_each_wire_only_name_is_spelled_only_in_its_dialects_wire_module() -> No
         for name in names:
             modules = literals.get(name, set())
             assert home in modules, f"{name!r} is not in {home}: the list above is out of date"
-            stray = {m for m in modules - {home} if (m, name) not in OWN_FORMATS and (m, name) not in TEMPORARY}
+            stray = {m for m in modules - {home} if (m, name) not in OWN_FORMATS}
             if stray:
                 elsewhere[name] = sorted(stray)
     assert elsewhere == {}, f"wire names spelled outside their dialect's wire module (import them from it): {elsewhere}"
@@ -76,5 +72,5 @@ def test_each_wire_only_name_is_spelled_only_in_its_dialects_wire_module() -> No
 def test_the_exceptions_still_hold() -> None:
     """An exception that no longer spells its name goes from the lists (the temporary ones are meant to)."""
     literals = _literals()
-    stale = sorted(k for k in (*OWN_FORMATS, *TEMPORARY) if k[0] not in literals.get(k[1], set()))
+    stale = sorted(k for k in OWN_FORMATS if k[0] not in literals.get(k[1], set()))
     assert stale == [], f"listed exceptions that no longer apply (remove them): {stale}"
