@@ -49,16 +49,17 @@ def test_the_default_redactor_is_made_by_the_first_append(tmp_path):
         assert session.redactors == () and session.build_context().messages[-1].content == "key AKIAIOSFODNN7EXAMPLE"
 
 
-def test_reading_makes_no_encoders_and_writing_makes_those_it_uses(tmp_path):
+def test_reading_resolves_no_writer_structs_and_writing_those_it_uses(tmp_path):
+    """The writer looks a class's wire struct up on first use (an attribute of the encoders from then on)."""
     path = tmp_path / "s.jsonl"
     with Session(JsonlSessionStorage.create(path)) as session:
         session.append_message(UserMessage("hi"))
     codec = Codec()
     with Session(JsonlSessionStorage.open(path, codec=codec)) as session:
         assert [m.content for m in session.build_context().messages] == ["hi"]
-        assert codec.encoders._by_class == {}
+        assert not any(name[0].isupper() for name in vars(codec.encoders))
         session.append_message(UserMessage("again"))
-    made = {cls.__name__ for cls in codec.encoders._by_class}
+    made = {name for name in vars(codec.encoders) if name[0].isupper()}
     assert "MessageAppended" in made and "AssistantMessage" not in made
     with Session(JsonlSessionStorage.open(path)) as session:  # what the lazily made encoders wrote reads back
         assert [m.content for m in session.build_context().messages] == ["hi", "again"]
