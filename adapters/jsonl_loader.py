@@ -19,6 +19,9 @@ from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry
 
 
+_AHEAD = 256  # lines read ahead of their decoding, together (``MappedLines.read_many``)
+
+
 class DuplicateKeyWarning(UserWarning):
     """A pi line repeats a key in one object; its last value is read, as pi's reader does."""
 
@@ -54,10 +57,14 @@ class LineLoader:
         decoded, warns = self.decoded, self.codec.warns
         expected = self.expected if self.expected is not None else ()
         known = len(expected)
-        for pos in positions:
+        read_many = getattr(lines, "read_many", None)  # a file's lines: neighbours read together
+        ahead: dict[int, bytes] = {}
+        for i, pos in enumerate(positions):
+            if read_many is not None and not i % _AHEAD:  # a bounded batch of bytes held at a time
+                ahead = read_many([p + 1 for p in positions[i : i + _AHEAD]])
             entry = decoded.pop(pos, None) if decoded else None
             if entry is None:
-                line = lines[pos + 1]
+                line = ahead.pop(pos + 1, None) or lines[pos + 1]
                 version = pos + 2
                 try:  # only a dialect that warns of a repeated key gets the warning's callback (made per line)
                     warn = partial(self.warn_at, version) if warns else None
