@@ -18,7 +18,6 @@ from sessiontree.adapters.codec import Codec
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry
 
-
 _AHEAD = 256  # lines read ahead of their decoding, together (``MappedLines.read_many``)
 
 
