@@ -8,7 +8,6 @@ the notification log (``database_index.py``). Settings given to the constructors
 
 from __future__ import annotations
 
-import gc
 import os
 import random
 import threading
@@ -277,13 +276,15 @@ def _open_app(env: Mapping[str, str], url: str) -> SessionLog:
         try:
             return SessionLog(env=env)
         except (PersistenceError, OSError, EventSourcingError) as exc:
-            gc.collect()  # close the half-built connection pool now, not at interpreter exit
             detail = " ".join(str(exc).split())
+            kind = type(exc).__name__
             failures += 1
             # eventsourcing re-creates its PostgreSQL function on every start, and its CREATE ... IF
             # NOT EXISTS statements race too: processes starting together collide, so try again.
             if not any(race in detail for race in _RACES) or failures == _OPEN_TRIES:
-                raise SessionError("storage", f"cannot open the session database {url}: {detail}") from exc
+                # not chained: the traceback would keep the half-built application (and its connection pool) alive
+                # for as long as the error is; dropped here, it is freed as any object is (never a gc call of ours)
+                raise SessionError("storage", f"cannot open the session database {url}: {kind}: {detail}") from None
             time.sleep(0.05 * failures * (1 + random.random()))
 
 

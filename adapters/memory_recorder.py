@@ -30,6 +30,7 @@ class MemoryRecorder(ApplicationRecorder):
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
+        self.recorded = threading.Condition(self.lock)  # woken by each insert: subscriptions wait on it
         self._events: list[StoredEvent] = []
         self._streams: dict[str, dict[int, int]] = {}  # stream id -> version -> position in _events
 
@@ -47,6 +48,7 @@ class MemoryRecorder(ApplicationRecorder):
                 self._events.append(s)
                 self._streams.setdefault(str(s.originator_id), {})[s.originator_version] = len(self._events) - 1
                 ids.append(len(self._events))
+            self.recorded.notify_all()
             return ids
 
     def insert_following(self, stored_events: Sequence[StoredEvent]) -> Sequence[int]:
@@ -97,7 +99,9 @@ class MemoryRecorder(ApplicationRecorder):
             return len(self._events) or None
 
     def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()) -> Subscription[ApplicationRecorder]:
-        raise NotImplementedError("the in-memory recorder pushes no notifications: read them with select_notifications")
+        """The notifications after ``gt`` (those of ``topics`` only, if given), then each new one as it is recorded,
+        until the subscription is stopped (eventsourcing's ``Subscription``: a context manager and an iterator)."""
+        return MemorySubscription(self, gt, topics)
 
     def delete_stream(self, originator_id: str) -> None:
         """Forget a stream: nothing reads its events again (their notifications stay in the log)."""
@@ -151,3 +155,27 @@ class MemoryTrackingRecorder(TrackingRecorder):
     def max_tracking_id(self, application_name: str) -> int | None:
         with self.lock:
             return self._tracking.get(application_name)
+
+
+class MemorySubscription(Subscription[ApplicationRecorder]):
+    """A subscription to a :class:`MemoryRecorder`: iterating waits for the next notification (no thread of its own)."""
+
+    def __init__(self, recorder: MemoryRecorder, gt: int | None = None, topics: Sequence[str] = ()) -> None:
+        super().__init__(recorder=recorder, gt=gt, topics=topics)
+        self.recorder, self.after, self.topics, self.stopped = recorder, gt or 0, tuple(topics), False
+
+    def stop(self) -> None:
+        super().stop()
+        with self.recorder.recorded:
+            self.stopped = True
+            self.recorder.recorded.notify_all()
+
+    def __next__(self) -> Notification:
+        with self.recorder.recorded:
+            while not self.stopped:
+                found = self.recorder.select_notifications(self.after, 1, topics=self.topics, inclusive_of_start=False)
+                if found:
+                    self.after = found[0].id
+                    return found[0]
+                self.recorder.recorded.wait()
+            raise StopIteration

@@ -110,9 +110,18 @@ def test_the_lock_is_the_recorders_own_and_holds_off_writers():
     assert outcome == ["refused"] and recorder.select_events("a") == []
 
 
-def test_subscribe_is_refused_clearly():
-    with pytest.raises(NotImplementedError, match="select_notifications"):
-        MemoryRecorder().subscribe()
+def test_a_subscription_gives_what_is_recorded_then_waits_for_more_until_stopped():
+    recorder = MemoryRecorder()
+    recorder.insert_events([event("a", 1), StoredEvent("b", 1, "other", b"{}"), event("a", 2)])
+    with recorder.subscribe(gt=1, topics=["t"]) as subscription:
+        assert next(subscription).id == 3  # after 1, of topic "t" only
+        later = threading.Timer(0.05, lambda: recorder.insert_events([event("c", 1)]))
+        later.start()
+        nxt = next(subscription)  # waits for the insert made meanwhile by another thread
+        assert (nxt.id, nxt.originator_id, nxt.topic) == (4, "c", "t")
+        threading.Timer(0.05, subscription.stop).start()
+        with pytest.raises(StopIteration):  # stopped while it waited
+            next(subscription)
 
 
 @given(versions=st.integers(0, 12), gt=st.none() | st.integers(-1, 13), lte=st.none() | st.integers(-1, 13),

@@ -136,3 +136,19 @@ def test_no_foreign_function_calls(tmp_path: Path) -> None:
 
     out = subprocess.run([sys.executable, "-c", CTYPES_CHECK], capture_output=True, text=True, check=True, cwd=tmp_path)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_library_makes_no_collector_calls() -> None:
+    """No module of the library imports ``gc`` (or ``ctypes``): the host's collector is the host's (issue 33, item 4)."""
+    import ast
+
+    root = Path(__file__).resolve().parents[2]
+    folders = [p for p in root.iterdir() if p.is_dir() and (p / "__init__.py").exists() and p.name != "tests"]
+    found = []
+    for folder in folders:
+        for path in folder.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                    [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                found += [f"{path.relative_to(root)}: {n}" for n in names if n.split(".")[0] in ("gc", "ctypes")]
+    assert folders and found == []
