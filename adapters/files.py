@@ -13,8 +13,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
-
+from sessiontree.adapters.json_bytes import DECODE_ERRORS
 from sessiontree.adapters.jsontext import loads
 
 GZIP_MAGIC = b"\x1f\x8b"  # how a pruned session's archive starts (adapters/archive.py)
@@ -102,7 +101,7 @@ def is_whole_line(tail: bytes) -> bool:
         return False
     try:
         return isinstance(loads(tail), dict)
-    except orjson.JSONDecodeError:
+    except DECODE_ERRORS:
         return False
 
 

@@ -14,11 +14,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
-import orjson
 
 from sessiontree.adapters import folders, jsontext
 from sessiontree.adapters.cache_files import write_private
 from sessiontree.adapters.files import open_regular, read_lines
+from sessiontree.adapters.json_bytes import DECODE_ERRORS, decode, dumps
 from sessiontree.adapters.jsontext import line_problem
 from sessiontree.domain.events import format_timestamp, parse_timestamp
 
@@ -138,8 +138,8 @@ def _parse(line: bytes | None) -> Any:
     if line is None or line_problem(line, duplicates=False) is not None:
         return None  # over the limits: not parsed (opening the session reports it)
     try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
+        return decode(line)
+    except DECODE_ERRORS:
         return None  # listing is best effort; opening the session reports the bad line
 
 
@@ -253,14 +253,14 @@ class DirectoryIndex:
         try:
             fd = open_regular(path, follow=False)
             try:
-                data = orjson.loads(os.read(fd, MAX_INDEX_BYTES))
+                data = decode(os.read(fd, MAX_INDEX_BYTES))
             finally:
                 os.close(fd)
             # a cached index names its folder: a check against a hash collision
             if (isinstance(data, dict) and data.get("format") == INDEX_FORMAT and isinstance(data.get("files"), dict)
                     and data.get("root") == real_root):
                 return data["files"]  # type: ignore[no-any-return]  # parsed JSON, checked to be a dict
-        except (OSError, orjson.JSONDecodeError):
+        except (OSError, *DECODE_ERRORS):
             pass
         return {}  # missing or unreadable: rebuilt from the logs
 
@@ -270,7 +270,7 @@ class DirectoryIndex:
         data: dict[str, Any] = {"format": INDEX_FORMAT, "files": files}
         if real_root is not None:
             data["root"] = real_root
-        write_private(path, orjson.dumps(data))  # private: it quotes first messages; a read-only folder keeps nothing
+        write_private(path, dumps(data))  # private: it quotes first messages; a read-only folder keeps nothing
 
     def refresh(self) -> dict[str, Summary]:
         """Bring the index up to date with the directory; ``{file name: summary}`` (names relative to ``root``), shared

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
-import orjson
 
 from sessiontree.adapters.blobs import MARKER, fetch, resolve, unpacked
+from sessiontree.adapters.json_bytes import dumps
 from sessiontree.domain.erasure import RECORD_TYPE
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import format_timestamp, parse_timestamp
@@ -105,7 +105,7 @@ def _json_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return orjson.dumps(value).decode()
+        return dumps(value).decode()
     except TypeError:
         return ""
 
