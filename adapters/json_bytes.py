@@ -2,13 +2,13 @@
 
 Bytes we stored or printed must not change: listing caches, database summaries, checkpoints, CLI ``--json`` output.
 msgspec and orjson agree on every value but one: a float of 1e16 or more, which msgspec writes ``1e16`` and orjson
-(and JavaScript) ``1e+16``. :func:`dumps` keeps the ``+``; a JSON number can only hold such an exponent after one of
-``:,[`` and digits, so output without that pattern is returned as msgspec wrote it (one C scan), and only output that
-may hold one is written again with those floats laid out.
+(and JavaScript) ``1e+16``. :func:`dumps` keeps the ``+``: output in which no ``e<digits>`` ends a value is returned as
+msgspec wrote it (one C scan), and only output that may hold such a float is written again with those floats laid out.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -21,17 +21,24 @@ DECODE_ERRORS = (ValueError, RecursionError)
 
 decode = msgspec.json.decode
 _encode = msgspec.json.Encoder().encode
-# a positive exponent in a number (after a key, an item or the start); a string may match too, which only costs time
-_EXPONENT = re.compile(rb"(?:^|[:,\[])\s*-?[0-9]+(?:\.[0-9]+)?e[0-9]")
+# a positive exponent ending a number (then comes "," "}" "]" or the end); a string may match too, which only costs
+# time. It starts with a literal, so re skips from "e" to "e": 0.4 ms over 435 KB of messages (7.7 ms for a pattern
+# that first looks for the ":" "," "[" before a number)
+_EXPONENT = re.compile(rb"e[0-9]+(?:[,}\]]|$)")
 
 
 def dumps(value: Any, enc_hook: Callable[[Any], Any] | None = None) -> bytes:
     """``value`` as compact JSON (UTF-8, keys in insertion order), byte for byte as orjson wrote it."""
-    encode = _encode if enc_hook is None else msgspec.json.Encoder(enc_hook=enc_hook).encode
+    encode = _encode if enc_hook is None else _encoder(enc_hook)
     out = encode(value)
     if _EXPONENT.search(out) is None:
         return out
     return encode(_plus_exponents(value))
+
+
+@functools.cache
+def _encoder(enc_hook: Callable[[Any], Any]) -> Callable[[Any], bytes]:
+    return msgspec.json.Encoder(enc_hook=enc_hook).encode
 
 
 def _plus_exponents(value: Any) -> Any:
