@@ -25,8 +25,8 @@ from sessiontree.adapters.blobs import check_ref, refs
 from sessiontree.adapters.chain import strip as strip_chain
 from sessiontree.adapters.checkpoints import SIDECAR_SUFFIX
 from sessiontree.adapters.files import GZIP_MAGIC as GZIP_MAGIC  # both live in files.py: a reader need not import this
-from sessiontree.adapters.files import fsync_dir, make_private_dirs, open_regular
 from sessiontree.adapters.files import is_archive as is_archive
+from sessiontree.adapters.files import make_private_dirs, open_regular, write_atomic
 from sessiontree.adapters.jsonl_scan import read_header
 from sessiontree.adapters.memory_recorder import MemoryRecorder
 from sessiontree.adapters.pi_names import PARENT_KEY as PI_PARENT_KEY
@@ -242,17 +242,4 @@ def _place_once(folder: Path, target: Path, data: bytes, same: Callable[[], bool
 
 def _place(folder: Path, target: Path, data: bytes) -> None:
     """``data`` at ``target``, whole and fsynced or not at all (a temporary file, then a link: never overwrites)."""
-    tmp = folder / f".{target.name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        with open(fd, "wb", closefd=True) as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.link(tmp, target)
-    finally:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-    fsync_dir(folder)
+    write_atomic(target, data, temp=folder / f".{target.name}.{os.getpid()}.tmp", fsync=True, overwrite=False)

@@ -20,7 +20,7 @@ from typing import Any
 
 from sessiontree.adapters import leftovers
 from sessiontree.adapters.blobs import DEFAULT_THRESHOLD
-from sessiontree.adapters.files import make_private_dirs
+from sessiontree.adapters.files import make_private_dirs, write_atomic
 from sessiontree.domain.errors import SessionError
 
 STALE_AFTER = 60.0  # seconds a dead writer's temporary file is left before a blob write removes it (leftovers.py)
@@ -279,25 +279,9 @@ class FolderBlobs(BlobStore):
             except OSError as exc:
                 raise self._error("read", exc) from exc
             temp = f".{digest[2:10]}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-            try:
-                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                             dir_fd=folder)
-                try:
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(fd, view):]
-                    if self.fsync:
-                        os.fsync(fd)
-                finally:
-                    os.close(fd)
-                os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
-                if self.fsync:  # the file's name on the disk too (the folders made for it were synced as made)
-                    os.fsync(folder)
+            try:  # fsync: the folder too, for the file's name (the folders made for it were synced as made)
+                write_atomic(name, data, temp=temp, dir_fd=folder, fsync=self.fsync)
             except OSError as exc:
-                try:
-                    os.unlink(temp, dir_fd=folder)
-                except OSError:
-                    pass
                 raise self._error("write", exc) from exc
 
     def _holds(self, digest: str, data: bytes) -> bool:

@@ -19,9 +19,8 @@ import hashlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import orjson
-
-from sessiontree.adapters.jsontext import exact_ints, parse
+from sessiontree.adapters.json_bytes import dumps  # a parsed line written again as the codec writes it
+from sessiontree.adapters.jsontext import parse
 from sessiontree.adapters.schema import MIME_TYPE_KEY, line_of
 from sessiontree.domain.errors import SessionError
 
@@ -61,12 +60,6 @@ def slots(data: Any) -> Iterator[Slot]:
             yield block, "data", mime if isinstance(mime, str) else "application/octet-stream"
 
 
-def _dumps(data: Any) -> bytes:
-    """A parsed line written again as the codec writes it (an integer beyond 64 bits as its digits)."""
-    try:
-        return orjson.dumps(data)
-    except TypeError:
-        return orjson.dumps(exact_ints(data))
 
 
 def ref_of(value: Any) -> dict[str, Any] | None:
@@ -159,7 +152,7 @@ def outline(line: bytes, store: Any, put: list[tuple[str, bytes]] | None = None,
     if threshold is None or (len(line) <= threshold and IMAGE not in line):
         return line
     try:
-        data = parse(line)  # integers of any size kept exact (orjson would read those beyond 64 bits as floats)
+        data = parse(line)  # integers of any size kept exact
     except (ValueError, RecursionError):
         return line
     changed = False
@@ -176,7 +169,7 @@ def outline(line: bytes, store: Any, put: list[tuple[str, bytes]] | None = None,
             put.append((ref["sha256"], blob))
         holder[key] = {KEY: ref}
         changed = True
-    return _dumps(data) if changed else line
+    return dumps(data) if changed else line
 
 
 def inline(line: bytes, store: Any, where: Callable[[], str] = lambda: "", read: Any = None) -> bytes:
@@ -188,7 +181,7 @@ def inline(line: bytes, store: Any, where: Callable[[], str] = lambda: "", read:
         data = parse(line)
     except (ValueError, RecursionError):
         return line  # the codec says what is wrong with it
-    return _dumps(data) if resolve(data, store if read is None or store is None else read, where) else line
+    return dumps(data) if resolve(data, store if read is None or store is None else read, where) else line
 
 
 def resolve(data: Any, store: Any, where: Callable[[], str] = lambda: "") -> bool:

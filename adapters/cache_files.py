@@ -15,7 +15,7 @@ from pathlib import Path
 
 import platformdirs
 
-from sessiontree.adapters.files import make_private_dirs
+from sessiontree.adapters.files import make_private_dirs, write_atomic
 
 APP = "sessiontree"
 
@@ -55,20 +55,8 @@ def write_private(path: str, data: bytes) -> bool:
     name is refused), making its folders private; False, and nothing left behind, if it cannot be written."""
     if not private_parent(path):
         return False
-    tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        write_atomic(path, data)  # a cache: not synced (a crash loses it, and it is rebuilt)
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         return False
     return True

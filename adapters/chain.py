@@ -13,8 +13,7 @@ from binascii import hexlify
 from collections.abc import Collection, Sequence
 from typing import Any
 
-import orjson
-
+from sessiontree.adapters.json_bytes import DECODE_ERRORS
 from sessiontree.adapters.jsontext import loads
 from sessiontree.adapters.schema import line_of
 from sessiontree.domain.erasure import RECORD_TYPE, STUB_KEY
@@ -224,7 +223,7 @@ _STUB_TAG = b'"' + STUB_KEY.encode() + b'":true'
 def _object(canonical: bytes) -> dict[str, Any]:
     try:
         obj = loads(canonical)
-    except (orjson.JSONDecodeError, RecursionError):
+    except DECODE_ERRORS:
         return {}
     return obj if isinstance(obj, dict) else {}
 
@@ -253,7 +252,7 @@ def _has_chain_key(line: bytes) -> bool:  # a top-level chain field at all, well
         return False
     try:
         obj = loads(line)
-    except (orjson.JSONDecodeError, RecursionError):
+    except DECODE_ERRORS:
         return False
     return isinstance(obj, dict) and CHAIN_KEY in obj
 

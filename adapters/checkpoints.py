@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import orjson
 
 from sessiontree.adapters.files import open_regular
+from sessiontree.adapters.json_bytes import DECODE_ERRORS, dumps
 from sessiontree.adapters.jsontext import loads
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.ids import now_iso
@@ -57,7 +57,7 @@ class Checkpoint:
         return {"type": "checkpoint", **attrs.asdict(self)}
 
     def to_json(self) -> str:
-        return orjson.dumps(self.to_dict()).decode()
+        return dumps(self.to_dict()).decode()
 
     @classmethod
     def from_dict(cls, data: Any) -> Checkpoint:
@@ -80,9 +80,10 @@ class Checkpoint:
     @classmethod
     def from_json(cls, text: str | bytes) -> Checkpoint:
         try:
-            return cls.from_dict(loads(text))
-        except orjson.JSONDecodeError as exc:
+            data = loads(text)
+        except DECODE_ERRORS as exc:
             raise SessionError("corrupt", f"checkpoint is not valid JSON ({exc})") from None
+        return cls.from_dict(data)
 
 
 def parse_all(items: Iterable[Any]) -> list[Checkpoint]:

@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-import orjson
 from eventsourcing.application import Application
 from eventsourcing.domain import EventSourcingError
 from eventsourcing.persistence import ApplicationRecorder, IntegrityError, PersistenceError, StoredEvent, Tracking
@@ -25,6 +24,7 @@ from eventsourcing.popo import POPOFactory
 from sessiontree.adapters import database_index as db_index
 from sessiontree.adapters.blob_tables import TableBlobs
 from sessiontree.adapters.files import make_private_dirs
+from sessiontree.adapters.json_bytes import DECODE_ERRORS, dumps
 from sessiontree.adapters.jsontext import loads
 from sessiontree.adapters.memory_recorder import MemoryRecorder
 from sessiontree.adapters.recorder import RecorderSessionStorage
@@ -185,7 +185,7 @@ class DatabaseStore(SessionStore):
             self._delete_events(session_id)
 
     def _mark_deleted(self, session_id: str) -> None:
-        state = orjson.dumps({"type": "deleted", "id": session_id, "timestamp": now_iso()})
+        state = dumps({"type": "deleted", "id": session_id, "timestamp": now_iso()})
         for _ in range(20):
             last = self.recorder.select_events(db_index.DELETIONS_STREAM, desc=True, limit=1)
             version = last[0].originator_version + 1 if last else 1
@@ -320,7 +320,7 @@ def _private_file(path: str) -> None:
 def _parse(state: bytes) -> Any:
     try:
         return loads(state)
-    except orjson.JSONDecodeError:
+    except DECODE_ERRORS:
         return None
 
 

@@ -14,13 +14,13 @@ from functools import cache, singledispatchmethod
 from typing import Any, Protocol
 
 import attrs
-import orjson
 from eventsourcing.persistence import IntegrityError, StoredEvent, Tracking
 from eventsourcing.projection import Projection
 from eventsourcing.sqlite import SQLiteTrackingRecorder
 
 from sessiontree.adapters.codec import native_codec
 from sessiontree.adapters.index import Summary, fold_lines
+from sessiontree.adapters.json_bytes import decode, dumps
 from sessiontree.adapters.jsontext import loads
 from sessiontree.adapters.memory_recorder import MemoryTrackingRecorder
 from sessiontree.adapters.recorder import SessionMapper
@@ -163,10 +163,10 @@ class _TableView:
             ids = touched(items)
             rows: dict[str, Summary | None] = dict.fromkeys(ids)
             for row in self._stored(cursor, ids):
-                rows[row["session_id"]] = Summary.from_dict(orjson.loads(row["summary"]))
+                rows[row["session_id"]] = Summary.from_dict(decode(row["summary"]))
             folded = fold_items(rows, items)
             gone = [(sid,) for sid, summary in folded.items() if summary is None]
-            kept = [(sid, s.cwd, s.modified, orjson.dumps(s.to_dict())) for sid, s in folded.items() if s is not None]
+            kept = [(sid, s.cwd, s.modified, dumps(s.to_dict())) for sid, s in folded.items() if s is not None]
             if gone:
                 cursor.executemany(self._sql(_DELETE), gone)
             if kept:
@@ -178,7 +178,7 @@ class _TableView:
                 cursor.execute(self._sql(_LIST_ALL))
             else:
                 cursor.execute(self._sql(_LIST_CWD), (cwd,))
-            return [Summary.from_dict(orjson.loads(row["summary"])) for row in cursor.fetchall()]
+            return [Summary.from_dict(decode(row["summary"])) for row in cursor.fetchall()]
 
 
 class SQLiteSessionIndexView(_TableView, SQLiteTrackingRecorder):

@@ -14,11 +14,10 @@ import os
 import re
 import stat
 
-import orjson
-
 from sessiontree.adapters.cache_files import cache_file
 from sessiontree.adapters.cache_files import private_parent as private_parent  # its callers' name here too
 from sessiontree.adapters.files import open_regular
+from sessiontree.adapters.json_bytes import DECODE_ERRORS
 from sessiontree.adapters.jsontext import loads
 from sessiontree.adapters.schema import is_pi_header
 
@@ -91,7 +90,7 @@ def _is_pi_log(path: str) -> bool:
         return _SESSION_HEADER.match(first) is not None
     try:
         header = loads(first)
-    except orjson.JSONDecodeError:
+    except DECODE_ERRORS:
         return False
     return isinstance(header, dict) and is_pi_header(header)
 

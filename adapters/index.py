@@ -15,11 +15,11 @@ from typing import Any
 
 import attrs
 import msgspec
-import orjson
 
 from sessiontree.adapters import folders, jsontext
 from sessiontree.adapters.cache_files import write_private
 from sessiontree.adapters.files import open_regular, read_lines
+from sessiontree.adapters.json_bytes import DECODE_ERRORS, decode, dumps
 from sessiontree.adapters.jsontext import line_problem
 from sessiontree.adapters.schema import HEADER, LINE, LISTED, Listed, ListedMessage, header_of, line_of, message_of
 from sessiontree.domain.events import format_timestamp, parse_timestamp
@@ -284,14 +284,14 @@ class DirectoryIndex:
         try:
             fd = open_regular(path, follow=False)
             try:
-                data = orjson.loads(os.read(fd, MAX_INDEX_BYTES))
+                data = decode(os.read(fd, MAX_INDEX_BYTES))
             finally:
                 os.close(fd)
             # a cached index names its folder: a check against a hash collision
             if (isinstance(data, dict) and data.get("format") == INDEX_FORMAT and isinstance(data.get("files"), dict)
                     and data.get("root") == real_root):
                 return data["files"]  # type: ignore[no-any-return]  # parsed JSON, checked to be a dict
-        except (OSError, orjson.JSONDecodeError):
+        except (OSError, *DECODE_ERRORS):
             pass
         return {}  # missing or unreadable: rebuilt from the logs
 
@@ -301,7 +301,7 @@ class DirectoryIndex:
         data: dict[str, Any] = {"format": INDEX_FORMAT, "files": files}
         if real_root is not None:
             data["root"] = real_root
-        write_private(path, orjson.dumps(data))  # private: it quotes first messages; a read-only folder keeps nothing
+        write_private(path, dumps(data))  # private: it quotes first messages; a read-only folder keeps nothing
 
     def refresh(self) -> dict[str, Summary]:
         """Bring the index up to date with the directory; ``{file name: summary}`` (names relative to ``root``), shared

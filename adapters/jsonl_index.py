@@ -26,11 +26,12 @@ from operator import add, ge, lt
 from typing import Any
 
 import attrs
-import orjson
 
 from sessiontree.adapters import folders
 from sessiontree.adapters.cache_files import cache_file, write_private
 from sessiontree.adapters.files import open_regular
+from sessiontree.adapters.json_bytes import DECODE_ERRORS, dumps
+from sessiontree.adapters.json_bytes import decode as decode_json
 
 MAGIC = b"sessiontree-idx\n"
 FORMAT = 1
@@ -104,11 +105,11 @@ def encode(index: SidecarIndex) -> bytes:
         "orphans": [[pos, parent] for pos, parent in index.orphans.items()],
         "leaf_moves": index.positions("leaf"), "labels": index.positions("label"), "names": index.positions("session_info"),
     }
-    head = orjson.dumps(meta)
+    head = dumps(meta)
     body = b"".join((
         MAGIC, _LENGTH.pack(len(head)), head,
         array("q", index.offsets).tobytes(), array("i", index.parents).tobytes(),
-        array("H", [code[kind] for kind in index.types]).tobytes(), orjson.dumps(index.ids),
+        array("H", [code[kind] for kind in index.types]).tobytes(), dumps(index.ids),
     ))
     return body + hashlib.sha256(body).digest()
 
@@ -122,7 +123,7 @@ def decode(data: bytes) -> SidecarIndex | None:
         return None
     try:
         return _parse(body)
-    except (ValueError, KeyError, TypeError, IndexError, OverflowError, orjson.JSONDecodeError):
+    except (ValueError, KeyError, TypeError, IndexError, OverflowError, *DECODE_ERRORS):
         return None
 
 
@@ -130,7 +131,7 @@ def _parse(body: memoryview) -> SidecarIndex | None:
     at = len(MAGIC)
     (length,) = _LENGTH.unpack_from(body, at)
     at += _LENGTH.size
-    meta = orjson.loads(body[at : at + length])
+    meta = decode_json(body[at : at + length])
     at += length
     if meta["format"] != FORMAT:
         return None
@@ -143,7 +144,7 @@ def _parse(body: memoryview) -> SidecarIndex | None:
             return None
         values.frombytes(body[at:end])
         at = end
-    ids = orjson.loads(body[at:])
+    ids = decode_json(body[at:])
     kinds = meta["kinds"]
     if not (isinstance(ids, list) and len(ids) == count and set(map(type, ids)) <= {str}):  # checked in C
         return None

@@ -8,7 +8,6 @@ import re
 from typing import Any
 
 import msgspec
-import orjson
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 # Keys and array items a line may hold: parsed, each costs ~150 bytes of Python objects, so a
@@ -18,9 +17,8 @@ _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 
 def parse(line: bytes | str) -> Any:
-    """One JSON value, integers of any size kept exact (orjson reads those above 64 bits as
-    floats); ``ValueError`` (``msgspec.DecodeError``) or ``RecursionError`` if it is not JSON, or
-    if it holds more than ``MAX_VALUES`` keys and items (never parsed then)."""
+    """One JSON value, integers of any size kept exact; ``ValueError`` (``msgspec.DecodeError``) or ``RecursionError``
+    if it is not JSON, or if it holds more than ``MAX_VALUES`` keys and items (never parsed then)."""
     if len(line) > MAX_VALUES and (problem := too_many_values(line)) is not None:
         raise msgspec.DecodeError(problem)
     return _parse(line)
@@ -30,11 +28,8 @@ _parse = msgspec.json.Decoder().decode
 
 
 def loads(line: bytes | str) -> Any:
-    """``orjson.loads`` within the same bound as :func:`parse`: every line read from a log, an archive or a row is
-    parsed by one of the two (``orjson.JSONDecodeError`` for a line of too many values, never parsed)."""
-    if len(line) > MAX_VALUES and (problem := too_many_values(line)) is not None:
-        raise orjson.JSONDecodeError(problem, "", 0)
-    return orjson.loads(line)
+    """:func:`parse` by its other name: every line read from a log, an archive or a row is parsed within the bound."""
+    return parse(line)
 
 
 def too_many_values(line: bytes | str) -> str | None:
@@ -86,10 +81,10 @@ def duplicate_key(line: bytes) -> str | None:
     that hold too many values to be parsed)."""
     if too_many_values(line) is not None:
         return None
-    try:  # the common case in one C pass: a line that re-encodes as itself has no repeats
-        if orjson.dumps(orjson.loads(line)) == line:
+    try:  # the common case in C: a line that re-encodes as itself has no repeats
+        if msgspec.json.encode(_parse(line)) == line:
             return None
-    except (orjson.JSONDecodeError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         pass
     return repeated_key(line)
 
@@ -112,17 +107,3 @@ def repeated_key(line: bytes) -> str | None:
     except (ValueError, RecursionError):
         return None
     return found[0] if found else None
-
-
-def exact_ints(value: Any) -> Any:
-    """``value`` with every int orjson cannot write replaced by its digits as raw JSON."""
-    kind = type(value)
-    if kind is int or (isinstance(value, int) and not isinstance(value, bool)):
-        return value if -(1 << 63) <= value < (1 << 64) else orjson.Fragment(str(int(value)).encode())
-    if isinstance(value, dict):
-        return {key: exact_ints(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [exact_ints(item) for item in value]
-    return value
-
-

@@ -3,14 +3,12 @@ is updated by ``row_replace.py``). Nothing else in the package rewrites a stored
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import os
 from pathlib import Path
 from typing import Any
 
 from sessiontree.adapters import chain, jsontext, leftovers
-from sessiontree.adapters.files import fsync_dir, is_whole_line
+from sessiontree.adapters.files import is_whole_line, write_atomic
 from sessiontree.adapters.jsonl_append import append_error
 from sessiontree.adapters.jsonl_file import StaleFileError
 from sessiontree.adapters.jsonl_scan import corrupt
@@ -45,25 +43,8 @@ def replace_in_file(file: Any, version: int, line: bytes) -> None:
         data = b"\n".join(lines) + b"\n"
         temp = path.with_name(f".{path.name}.{os.getpid()}.rewrite")
         mode = os.fstat(file.fd).st_mode & 0o777
-        fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                if written <= 0:
-                    raise OSError(errno.EIO, "short write")
-                view = view[written:]
-            os.fsync(fd)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.replace(temp, path)
-        except BaseException:
-            os.close(fd)
-            try:
-                os.unlink(temp)
-            except OSError:
-                pass
-            raise
-        fsync_dir(path.parent)
+        # kept open and locked: no append slips in before this object knows the new file
+        fd = write_atomic(path, data, temp=temp, mode=mode, fsync=True, keep_open=True)
         old, file.fd = file.fd, fd
         os.close(old)
         file._identity = None  # the new file's, looked at again

@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 import attrs
-import orjson
 
 from sessiontree.adapters.index import sortable
+from sessiontree.adapters.json_bytes import DECODE_ERRORS, decode, dumps
 from sessiontree.adapters.store import SessionInfo
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import format_timestamp, parse_timestamp
@@ -86,15 +86,15 @@ def sort_key(info: SessionInfo) -> Key:
 
 
 def encode_cursor(key: Key) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps(list(key))).decode().rstrip("=")
+    return base64.urlsafe_b64encode(dumps(list(key))).decode().rstrip("=")
 
 
 def decode_cursor(cursor: Any) -> Key:
     if not isinstance(cursor, str):
         raise TypeError(f"cursor must be a str (a page's .cursor), not {cursor!r}")
     try:
-        key = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (binascii.Error, ValueError, orjson.JSONDecodeError):
+        key = decode(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, *DECODE_ERRORS):
         key = None
     if not (isinstance(key, list) and len(key) == 3 and all(isinstance(k, str) for k in key)):
         raise SessionError("invalid_entry", f"not a listing cursor: {cursor[:40]!r} (use the .cursor of a list() result)")

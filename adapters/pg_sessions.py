@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import groupby
 from typing import Any
 
-import orjson
 from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError, StoredEvent
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresDatastore
 from eventsourcing.utils import retry
@@ -23,6 +22,7 @@ from psycopg.sql import SQL, Composed, Identifier
 
 from sessiontree.adapters.database_index import DELETIONS_STREAM  # markers of the SQLite projection: not a session
 from sessiontree.adapters.index import Summary, fold_line, fold_lines, sortable
+from sessiontree.adapters.json_bytes import dumps
 from sessiontree.adapters.listing import ListQuery, SessionList, page
 from sessiontree.adapters.store import SessionInfo
 
@@ -241,7 +241,7 @@ class SessionRecorder(PostgresAggregateRecorder):
             curs.execute(self._sql(
                 "INSERT INTO {events} (originator_id, originator_version, topic, state) SELECT %s, "
                 "COALESCE(MAX(originator_version), 0) + 1, %s, %s FROM {events} WHERE originator_id = %s"),
-                (ERASURES_STREAM, ERASED_TOPIC, orjson.dumps({"type": "erased", "id": session_id, "version": version}),
+                (ERASURES_STREAM, ERASED_TOPIC, dumps({"type": "erased", "id": session_id, "version": version}),
                  ERASURES_STREAM))
 
     # -- the listing table -----------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
 from eventsourcing.persistence import (
     AggregateRecorder,
     ConnectionPoolClosedError,
@@ -23,6 +22,7 @@ from eventsourcing.persistence import (
 from sessiontree.adapters import chain
 from sessiontree.adapters.blob_tables import TableBlobs, blobs_of
 from sessiontree.adapters.codec import Codec, native_codec
+from sessiontree.adapters.json_bytes import DECODE_ERRORS
 from sessiontree.adapters.jsontext import loads, too_many_values
 from sessiontree.adapters.line_replace import sealed_stub
 from sessiontree.adapters.memory_recorder import MemoryRecorder
@@ -59,7 +59,7 @@ def stored_event(originator_id: str, version: int, line: bytes) -> StoredEvent:
         raise SessionError("invalid_entry", f"the entry's {problem}: no reader would parse it, so it is not stored")
     try:
         kind = loads(line).get("type")
-    except (orjson.JSONDecodeError, AttributeError):
+    except (*DECODE_ERRORS, AttributeError):
         kind = None
     if not isinstance(kind, str):
         raise SessionError("corrupt", f"a line has no string 'type': {line[:60]!r}")

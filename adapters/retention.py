@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import orjson
 
 from sessiontree.adapters import folders
 from sessiontree.adapters.archive_store import ArchiveStore
 from sessiontree.adapters.checkpoints import sidecar
 from sessiontree.adapters.database import DatabaseStore
 from sessiontree.adapters.files import open_regular
+from sessiontree.adapters.json_bytes import DECODE_ERRORS
 from sessiontree.adapters.jsonl_repo import JsonlStore
 from sessiontree.adapters.jsontext import loads
 from sessiontree.adapters.retention_db import delete_rows
@@ -73,7 +73,7 @@ def survey(store: SessionStore, session_id: str) -> Survey:
 def _is_pi(header_line: bytes) -> bool:
     try:
         header = loads(header_line)
-    except orjson.JSONDecodeError:
+    except DECODE_ERRORS:
         return False
     return isinstance(header, dict) and is_pi_header(header)
 
@@ -98,7 +98,7 @@ def _labelled(lines: Sequence[bytes]) -> bool:
             continue  # cheap: most lines are not label entries
         try:
             data = loads(line)
-        except orjson.JSONDecodeError:
+        except DECODE_ERRORS:
             continue
         entry = line_of(data)
         if entry is not None and entry.type == "label":

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent
 
 from sessiontree.adapters import database_index as db_index
 from sessiontree.adapters.blob_tables import insert_events
 from sessiontree.adapters.database import DatabaseStore
+from sessiontree.adapters.json_bytes import dumps
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.ids import now_iso
 
@@ -36,7 +36,7 @@ def delete_rows(store: DatabaseStore, session_id: str, lines: int, changed: Call
         except PersistenceError as exc:
             raise SessionError("storage", f"could not delete session {session_id} in {store.url}: {exc}") from exc
         return
-    state = orjson.dumps({"type": "deleted", "id": session_id, "timestamp": now_iso()})
+    state = dumps({"type": "deleted", "id": session_id, "timestamp": now_iso()})
     for _ in range(_TRIES):
         last = store.recorder.select_events(db_index.DELETIONS_STREAM, desc=True, limit=1)
         version = last[0].originator_version + 1 if last else 1
@@ -63,7 +63,7 @@ def _delete_popo(store: DatabaseStore, session_id: str, lines: int, changed: Cal
         view: Any = store.view
         view.forget(session_id)
     store.recorder.insert_events([StoredEvent(db_index.DELETIONS_STREAM, _next_marker(store), db_index.DELETED_TOPIC,
-                                              orjson.dumps({"type": "deleted", "id": session_id, "timestamp": now_iso()}))])
+                                              dumps({"type": "deleted", "id": session_id, "timestamp": now_iso()}))])
 
 
 def _next_marker(store: DatabaseStore) -> int:

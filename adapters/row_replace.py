@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from eventsourcing.persistence import StoredEvent
 
 from sessiontree.adapters.blob_tables import insert_events
 from sessiontree.adapters.index import fold_lines
+from sessiontree.adapters.json_bytes import dumps
 from sessiontree.adapters.memory_recorder import MemoryRecorder
 from sessiontree.domain.errors import SessionError
 
@@ -25,7 +25,7 @@ ERASED_TOPIC = "sessiontree:erased"
 
 
 def _marker(session_id: str, version: int, number: int) -> StoredEvent:
-    state = orjson.dumps({"type": "erased", "id": session_id, "version": version})
+    state = dumps({"type": "erased", "id": session_id, "version": version})
     return StoredEvent(ERASURES_STREAM, number, ERASED_TOPIC, state)
 
 
@@ -85,7 +85,7 @@ def _replace_sqlite(recorder: Any, session_id: str, version: int, line: bytes) -
                 summary = fold_lines(bytes(row[0]) for row in cursor.fetchall())
                 if summary is not None:
                     cursor.execute(f"UPDATE {view} SET summary = ? WHERE session_id = ?",
-                                   (orjson.dumps(summary.to_dict()), session_id))
+                                   (dumps(summary.to_dict()), session_id))
         cursor.execute(f"SELECT MAX(originator_version) FROM {events} WHERE originator_id = ?", (ERASURES_STREAM,))
         last = cursor.fetchone()[0] or 0
         insert_events(recorder, cursor, [_marker(session_id, version, last + 1)])  # the write lock is held: no race

@@ -15,12 +15,11 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from sessiontree.adapters import folders, jsontext
 from sessiontree.adapters.blob_stores import folder_for
 from sessiontree.adapters.cache_files import cache_file
 from sessiontree.adapters.files import open_regular, read_lines
+from sessiontree.adapters.json_bytes import DECODE_ERRORS
 from sessiontree.adapters.schema import header_of
 from sessiontree.adapters.search_sqlite import SqliteSearchIndex
 from sessiontree.adapters.search_state import Change, Filters, Hit, SourceState, checked
@@ -99,7 +98,7 @@ def _parse(line: bytes | None) -> object:
         return None
     try:
         return jsontext.loads(line)  # never a line of too many values
-    except orjson.JSONDecodeError:
+    except DECODE_ERRORS:
         return None  # a line that cannot be read is not searched (verify and open report it)
 
 

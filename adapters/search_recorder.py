@@ -13,9 +13,9 @@ import threading
 from typing import Any
 
 import attrs
-import orjson
 
 from sessiontree.adapters.blob_tables import blobs_of
+from sessiontree.adapters.json_bytes import DECODE_ERRORS
 from sessiontree.adapters.jsontext import loads
 from sessiontree.adapters.memory_recorder import MemoryRecorder
 from sessiontree.adapters.schema import header_of, line_of
@@ -48,7 +48,7 @@ def session_versions(recorder: Any, module: str) -> dict[str, int]:
 def _line(stored: Any) -> Any:
     try:
         return loads(bytes(stored.state))  # never a row of too many values
-    except orjson.JSONDecodeError:
+    except DECODE_ERRORS:
         return None
 
 

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
-import orjson
 
 from sessiontree.adapters.blobs import MARKER, fetch, resolve, unpacked
+from sessiontree.adapters.json_bytes import dumps
 from sessiontree.adapters.pi_names import TOOL_CALL_BLOCK, TOOL_RESULT_ROLE
 from sessiontree.adapters.schema import Line, line_of, message_of
 from sessiontree.domain.erasure import RECORD_TYPE
@@ -107,7 +107,7 @@ def _json_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return orjson.dumps(value).decode()
+        return dumps(value).decode()
     except TypeError:
         return ""
 

@@ -7,12 +7,12 @@ reads only a bounded head of the text it summarises (``clip.py``), however long 
 
 from __future__ import annotations
 
-import json
 from itertools import islice
 from typing import Any
 
 from rich.text import Text
 
+from sessiontree.adapters.json_bytes import dumps, spaced
 from sessiontree.cli import clip
 from sessiontree.domain.messages import TextContent, ToolCall
 
@@ -44,9 +44,9 @@ def one_line(text: str, limit: int = PREVIEW_CHARS) -> str:
 
 def short_json(value: Any, limit: int = 80) -> str:
     if isinstance(value, str) and len(value) > limit * 4:  # a long string needs only its head encoded
-        return one_line(json.dumps(value[: limit * 4], ensure_ascii=False)[:-1] + "…", limit)
+        return one_line(dumps(value[: limit * 4]).decode()[:-1] + "…", limit)
     try:
-        text = json.dumps(value, ensure_ascii=False, sort_keys=False, default=str)
+        text = spaced(value, str)
     except (TypeError, ValueError):
         text = repr(value)
     return one_line(text, limit)

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import orjson
+from sessiontree.adapters.json_bytes import dumps, pretty
 
 if TYPE_CHECKING:  # rich is imported when a command prints for people: --json output never loads it
     from rich.console import Console
@@ -71,7 +71,7 @@ def print_json(value: Any) -> None:
 
 
 def _dumps(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=_default)
+    return pretty(value, _default)
 
 
 class JsonRows:
@@ -119,7 +119,7 @@ def error_line(message: str, code: str = "usage") -> None:
     text = " ".join(str(message).split()) or "unknown error"
     if JSON_ERRORS:
         text = text.removeprefix(f"{code}: ")
-        sys.stderr.write(orjson.dumps({"error": {"code": code, "message": text}}).decode() + "\n")
+        sys.stderr.write(dumps({"error": {"code": code, "message": text}}).decode() + "\n")
     else:
         sys.stderr.write(f"{PROG}: error: {text}\n")
     sys.stderr.flush()

@@ -10,11 +10,11 @@ unless ``full``; session text is escaped in both formats, so it cannot add marku
 from __future__ import annotations
 
 import html
-import json
 from typing import Any
 
 import attrs
 
+from sessiontree.adapters.json_bytes import pretty, spaced
 from sessiontree.cli import clip, mdescape
 from sessiontree.domain.messages import ImageContent, TextContent, ThinkingContent, ToolCall, message_text
 
@@ -71,7 +71,7 @@ def _content_parts(content: Any, c: _Clip) -> list[Part]:
         elif isinstance(block, ThinkingContent):
             parts += c.block("thinking", block.thinking)
         elif isinstance(block, ToolCall):
-            args = json.dumps(dict(block.arguments), indent=2, ensure_ascii=False, default=str)
+            args = pretty(dict(block.arguments), str).decode()
             parts.append(Part("note", f"tool call {c.field(block.name)} ({c.field(block.id)})"))
             parts += c.block("code", args, "json")
         elif isinstance(block, ImageContent):
@@ -94,7 +94,7 @@ def _message_section(message: Any, time: str, label: str | None, c: _Clip) -> Se
     if role == "tool_result":
         title = f"Tool result: {c.field(message.tool_name)}" + (" (error)" if message.is_error else "")
         return Section("tool_result", title, time, label, tuple(c.block("code", message_text(message))))
-    text = message_text(message) or json.dumps(getattr(message, "data", {}), default=str)
+    text = message_text(message) or spaced(getattr(message, "data", {}), str)
     return Section(c.field(role), c.field(role), time, label, tuple(c.block("text", text)))
 
 
@@ -128,7 +128,7 @@ def _section(entry: Any, label: str | None, c: _Clip) -> Section | None:
     if setting is not None:
         return Section(kind, "", time, label, (Part("note", setting),))
     if kind == "custom":
-        data = json.dumps(entry.data, ensure_ascii=False, default=str)
+        data = spaced(entry.data, str)
         title = f"{c.field(entry.custom_type)} (app data, not sent to the model)"
         return Section(kind, title, time, label, tuple(c.block("code", data, "json")))
     return None  # labels and names are shown elsewhere; leaf records are not on a branch

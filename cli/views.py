@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rich import box
@@ -12,6 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from sessiontree.adapters.json_bytes import spaced
 from sessiontree.cli import clip
 from sessiontree.cli.describe import ROLE_STYLE, fork_note, message_preview, one_line
 from sessiontree.domain.events import parse_timestamp
@@ -66,7 +66,7 @@ def _block(block: Any, full: bool) -> list[Text]:
         return _shown(block.thinking, full, "dim italic", Text("thinking: ", "dim bold"))
     if isinstance(block, ToolCall):
         name = clip.visible(block.name) if full else clip.clip_field(block.name, 60)
-        arguments = json.dumps(dict(block.arguments), ensure_ascii=False, indent=None, default=str)
+        arguments = spaced(dict(block.arguments), str)
         return _shown(arguments, full, "magenta", Text.assemble(("→ ", "bold"), (name, "bold magenta"), " "))
     if isinstance(block, ImageContent):
         return [Text(f"[image {clip.clip_field(block.mime_type, 40)}, {len(block.data) * 3 // 4:,} bytes]", "dim")]

@@ -17,7 +17,8 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LIBRARY = ("adapters", "application", "cli", "domain", "projections", "web")  # the package's source folders
+# the package's source folders: every top-level folder that is a package (tests and benchmarks are not)
+LIBRARY = tuple(sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file() and p.name != "tests"))
 WIRE_MODULE = {"native": "adapters/schema.py", "pi": "adapters/pi_names.py"}
 WIRE_ONLY = {
     "native": ("parent_session",),

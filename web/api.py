@@ -13,12 +13,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from sessiontree.adapters.json_bytes import DECODE_ERRORS, decode, dumps
 from sessiontree.cli.output import CliError
 from sessiontree.domain.errors import SessionError
 from sessiontree.web import payloads
@@ -31,7 +31,7 @@ EXPORTS = {"markdown": ("text/markdown", "md"), "html": ("text/html", "html"), "
 
 
 def json_response(data: Any, status: int = 200) -> Response:
-    return Response(orjson.dumps(data, default=str), status, media_type="application/json",
+    return Response(dumps(data, str), status, media_type="application/json",
                     headers={"cache-control": "no-store"})
 
 
@@ -226,8 +226,8 @@ def export_bytes(session: Any, kind: str, leaf: str | None) -> bytes:
 
 async def _body(request: Request) -> dict[str, Any]:
     try:
-        data = orjson.loads(await request.body())
-    except orjson.JSONDecodeError:
+        data = decode(await request.body())
+    except DECODE_ERRORS:
         raise CliError("the request body must be a JSON object") from None
     if not isinstance(data, dict):
         raise CliError("the request body must be a JSON object")

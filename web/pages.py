@@ -14,12 +14,12 @@ from string import Template
 from typing import Any
 from urllib.parse import quote, urlencode
 
-import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from sessiontree.adapters.json_bytes import dumps
 from sessiontree.web import payloads
 from sessiontree.web.api import EXPORTS, error_parts
 from sessiontree.web.charts import branches_chart, calls_chart
@@ -132,7 +132,7 @@ def _tree_body(request: Request, held: Held) -> str:
              "read_only_reason": why if locked else None}
     options = "".join(f'<option{" selected" if f == mode else ""}>{f}</option>'
                       for f in ("default", "no-tools", "user", "labelled", "all"))
-    data = orjson.dumps(first).decode().replace("</", "<\\/")
+    data = dumps(first).decode().replace("</", "<\\/")
     rename = ('<form id="rename" class="inline"><label for="rename-box" class="dim">name</label> '
               '<input id="rename-box" name="name" placeholder="new session name"> <button>rename</button></form> ')
     note = f'<span class="badge warn" id="read-only" title="{e(why)}">read-only</span> '

@@ -10,7 +10,9 @@ from itertools import islice
 from typing import Any
 
 import attrs
+import msgspec
 
+from sessiontree.adapters.json_bytes import pretty
 from sessiontree.cli import clip
 from sessiontree.cli.cmd_inspect import context_payload
 from sessiontree.cli.describe import entry_text, message_preview
@@ -94,14 +96,12 @@ def _blocks(message: Any) -> list[Any]:
 
 def block_text(block: Any) -> tuple[str, str]:
     """A content block as (kind, text): what the page shows of it."""
-    import json
-
     if isinstance(block, TextContent):
         return "text", block.text
     if isinstance(block, ThinkingContent):
         return "thinking", block.thinking
     if isinstance(block, ToolCall):
-        arguments = json.dumps(dict(block.arguments), ensure_ascii=False, indent=2, default=str)
+        arguments = pretty(dict(block.arguments), str).decode()
         return "tool_call", f"{block.name} ({block.id})\n{arguments}"
     if isinstance(block, ImageContent):
         return "image", f"[image {block.mime_type}, {len(block.data) * 3 // 4:,} bytes]"
@@ -361,8 +361,6 @@ def _usage(usage: Any) -> dict[str, Any] | None:
 def _entry_parts(session: Any, entry: Any) -> list[tuple[str, str]]:
     """The entry as the panel shows it, in parts (kind, whole text): its message's blocks, then the whole entry as
     it is stored (pretty-printed JSON)."""
-    import json
-
     from sessiontree.adapters.codec import native_codec
 
     parts = []
@@ -371,9 +369,8 @@ def _entry_parts(session: Any, entry: Any) -> list[tuple[str, str]]:
         parts = [block_text(block) for block in _blocks(message)]
         details = getattr(message, "details", None)
         if details is not None:
-            parts.append(("details", json.dumps(details, ensure_ascii=False, indent=2, default=str)))
-    stored = json.loads(native_codec().encode_event(entry))
-    parts.append(("stored", json.dumps(stored, ensure_ascii=False, indent=2)))
+            parts.append(("details", pretty(details, str).decode()))
+    parts.append(("stored", pretty(msgspec.Raw(native_codec().encode_event(entry))).decode()))  # its numbers as stored
     return parts
 
 

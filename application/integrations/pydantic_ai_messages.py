@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 import attrs
-import orjson
+import msgspec
 import pydantic
 import pydantic_core
 from pydantic_ai import messages as pa
@@ -45,7 +45,7 @@ _RECORDS: pydantic.TypeAdapter[ConversationRecord] = pydantic.TypeAdapter(Conver
 
 def encode(message: pa.ModelMessage) -> tuple[list[Any], dict[str, Any]]:
     """Our messages for a pydantic-ai message (none when no part maps) and its serialised form."""
-    payload = orjson.loads(pa.ModelMessagesTypeAdapter.dump_json([message]))[0]
+    payload = msgspec.json.decode(pa.ModelMessagesTypeAdapter.dump_json([message]))[0]
     if isinstance(message, pa.ModelResponse):
         return [_assistant(message)], payload
     ms = _ms(message.timestamp)
@@ -55,7 +55,7 @@ def encode(message: pa.ModelMessage) -> tuple[list[Any], dict[str, Any]]:
 
 def decode(payload: Mapping[str, Any]) -> pa.ModelMessage:
     """The pydantic-ai message a carrier holds. Through JSON, so bytes come back from their base64 form."""
-    return pa.ModelMessagesTypeAdapter.validate_json(orjson.dumps([payload]))[0]
+    return pa.ModelMessagesTypeAdapter.validate_json(msgspec.json.encode([payload]))[0]
 
 
 def carried(message: Any, payload: dict[str, Any]) -> Any:
@@ -83,14 +83,14 @@ def record_entry_data(entry: Entry) -> Mapping[str, Any] | None:
 
 def record_data(record: ConversationRecord) -> dict[str, Any]:
     """What a record entry stores: the record without the fields the session answers itself."""
-    data: dict[str, Any] = orjson.loads(_RECORDS.dump_json(record, exclude=_DERIVED))
+    data: dict[str, Any] = msgspec.json.decode(_RECORDS.dump_json(record, exclude=_DERIVED))
     return data
 
 
 def record_from(data: Mapping[str, Any], *, conversation_id: str, head_id: str | None, scope: str | None,
                 revision: str) -> ConversationRecord:
     fields = {**data, "conversation_id": conversation_id, "head_id": head_id, "scope": scope, "revision": revision}
-    return _RECORDS.validate_json(orjson.dumps(fields))
+    return _RECORDS.validate_json(msgspec.json.encode(fields))
 
 
 def _ms(moment: datetime | None) -> int:
