@@ -108,7 +108,7 @@ CASES: list[Case] = [
     # API arguments
     Case("API", "Session(storage) with something that is not a storage", lambda p: Session("x"), "TypeError", "must be a SessionStorage"),
     Case("API", "append_message with a plain string", lambda p: session(p).append_message("hi"), "TypeError", "must be a message object"),
-    Case("API", "a user message whose content is a number", lambda p: UserMessage(content=123, timestamp=0), "TypeError", "content"),
+    Case("API", "a user message whose content is a number", lambda p: session(p).append_message(UserMessage(content=123, timestamp=0)), "TypeError", "content"),
     Case("API", "a thinking level outside the list", lambda p: session(p).append_thinking_level_change("max"), "SessionError invalid_entry", "is not one of"),
     Case("API", "a label on an entry that does not exist", lambda p: session(p).append_label_change("nope", "x"), "SessionError not_found", "label target 'nope'"),
     Case("API", "move_to an unknown entry", lambda p: session(p).move_to("nope"), "SessionError not_found", "entry 'nope' not found"),
