@@ -10,6 +10,7 @@ field.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from math import isfinite
 from typing import Any, ClassVar, get_args
 
 import attrs
@@ -68,6 +69,8 @@ def _number(types: type | tuple[type, ...], what: str) -> Any:
     def check(instance: Any, attribute: Any, value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, types):
             raise TypeError(f"{attribute.name} must be {what}, not {value!r}")
+        if isinstance(value, float) and not isfinite(value):  # JSON has none: written as null, read as corrupt
+            raise ValueError(f"{attribute.name} must be a finite number, not {value!r}")
 
     return check
 
