@@ -18,6 +18,7 @@ from msgspec import UNSET
 
 from sessiontree.adapters.schema import Schema, default_of
 from sessiontree.domain import messages as m
+from sessiontree.domain.errors import SessionError
 
 Encode = Callable[[Any], Any]
 _NONE = m.NO_EXTRA
@@ -100,6 +101,7 @@ class Encoders:
                 continue  # its producer left it out: so is it again, while it holds its default
             out[f.wire] = self._field(f.kind, item)
         if extra:
+            refuse_clash(out, extra, cls.__name__)
             out.update(extra if self._items is None else self._items(extra))
         return out
 
@@ -117,6 +119,14 @@ class Encoders:
         if kind in ("free", "object"):
             return self.free(item)
         return item
+
+
+def refuse_clash(known: Any, extra: Any, what: str) -> None:
+    """Refuse unknown fields named like a known one (of ``known``, the keys the writer wrote): written after them, one
+    would replace that field's value in the line. Reading never makes such an ``extra``; only a value built so can."""
+    clash = next((key for key in extra if key in known), None)
+    if clash is not None:
+        raise SessionError("invalid_entry", f"{what}: the unknown field {clash!r} names a known field")
 
 
 def _same(value: Any) -> Any:

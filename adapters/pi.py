@@ -13,7 +13,7 @@ from functools import cache
 from typing import Any
 
 from sessiontree.adapters.codec import Codec, corrupt
-from sessiontree.adapters.encoders import Writers
+from sessiontree.adapters.encoders import Writers, refuse_clash
 from sessiontree.adapters.pi_layout import js_float_value, js_items, js_values
 from sessiontree.adapters.pi_names import (
     BLOCKS,
@@ -114,6 +114,8 @@ class PiCodec(Codec):
         if header.metadata or (read and "metadata" not in header.extra.absent):  # type: ignore[attr-defined]
             out["metadata"] = js_values(dict(header.metadata))
         if header.extra:
+            refuse_clash({*out, "type", "version", "id", "timestamp", "cwd", PARENT_SESSION_KEY, "metadata"}, header.extra,
+                         "session header")
             out.update(js_items(header.extra))
         return out
 

@@ -5,9 +5,20 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import pytest
+from sessiontree_codecpaths import CODECS, DIALECTS, SID, VERSION
 
-from sessiontree import AssistantMessage, Cost, JsonlSessionRepo, Usage, UserMessage, open_session
+from sessiontree import AssistantMessage, Cost, JsonlSessionRepo, SessionError, Usage, UserMessage, open_session
+from sessiontree.domain import events as ev
+from sessiontree.domain import messages as m
+
+
+def _entry(message):
+    return ev.MessageAppended(
+        originator_id=SID, originator_version=VERSION, timestamp="2026-01-01T00:00:00.000Z", id="aaaa0001",
+        parent_id=None, message=message,
+    )
 
 
 @pytest.mark.parametrize("amount", [math.nan, math.inf, -math.inf])
@@ -22,3 +33,46 @@ def test_a_cost_that_is_not_a_finite_number_is_refused_before_it_is_written(tmp_
                                                 usage=usage))
     reopened = open_session(session.storage.location)
     assert [e.id for e in reopened.get_entries()] == [first]
+
+
+@DIALECTS
+@pytest.mark.parametrize("at", ["message", "block", "entry"])
+def test_an_unknown_field_named_like_a_known_one_is_refused_not_written_over_it(dialect, at):
+    """``extra`` holds fields this library does not know; one named like a known field (``content``, ``id``) would
+    replace that field's value in the line, and the value read back would not be the one written. Reading never
+    makes such an ``extra``; writing refuses it, whichever way the value came (the append command or encode_event)."""
+    codec = CODECS[dialect]
+    text = m.TextContent(text="x")
+    if at == "message":
+        event = _entry(m.UserMessage(content="x", timestamp=1, extra={"content": "y"}))
+    elif at == "block":
+        event = _entry(m.UserMessage(content=[attrs.evolve(text, extra={"text": "y"})], timestamp=1))
+    else:
+        event = attrs.evolve(_entry(m.UserMessage(content="x", timestamp=1)), extra={"id": "other"})
+    with pytest.raises(SessionError, match="names a known field"):
+        codec.encode_event(event)
+
+
+def test_an_unknown_field_named_like_a_known_one_is_refused_by_append(tmp_path):
+    """Through the public API: refused, and the log is as it was (no line was written)."""
+    session = JsonlSessionRepo(tmp_path).create(cwd="/w")
+    first = session.append_message(UserMessage(content="kept", timestamp=1))
+    with pytest.raises(SessionError, match="names a known field"):
+        session.append_message(UserMessage(content="x", timestamp=2, extra={"timestamp": 7}))
+    assert [e.id for e in open_session(session.storage.location).get_entries()] == [first]
+    assert session.append_message(UserMessage(content="after", timestamp=3))
+
+
+@DIALECTS
+@pytest.mark.parametrize("key", ["id", "cwd", "parent_session", "parentSession", "metadata"])
+def test_a_header_whose_unknown_fields_name_a_known_one_is_refused(dialect, key):
+    """The header too: an unknown field named like a known one would replace it (the session's id, its parent)."""
+    codec = CODECS[dialect]
+    header = ev.SessionStarted(originator_id=SID, timestamp="t", cwd="/w", version=3, parent_session=None, metadata={},
+                               extra={key: "other"})
+    known = {"id", "cwd", "metadata", "parent_session" if dialect == "native" else "parentSession"}
+    if key in known:
+        with pytest.raises(SessionError, match="names a known field"):
+            codec.encode_event(header)
+    else:  # another dialect's name: an unknown field like any other
+        assert codec.decode_line(codec.encode_event(header), SID, 1).extra == {key: "other"}
