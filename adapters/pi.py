@@ -137,6 +137,8 @@ class PiCodec(Codec):
         if isinstance(event, LeafMoved):
             out: dict[str, Any] = {"type": "custom", CUSTOM_TYPE_KEY: LEAF_MARKER_TYPE, "data": {FROM_ID_KEY: event.parent_id},
                                    "id": event.id, PI_PARENT_KEY: event.target_id, "timestamp": event.timestamp}
+            if event.extra:
+                refuse_clash(out, event.extra, f"leaf marker {event.id!r}")
             return {**out, **js_items(event.extra)} if event.extra else out
         return super().event_dict(event)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import attrs
+import orjson
 import pytest
 from sessiontree_codecpaths import CODECS, DIALECTS, SID, VERSION
 
@@ -76,3 +77,13 @@ def test_a_header_whose_unknown_fields_name_a_known_one_is_refused(dialect, key)
             codec.encode_event(header)
     else:  # another dialect's name: an unknown field like any other
         assert codec.decode_line(codec.encode_event(header), SID, 1).extra == {key: "other"}
+
+
+def test_a_pi_leaf_marker_whose_unknown_fields_name_a_known_one_is_refused():
+    """pi writes a leaf move as a custom entry under its target: an unknown ``parentId`` would move the leaf."""
+    moved = ev.LeafMoved(originator_id=SID, originator_version=VERSION, timestamp="t", id="aaaa0001", parent_id="a",
+                         target_id="b", extra={"parentId": "elsewhere"})
+    with pytest.raises(SessionError, match="names a known field"):
+        CODECS["pi"].encode_event(moved)
+    kept = attrs.evolve(moved, extra={"xNew": 1})
+    assert orjson.loads(CODECS["pi"].encode_event(kept))["xNew"] == 1
