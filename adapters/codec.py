@@ -102,6 +102,8 @@ class Codec:
                 raise corrupt(problem)
         if version == 1:
             data = self._parse(line)
+            if self._canonical(data) != line:  # the header too: not as a writer lays it out, look for repeats
+                self._check_repeats(line, warn)
             if isinstance(data, dict) and self._chained:
                 data.pop(CHAIN_KEY, None)
             return self.decode_header(data)

@@ -87,3 +87,21 @@ def test_a_pi_leaf_marker_whose_unknown_fields_name_a_known_one_is_refused():
         CODECS["pi"].encode_event(moved)
     kept = attrs.evolve(moved, extra={"xNew": 1})
     assert orjson.loads(CODECS["pi"].encode_event(kept))["xNew"] == 1
+
+
+@DIALECTS
+def test_a_header_that_repeats_a_key_is_corrupt_natively_and_warned_of_in_pis_dialect(dialect):
+    """Entry lines already were: a native header with ``id`` twice is corrupt (which id is the session's is ambiguous),
+    and pi's dialect reads the last value, as pi does, and says so."""
+    codec = CODECS[dialect]
+    parent = "parent_session" if dialect == "native" else "parentSession"
+    line = ('{"type":"session","version":3,"id":"A","timestamp":"t","cwd":"/w","' + parent + '":null,"id":"B"}').encode()
+    warned: list[str] = []
+    if dialect == "native":
+        with pytest.raises(SessionError, match="'id' appears twice"):
+            codec.decode_line(line, SID, 1, warned.append)
+    else:
+        assert codec.decode_line(line, SID, 1, warned.append).originator_id == "B"
+        assert warned and "'id'" in warned[0]
+    plain = codec.encode_event(ev.SessionStarted(originator_id="A", timestamp="t", cwd="/w", version=3))
+    assert codec.decode_line(plain, SID, 1, warned.append).originator_id == "A"
