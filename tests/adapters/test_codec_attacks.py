@@ -8,9 +8,12 @@ import math
 import attrs
 import orjson
 import pytest
-from sessiontree_codecpaths import CODECS, DIALECTS, SID, VERSION
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sessiontree_codecpaths import CODECS, DIALECTS, SID, VERSION, assert_paths_agree, typed_accepts
 
 from sessiontree import AssistantMessage, Cost, JsonlSessionRepo, SessionError, Usage, UserMessage, open_session
+from sessiontree.adapters.pi_layout import js_number
 from sessiontree.domain import events as ev
 from sessiontree.domain import messages as m
 
@@ -105,3 +108,31 @@ def test_a_header_that_repeats_a_key_is_corrupt_natively_and_warned_of_in_pis_di
         assert warned and "'id'" in warned[0]
     plain = codec.encode_event(ev.SessionStarted(originator_id="A", timestamp="t", cwd="/w", version=3))
     assert codec.decode_line(plain, SID, 1, warned.append).originator_id == "A"
+
+
+_EDGES = [1e-7, 9.999999e-8, 1e-4, 1e16, 1e21, 9.99999e20, -1e-7, -0.0, 5e-324, 1.7976931348623157e308, 0.1,
+          123456789012345680000.0, 1.8446744073709552e19]
+_FLOATS = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(_EDGES)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_FLOATS, _FLOATS, _FLOATS)
+def test_pi_lines_with_floats_of_every_range_are_read_alike_and_written_back(total, argument, tokens):
+    """Floats as pi's JSON.stringify lays them out (plain from 1e-7 to 1e21, exponents beyond, ``-0`` as ``0``, big
+    integral ones as bare digits beyond 64 bits) in a typed amount, a tool argument and a compaction's count and
+    details: both paths read the same numbers and the line comes back byte for byte."""
+    codec = CODECS["pi"]
+    t, a, n = js_number(total), js_number(argument), js_number(tokens)
+    usage = ('{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{"input":0,"output":0,'
+             '"cacheRead":0,"cacheWrite":0,"total":' + t + "}}")
+    lines = [
+        '{"type":"message","id":"a1","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[{"type":'
+        '"toolCall","id":"c","name":"n","arguments":{"x":' + a + '}}],"api":"a","provider":"p","model":"m","usage":'
+        + usage + ',"stopReason":"stop","timestamp":1}}',
+        '{"type":"compaction","id":"a2","parentId":null,"timestamp":"t","summary":"s","firstKeptEntryId":"k",'
+        '"tokensBefore":' + n + ',"details":[' + a + "," + t + '],"fromHook":false}',
+    ]
+    for line in (x.encode() for x in lines):
+        assert typed_accepts(codec, line)
+        typed, via_dict = assert_paths_agree(codec, line)
+        assert codec.encode_event(typed) == line == codec.encode_event(via_dict)
