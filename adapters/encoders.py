@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 import msgspec
 from msgspec import UNSET
 
@@ -89,6 +90,10 @@ class Encoders:
             cls = next((c for c in self._schemas if isinstance(value, c)), None)
             if cls is None:  # an app's subclass of a block or a message is written as its class
                 raise TypeError(f"cannot write {type(value).__name__} values")
+            own = sorted(attrs.fields_dict(value.__class__).keys() - attrs.fields_dict(cls).keys())
+            if own:  # the line of its class has no place for them: read back, the value would have lost them
+                raise SessionError("invalid_entry", f"{value.__class__.__name__} is written as {cls.__name__}, which "
+                                   f"has no field {', '.join(map(repr, own))}")
         schema = self._schemas[cls]
         out: dict[str, Any] = {schema.tag_key: schema.tag} if schema.tag_key else {}
         extra = value.extra
