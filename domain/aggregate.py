@@ -58,7 +58,7 @@ def start(
         raise TypeError(f"metadata must be a mapping or None, not {metadata!r}")
     return SessionStarted(
         originator_id=session_id, timestamp=timestamp, cwd=cwd, version=ev.FORMAT_VERSION,
-        parent_session=parent_session, metadata=dict(metadata or {}),
+        parent_session=parent_session, metadata=json_value("metadata", dict(metadata or {})),
     )
 
 

@@ -163,3 +163,12 @@ def test_an_apps_subclass_with_fields_of_its_own_is_refused_not_written_without_
     with pytest.raises(SessionError, match="score"):
         session.append_message(UserMessage(content=[_Scored(text="x", score=3)], timestamp=1))
     assert open_session(session.storage.location).get_entries() == []
+
+
+@pytest.mark.parametrize(("metadata", "named"), [({"x": math.nan}, "nan"), ({"x": [math.inf]}, "inf"), ({1: "a"}, "1")])
+def test_header_metadata_json_cannot_hold_is_refused_as_custom_data_is(tmp_path, metadata, named):
+    """msgspec writes NaN and infinities as null and an int key as a string: the header read back would hold other
+    metadata than the one given. Refused when the session is created, as in custom entries' data."""
+    with pytest.raises(SessionError, match=named):
+        JsonlSessionRepo(tmp_path).create(cwd="/w", metadata=metadata)
+    assert list(tmp_path.glob("*.jsonl")) == []
