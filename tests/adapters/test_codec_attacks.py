@@ -172,3 +172,22 @@ def test_header_metadata_json_cannot_hold_is_refused_as_custom_data_is(tmp_path,
     with pytest.raises(SessionError, match=named):
         JsonlSessionRepo(tmp_path).create(cwd="/w", metadata=metadata)
     assert list(tmp_path.glob("*.jsonl")) == []
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        UserMessage(content="x", timestamp=True),
+        m.CompactionSummaryMessage(summary="s", tokens_before=math.nan, timestamp=1),
+        m.CompactionSummaryMessage(summary="s", tokens_before=math.inf, timestamp=1),
+        m.CompactionSummaryMessage(summary="s", tokens_before=True, timestamp=1),
+    ],
+)
+def test_message_numbers_the_reader_refuses_are_refused_by_the_append_command(tmp_path, message):
+    """A bool is an int to Python and written as ``true``; NaN is written as ``null``: the reader takes neither for a
+    number, so one such append made the whole session read as corrupt."""
+    session = JsonlSessionRepo(tmp_path).create(cwd="/w")
+    first = session.append_message(UserMessage(content="kept", timestamp=1))
+    with pytest.raises((TypeError, ValueError)):
+        session.append_message(message)
+    assert [e.id for e in open_session(session.storage.location).get_entries()] == [first]
