@@ -43,7 +43,7 @@ def check_fields(value: Any) -> None:
     for a, check in _checks_of(value.__class__):
         item = getattr(value, a.name)
         check(value, a, item)
-        if item.__class__ is tuple and a.name == "content":
+        if a.name == "content" and isinstance(item, tuple):  # an app's tuple subclass too
             for block in item:
                 check_fields(block)
         elif a.name in ("usage", "cost") and item is not None:

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sessiontree_codecpaths import CODECS, DIALECTS, SID, VERSION, assert_paths_agree, typed_accepts
 
-from sessiontree import AssistantMessage, Cost, JsonlSessionRepo, SessionError, Usage, UserMessage, open_session
+from sessiontree import AssistantMessage, Cost, JsonlSessionRepo, Session, SessionError, Usage, UserMessage, open_session
+from sessiontree.adapters.jsonl import JsonlSessionStorage
 from sessiontree.adapters.pi_layout import js_number
 from sessiontree.domain import events as ev
 from sessiontree.domain import messages as m
@@ -191,3 +192,19 @@ def test_message_numbers_the_reader_refuses_are_refused_by_the_append_command(tm
     with pytest.raises((TypeError, ValueError)):
         session.append_message(message)
     assert [e.id for e in open_session(session.storage.location).get_entries()] == [first]
+
+
+class _Blocks(tuple):
+    """An app's tuple subclass holding content blocks."""
+
+
+@pytest.mark.parametrize("redactors", [None, "default"])
+def test_blocks_in_a_tuple_subclass_are_checked_too(tmp_path, redactors):
+    """The block checks ran only for a plain tuple: without redactors (which failed on the int by chance), a block of
+    a wrong field type in a tuple subclass was written, and the session read as corrupt."""
+    path = tmp_path / "s.jsonl"
+    storage = JsonlSessionStorage.create(path, cwd="/w")
+    session = Session(storage) if redactors == "default" else Session(storage, redactors=None)
+    with pytest.raises(TypeError, match=r"TextContent\.text"):
+        session.append_message(UserMessage(content=_Blocks([m.TextContent(text=5)]), timestamp=1))
+    assert open_session(path).get_entries() == []
