@@ -66,22 +66,33 @@ def _kind(types: type | tuple[type, ...], what: str, *, optional: bool = False) 
     return check
 
 
+# The widest integer a count, an amount or a time may be: an erasure keeps them, and verify refuses a stub holding a
+# wider one (it could carry what was erased: erasure.py), so the append command refuses them here.
+INT_LIMIT = 2**63 - 1
+
+
+def _within_64_bits(attribute: Any, value: Any) -> None:
+    if isinstance(value, int) and not -INT_LIMIT <= value <= INT_LIMIT:
+        raise ValueError(f"{attribute.name} must be within 64 bits, not a {len(str(abs(value)))}-digit integer")
+
+
 def _number(types: type | tuple[type, ...], what: str) -> Any:
     """A validator of a count or an amount (a bool is neither)."""
 
     def check(instance: Any, attribute: Any, value: Any) -> None:
-        if value.__class__ is int:  # the common case, in one test
+        if value.__class__ is int and -INT_LIMIT <= value <= INT_LIMIT:  # the common case
             return
         if isinstance(value, bool) or not isinstance(value, types):
             raise TypeError(f"{attribute.name} must be {what}, not {value!r}")
+        _within_64_bits(attribute, value)
         if isinstance(value, float) and not isfinite(value):  # JSON has none: written as null, read as corrupt
             raise ValueError(f"{attribute.name} must be a finite number, not {value!r}")
 
     return check
 
 
-_int = _kind(int, "an int")
-_count, _amount = _number(int, "an int"), _number((int, float), "a number")
+_int = _count = _number(int, "an int")  # a time or a count
+_amount = _number((int, float), "a number")
 _str = _kind(str, "a str")
 _opt_str = _kind(str, "a str", optional=True)
 _mapping = _kind(Mapping, "a mapping (dict)")

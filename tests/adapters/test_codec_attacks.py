@@ -15,6 +15,7 @@ from sessiontree_codecpaths import CODECS, DIALECTS, SID, VERSION, assert_paths_
 from sessiontree import AssistantMessage, Cost, JsonlSessionRepo, Session, SessionError, Usage, UserMessage, open_session
 from sessiontree.adapters.jsonl import JsonlSessionStorage
 from sessiontree.adapters.pi_layout import js_number
+from sessiontree.adapters.verify import verify
 from sessiontree.domain import events as ev
 from sessiontree.domain import messages as m
 
@@ -208,3 +209,39 @@ def test_blocks_in_a_tuple_subclass_are_checked_too(tmp_path, redactors):
     with pytest.raises(TypeError, match=r"TextContent\.text"):
         session.append_message(UserMessage(content=_Blocks([m.TextContent(text=5)]), timestamp=1))
     assert open_session(path).get_entries() == []
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        AssistantMessage(content=[], provider="p", model="m", stop_reason="stop", timestamp=1,
+                         usage=Usage(input=2**70, cost=Cost(total=0.5))),
+        AssistantMessage(content=[], provider="p", model="m", stop_reason="stop", timestamp=1,
+                         usage=Usage(cost=Cost(total=-(2**64)))),
+        UserMessage(content="x", timestamp=2**63),
+    ],
+)
+def test_counts_and_times_beyond_64_bits_are_refused_so_that_an_erasure_verifies(tmp_path, message):
+    """An erasure keeps a message's counts and times, and verify refuses a stub holding an integer beyond 64 bits (it
+    could carry what was erased): so the append command refuses them, or an honest erasure would read as tampering.
+    The widest 64-bit values are taken, and their erasure verifies."""
+    session = JsonlSessionRepo(tmp_path).create(cwd="/w")
+    with pytest.raises(ValueError, match="64 bits"):
+        session.append_message(message)
+    widest = AssistantMessage(content=[], provider="p", model="m", stop_reason="stop", timestamp=2**63 - 1,
+                              usage=Usage(input=2**63 - 1, cost=Cost(total=-(2**63 - 1))))
+    entry = session.append_message(widest)
+    session.append_message(UserMessage(content="after", timestamp=2))
+    session.redact(entry, reason="test")
+    assert verify(session.storage.location).problems == []
+
+
+def test_a_compactions_count_beyond_64_bits_is_refused(tmp_path):
+    """The compaction entry's own tokens_before, which its erasure keeps too."""
+    session = JsonlSessionRepo(tmp_path).create(cwd="/w")
+    first = session.append_message(UserMessage(content="x", timestamp=1))
+    with pytest.raises(ValueError, match="64 bits"):
+        session.append_compaction("s", first, 2**64)
+    entry = session.append_compaction("s", first, 2**63 - 1)
+    session.redact(entry, reason="test")
+    assert verify(session.storage.location).problems == []
