@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from sessiontree.adapters import jsontext
-from sessiontree.adapters.encoders import Encoders, Writers
+from sessiontree.adapters.encoders import Encoders, Writers, refuse_clash
 from sessiontree.adapters.jsontext import line_problem, parse, repeated_key
 from sessiontree.adapters.schema import NATIVE, PARENT_SESSION_KEY, Dialect, schemas
 from sessiontree.adapters.structure import Malformed, Structurer
@@ -83,6 +83,7 @@ class Codec:
             "cwd": header.cwd, PARENT_SESSION_KEY: header.parent_session, "metadata": dict(header.metadata),
         }
         if header.extra:
+            refuse_clash(out, header.extra, "session header")
             out.update(header.extra)
         return out
 
@@ -101,6 +102,8 @@ class Codec:
                 raise corrupt(problem)
         if version == 1:
             data = self._parse(line)
+            if self._canonical(data) != line:  # the header too: not as a writer lays it out, look for repeats
+                self._check_repeats(line, warn)
             if isinstance(data, dict) and self._chained:
                 data.pop(CHAIN_KEY, None)
             return self.decode_header(data)

@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 import msgspec
 from msgspec import UNSET
 
 from sessiontree.adapters.schema import Schema, default_of
 from sessiontree.domain import messages as m
+from sessiontree.domain.errors import SessionError
 
 Encode = Callable[[Any], Any]
 _NONE = m.NO_EXTRA
@@ -88,6 +90,10 @@ class Encoders:
             cls = next((c for c in self._schemas if isinstance(value, c)), None)
             if cls is None:  # an app's subclass of a block or a message is written as its class
                 raise TypeError(f"cannot write {type(value).__name__} values")
+            own = sorted(attrs.fields_dict(value.__class__).keys() - attrs.fields_dict(cls).keys())
+            if own:  # the line of its class has no place for them: read back, the value would have lost them
+                raise SessionError("invalid_entry", f"{value.__class__.__name__} is written as {cls.__name__}, which "
+                                   f"has no field {', '.join(map(repr, own))}")
         schema = self._schemas[cls]
         out: dict[str, Any] = {schema.tag_key: schema.tag} if schema.tag_key else {}
         extra = value.extra
@@ -100,6 +106,7 @@ class Encoders:
                 continue  # its producer left it out: so is it again, while it holds its default
             out[f.wire] = self._field(f.kind, item)
         if extra:
+            refuse_clash(out, extra, cls.__name__)
             out.update(extra if self._items is None else self._items(extra))
         return out
 
@@ -117,6 +124,14 @@ class Encoders:
         if kind in ("free", "object"):
             return self.free(item)
         return item
+
+
+def refuse_clash(known: Any, extra: Any, what: str) -> None:
+    """Refuse unknown fields named like a known one (of ``known``, the keys the writer wrote): written after them, one
+    would replace that field's value in the line. Reading never makes such an ``extra``; only a value built so can."""
+    clash = next((key for key in extra if key in known), None)
+    if clash is not None:
+        raise SessionError("invalid_entry", f"{what}: the unknown field {clash!r} names a known field")
 
 
 def _same(value: Any) -> Any:

@@ -13,7 +13,7 @@ from functools import cache
 from typing import Any
 
 from sessiontree.adapters.codec import Codec, corrupt
-from sessiontree.adapters.encoders import Writers
+from sessiontree.adapters.encoders import Writers, refuse_clash
 from sessiontree.adapters.pi_layout import js_float_value, js_items, js_values
 from sessiontree.adapters.pi_names import (
     BLOCKS,
@@ -114,6 +114,8 @@ class PiCodec(Codec):
         if header.metadata or (read and "metadata" not in header.extra.absent):  # type: ignore[attr-defined]
             out["metadata"] = js_values(dict(header.metadata))
         if header.extra:
+            refuse_clash({*out, "type", "version", "id", "timestamp", "cwd", PARENT_SESSION_KEY, "metadata"}, header.extra,
+                         "session header")
             out.update(js_items(header.extra))
         return out
 
@@ -135,6 +137,8 @@ class PiCodec(Codec):
         if isinstance(event, LeafMoved):
             out: dict[str, Any] = {"type": "custom", CUSTOM_TYPE_KEY: LEAF_MARKER_TYPE, "data": {FROM_ID_KEY: event.parent_id},
                                    "id": event.id, PI_PARENT_KEY: event.target_id, "timestamp": event.timestamp}
+            if event.extra:
+                refuse_clash(out, event.extra, f"leaf marker {event.id!r}")
             return {**out, **js_items(event.extra)} if event.extra else out
         return super().event_dict(event)
 

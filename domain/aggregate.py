@@ -17,7 +17,7 @@ from sessiontree.domain import events as ev
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, LeafMoved, MessageAppended, SessionStarted, leaf_after
 from sessiontree.domain.log import EntryLog
-from sessiontree.domain.messages import MESSAGE_TYPES, CustomMessage, Usage
+from sessiontree.domain.messages import INT_LIMIT, MESSAGE_TYPES, CustomMessage, Usage
 from sessiontree.domain.values import check_content, check_message, check_str, check_usage, json_value
 
 E = TypeVar("E", bound=Entry)
@@ -58,7 +58,7 @@ def start(
         raise TypeError(f"metadata must be a mapping or None, not {metadata!r}")
     return SessionStarted(
         originator_id=session_id, timestamp=timestamp, cwd=cwd, version=ev.FORMAT_VERSION,
-        parent_session=parent_session, metadata=dict(metadata or {}),
+        parent_session=parent_session, metadata=json_value("metadata", dict(metadata or {})),
     )
 
 
@@ -176,6 +176,8 @@ def append_compaction(
         raise TypeError(f"tokens_before must be an int, not {tokens_before!r}")
     if tokens_before < 0:
         raise SessionError("invalid_entry", f"tokens_before must be >= 0, not {tokens_before}")
+    if tokens_before > INT_LIMIT:  # an erasure keeps it, and verify refuses a stub holding a wider integer
+        raise ValueError(f"tokens_before must be within 64 bits, not a {len(str(tokens_before))}-digit integer")
     _check_bool("from_hook", from_hook)
     check_usage(usage)
     if first_kept_entry_id is not None:

@@ -24,6 +24,7 @@ from sessiontree.domain.events import (
     MessageAppended,
 )
 from sessiontree.domain.messages import (
+    INT_LIMIT,  # the widest integer a stub holds: what the append command takes
     NO_EXTRA,
     AssistantMessage,
     TextContent,
@@ -41,7 +42,6 @@ STUB_KEY = "redacted"
 # NAME_LIMIT characters; timestamps of at most TIMESTAMP_LIMIT; integers a 64-bit integer holds (nanosecond times do).
 NAME_LIMIT = 128
 TIMESTAMP_LIMIT = 40
-INT_LIMIT = 2**63 - 1
 _NAME = re.compile(r"[!-~]*")
 
 

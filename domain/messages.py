@@ -10,6 +10,7 @@ field.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from math import isfinite
 from typing import Any, ClassVar, get_args
 
 import attrs
@@ -42,7 +43,7 @@ def check_fields(value: Any) -> None:
     for a, check in _checks_of(value.__class__):
         item = getattr(value, a.name)
         check(value, a, item)
-        if item.__class__ is tuple and a.name == "content":
+        if a.name == "content" and isinstance(item, tuple):  # an app's tuple subclass too
             for block in item:
                 check_fields(block)
         elif a.name in ("usage", "cost") and item is not None:
@@ -52,8 +53,11 @@ def check_fields(value: Any) -> None:
 def _kind(types: type | tuple[type, ...], what: str, *, optional: bool = False) -> Any:
     """A validator whose TypeError is one sentence naming the class, the field and the value."""
 
+    flags = bool in (types if isinstance(types, tuple) else (types,))
+
     def check(instance: Any, attribute: Any, value: Any) -> None:
-        if not ((value is None and optional) or isinstance(value, types)):
+        # a bool is an int to Python, but ``true`` on the wire, which the reader takes for no number
+        if not ((value is None and optional) or (isinstance(value, types) and (flags or value.__class__ is not bool))):
             raise TypeError(
                 f"{type(instance).__name__}.{attribute.name} must be {what}"
                 f"{' or None' if optional else ''}, not {value!r:.80}"
@@ -62,18 +66,33 @@ def _kind(types: type | tuple[type, ...], what: str, *, optional: bool = False) 
     return check
 
 
+# The widest integer a count, an amount or a time may be: an erasure keeps them, and verify refuses a stub holding a
+# wider one (it could carry what was erased: erasure.py), so the append command refuses them here.
+INT_LIMIT = 2**63 - 1
+
+
+def _within_64_bits(attribute: Any, value: Any) -> None:
+    if isinstance(value, int) and not -INT_LIMIT <= value <= INT_LIMIT:
+        raise ValueError(f"{attribute.name} must be within 64 bits, not a {len(str(abs(value)))}-digit integer")
+
+
 def _number(types: type | tuple[type, ...], what: str) -> Any:
     """A validator of a count or an amount (a bool is neither)."""
 
     def check(instance: Any, attribute: Any, value: Any) -> None:
+        if value.__class__ is int and -INT_LIMIT <= value <= INT_LIMIT:  # the common case
+            return
         if isinstance(value, bool) or not isinstance(value, types):
             raise TypeError(f"{attribute.name} must be {what}, not {value!r}")
+        _within_64_bits(attribute, value)
+        if isinstance(value, float) and not isfinite(value):  # JSON has none: written as null, read as corrupt
+            raise ValueError(f"{attribute.name} must be a finite number, not {value!r}")
 
     return check
 
 
-_int = _kind(int, "an int")
-_count, _amount = _number(int, "an int"), _number((int, float), "a number")
+_int = _count = _number(int, "an int")  # a time or a count
+_amount = _number((int, float), "a number")
 _str = _kind(str, "a str")
 _opt_str = _kind(str, "a str", optional=True)
 _mapping = _kind(Mapping, "a mapping (dict)")
@@ -246,7 +265,7 @@ class CompactionSummaryMessage:
 
     role: ClassVar[str] = "compaction_summary"
     summary: str = field(metadata={"check": _str})
-    tokens_before: int = field(default=0, metadata={"check": _kind((int, float), "a number")})  # some producers write a float
+    tokens_before: int = field(default=0, metadata={"check": _amount})  # some producers write a float
     timestamp: int = field(default=0, metadata={"check": _int})
     extra: Mapping[str, Any] = NO_EXTRA
 

@@ -14,72 +14,23 @@ from sessiontree_codecpaths import (
     SETTINGS,
     SID,
     UNKNOWN_KEY,
-    UNKNOWN_VALUE,
     VERSION,
     assert_paths_agree,
     bookkeeping,
+    entry_class,
     message_heavy,
+    ordered,
     plain,
+    rewrite,
     typed_accepts,
+    wire_objects,
 )
 
 from sessiontree.adapters.codec import Codec
-from sessiontree.adapters.schema import BLOCK_CLASSES, MESSAGE_CLASSES
 from sessiontree.domain import events as ev
 from sessiontree.domain import messages as m
 
 # -- (b) lines other producers write: fields left out, nulls, unknown fields -------------------------
-
-
-def _tag_classes(codec: Codec, classes: tuple[type, ...]) -> dict[str, type]:
-    return {codec.schemas[c].tag: c for c in classes}  # type: ignore[misc]
-
-
-def wire_objects(codec: Codec, data: Any, cls: type, path: str = "$") -> list[tuple[str, type, dict[str, Any]]]:
-    """``(path, class, dict)`` of every object of a known class in a parsed line: the entry,
-    message(s), blocks, usage, cost (objects of unknown tags hold no bookkeeping: skipped)."""
-    if not isinstance(data, dict):
-        return []
-    found = [(path, cls, data)]
-    blocks, msgs = _tag_classes(codec, BLOCK_CLASSES), _tag_classes(codec, MESSAGE_CLASSES)
-    for f in codec.schemas[cls].fields:
-        value = data.get(f.wire)
-        where = f"{path}.{f.wire}"
-        if f.kind in ("value", "opt_value"):
-            found += wire_objects(codec, value, f.nested, where)  # type: ignore[arg-type]
-        elif f.kind == "message" and isinstance(value, dict) and value.get("role") in msgs:
-            found += wire_objects(codec, value, msgs[value["role"]], where)
-        elif f.kind in ("blocks", "content", "messages") and isinstance(value, list):
-            tags, key = (msgs, "role") if f.kind == "messages" else (blocks, "type")
-            for i, x in enumerate(value):
-                if isinstance(x, dict) and x.get(key) in tags:
-                    found += wire_objects(codec, x, tags[x[key]], f"{where}[{i}]")
-    return found
-
-
-def entry_class(codec: Codec, data: dict[str, Any]) -> type:
-    return {codec.schemas[c].tag: c for c in ev.ENTRY_CLASSES}[data["type"]]  # type: ignore[return-value]
-
-
-def rewrite(codec: Codec, cls: type, data: dict[str, Any], drop: set[str], null: set[str], add: bool) -> None:
-    """Change one wire object in place, as another producer would have written it: the known
-    keys in the writer's order (the tag first), ``drop`` left out, ``null`` written as null,
-    the unknown keys after them and ``xNew`` last when ``add``."""
-    schema = codec.schemas[cls]
-    known = ([schema.tag_key] if schema.tag_key else []) + [f.wire for f in schema.fields]
-    out: dict[str, Any] = {}
-    for key in known:
-        if key in drop:
-            continue
-        if key in null:
-            out[key] = None
-        elif key in data:
-            out[key] = data[key]
-    out.update((k, v) for k, v in data.items() if k not in schema.known)
-    if add:
-        out[UNKNOWN_KEY] = UNKNOWN_VALUE
-    data.clear()
-    data.update(out)
 
 
 @st.composite
@@ -111,15 +62,6 @@ def producer_lines(draw: Any, codec: Codec, events: Any, *, add_unknown: bool) -
     # Count after every change: an object may have gone with a dropped parent.
     added = sum(UNKNOWN_KEY in obj for _, _, obj in wire_objects(codec, orjson.loads(changed), entry_class(codec, data)))
     return line, changed, added
-
-
-def ordered(value: Any) -> Any:
-    """A parsed JSON value with its key order made part of equality."""
-    if isinstance(value, dict):
-        return [(k, ordered(v)) for k, v in value.items()]
-    if isinstance(value, list):
-        return [ordered(x) for x in value]
-    return value
 
 
 def assert_written_back(codec: Codec, written: bytes, original: bytes, changed: bytes) -> None:

@@ -6,14 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-import orjson
 import pytest
 import sessiontree_strategies as strat
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from sessiontree.adapters.codec import Codec, native_codec
+from sessiontree.adapters.jsontext import parse
 from sessiontree.adapters.pi import pi_codec
+from sessiontree.adapters.schema import BLOCK_CLASSES, MESSAGE_CLASSES
 from sessiontree.domain import events as ev
 from sessiontree.domain import messages as m
 
@@ -56,7 +57,8 @@ def assert_paths_agree(codec: Codec, line: bytes) -> tuple[Any, Any]:
     """Decode ``line`` both ways; the events, their classes and their bookkeeping must agree.
     Returns (what ``decode_line`` gave, what the dict path gave)."""
     typed = codec.decode_line(line, SID, VERSION)
-    via_dict = codec.decode_entry(orjson.loads(line), SID, VERSION)
+    # parsed as the library parses: integers beyond 64 bits stay exact, as on the typed path (orjson makes them floats)
+    via_dict = codec.decode_entry(parse(line), SID, VERSION)
     assert type(typed) is type(via_dict)
     assert typed == via_dict
     assert bookkeeping(typed) == bookkeeping(via_dict)
@@ -92,3 +94,66 @@ known_entries = strat.entry_events(version=VERSION).filter(lambda e: not isinsta
 plain_entries = known_entries.map(plain)
 # Half the draws are messages: they hold most of the nested values (blocks, usage, cost).
 message_heavy = st.one_of(strat.entry_strategies(version=VERSION)[ev.MessageAppended], known_entries)
+
+
+# -- the wire objects of a parsed line (the producers' and the fixtures' mutations) -------------------------
+
+
+def _tag_classes(codec: Codec, classes: tuple[type, ...]) -> dict[str, type]:
+    return {codec.schemas[c].tag: c for c in classes}  # type: ignore[misc]
+
+
+def wire_objects(codec: Codec, data: Any, cls: type, path: str = "$") -> list[tuple[str, type, dict[str, Any]]]:
+    """``(path, class, dict)`` of every object of a known class in a parsed line: the entry,
+    message(s), blocks, usage, cost (objects of unknown tags hold no bookkeeping: skipped)."""
+    if not isinstance(data, dict):
+        return []
+    found = [(path, cls, data)]
+    blocks, msgs = _tag_classes(codec, BLOCK_CLASSES), _tag_classes(codec, MESSAGE_CLASSES)
+    for f in codec.schemas[cls].fields:
+        value = data.get(f.wire)
+        where = f"{path}.{f.wire}"
+        if f.kind in ("value", "opt_value"):
+            found += wire_objects(codec, value, f.nested, where)  # type: ignore[arg-type]
+        elif f.kind == "message" and isinstance(value, dict) and value.get("role") in msgs:
+            found += wire_objects(codec, value, msgs[value["role"]], where)
+        elif f.kind in ("blocks", "content", "messages") and isinstance(value, list):
+            tags, key = (msgs, "role") if f.kind == "messages" else (blocks, "type")
+            for i, x in enumerate(value):
+                if isinstance(x, dict) and x.get(key) in tags:
+                    found += wire_objects(codec, x, tags[x[key]], f"{where}[{i}]")
+    return found
+
+
+def entry_class(codec: Codec, data: dict[str, Any]) -> type:
+    return {codec.schemas[c].tag: c for c in ev.ENTRY_CLASSES}[data["type"]]  # type: ignore[return-value]
+
+
+def rewrite(codec: Codec, cls: type, data: dict[str, Any], drop: set[str], null: set[str], add: bool) -> None:
+    """Change one wire object in place, as another producer would have written it: the known
+    keys in the writer's order (the tag first), ``drop`` left out, ``null`` written as null,
+    the unknown keys after them and ``xNew`` last when ``add``."""
+    schema = codec.schemas[cls]
+    known = ([schema.tag_key] if schema.tag_key else []) + [f.wire for f in schema.fields]
+    out: dict[str, Any] = {}
+    for key in known:
+        if key in drop:
+            continue
+        if key in null:
+            out[key] = None
+        elif key in data:
+            out[key] = data[key]
+    out.update((k, v) for k, v in data.items() if k not in schema.known)
+    if add:
+        out[UNKNOWN_KEY] = UNKNOWN_VALUE
+    data.clear()
+    data.update(out)
+
+
+def ordered(value: Any) -> Any:
+    """A parsed JSON value with its key order made part of equality."""
+    if isinstance(value, dict):
+        return [(k, ordered(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [ordered(x) for x in value]
+    return value
