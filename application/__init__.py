@@ -1,7 +1,7 @@
 """sessiontree: an append-only, event-sourced tree log of LLM agent conversations.
 
 The public API (SPEC section 7). Layers: ``sessiontree.domain`` (events, aggregate, no
-I/O), ``sessiontree.projections`` (pure folds), ``sessiontree.adapters`` (storage).
+I/O), ``sessiontree.projections`` (pure folds), one folder per feature (``sessiontree.storage``, ``.audit``, ...).
 """
 
 from importlib import import_module
@@ -50,40 +50,40 @@ from sessiontree.seed import (
 )
 from sessiontree.summary import Summary, extractive_summary
 
-# Names that live in (or import) sessiontree.adapters are loaded on first use (PEP 562):
+# Names that live in (or import) the feature folders are loaded on first use (PEP 562):
 # ``import sessiontree.domain`` imports this package first, and the layer rule says the
-# domain and projections load no adapter or serialiser (tests/test_layers.py checks it).
-# Add new adapter-backed exports here, not as imports above.
+# domain and projections load no feature folder or serialiser (tests/test_layers.py checks it).
+# Add new exports of the feature folders here, not as imports above.
 _LAZY_MODULES: dict[str, tuple[str, ...]] = {
-    "sessiontree.adapters.checkpoints": ("Checkpoint", "sign_checkpoint"),
-    "sessiontree.adapters.jsonl": ("JsonlSessionStorage",),
-    "sessiontree.adapters.memory": ("InMemorySessionStorage",),
-    "sessiontree.adapters.storage": ("SessionStorage",),
-    "sessiontree.adapters.store": ("SessionInfo",),
-    "sessiontree.adapters.verify": ("VerifyReport", "verify"),
+    "sessiontree.audit.checkpoints": ("Checkpoint", "sign_checkpoint"),
+    "sessiontree.storage.jsonl": ("JsonlSessionStorage",),
+    "sessiontree.storage.memory": ("InMemorySessionStorage",),
+    "sessiontree.storage.storage": ("SessionStorage",),
+    "sessiontree.storage.store": ("SessionInfo",),
+    "sessiontree.audit.verify": ("VerifyReport", "verify"),
     "sessiontree.reader": ("ReplayStep", "SessionView", "TreeNode"),
     "sessiontree.repository": ("DatabaseSessionRepo", "InMemorySessionRepo", "JsonlSessionRepo", "SessionRepo", "open_repo"),
-    "sessiontree.search": ("SearchHit", "search_tool"),
+    "sessiontree.search.search": ("SearchHit", "search_tool"),
     "sessiontree.session": ("Session",),
-    "sessiontree.retention": ("PruneError", "PruneResult", "PrunedSession", "parse_age"),
-    "sessiontree.adapters.archive": ("ArchiveSessionStorage",),
+    "sessiontree.retention.prune": ("PruneError", "PruneResult", "PrunedSession", "parse_age"),
+    "sessiontree.retention.archive": ("ArchiveSessionStorage",),
     "sessiontree.tool_repair": ("ContextRepairWarning",),
 }
 _LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in names}
 
 if TYPE_CHECKING:
-    from sessiontree.adapters.archive import ArchiveSessionStorage
-    from sessiontree.adapters.checkpoints import Checkpoint, sign_checkpoint
-    from sessiontree.adapters.jsonl import JsonlSessionStorage
-    from sessiontree.adapters.memory import InMemorySessionStorage
-    from sessiontree.adapters.storage import SessionStorage
-    from sessiontree.adapters.store import SessionInfo
-    from sessiontree.adapters.verify import VerifyReport, verify
+    from sessiontree.audit.checkpoints import Checkpoint, sign_checkpoint
+    from sessiontree.audit.verify import VerifyReport, verify
     from sessiontree.reader import ReplayStep, SessionView, TreeNode
     from sessiontree.repository import DatabaseSessionRepo, InMemorySessionRepo, JsonlSessionRepo, SessionRepo, open_repo
-    from sessiontree.retention import PrunedSession, PruneError, PruneResult, parse_age
-    from sessiontree.search import SearchHit, search_tool
+    from sessiontree.retention.archive import ArchiveSessionStorage
+    from sessiontree.retention.prune import PrunedSession, PruneError, PruneResult, parse_age
+    from sessiontree.search.search import SearchHit, search_tool
     from sessiontree.session import Session
+    from sessiontree.storage.jsonl import JsonlSessionStorage
+    from sessiontree.storage.memory import InMemorySessionStorage
+    from sessiontree.storage.storage import SessionStorage
+    from sessiontree.storage.store import SessionInfo
     from sessiontree.tool_repair import ContextRepairWarning
 
 

@@ -1,6 +1,6 @@
 """Session repositories: create, open, list, delete, fork and copy whole sessions.
 
-:class:`SessionRepo` works over a store (``sessiontree.adapters.store``: where the logs live)
+:class:`SessionRepo` works over a store (``sessiontree.storage.store``: where the logs live)
 and makes ``Session`` objects with its options, app projections, clock and id generator. Each
 backend has a named subclass, and :func:`open_repo` picks one from a URL.
 """
@@ -13,28 +13,28 @@ from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
-from sessiontree import retention
-from sessiontree.adapters.blob_gc import collect, scope_of
-from sessiontree.adapters.blob_stores import DEFAULT as BLOBS_DEFAULT
-from sessiontree.adapters.database import DatabaseStore
-from sessiontree.adapters.jsonl_repo import JsonlStore
-from sessiontree.adapters.jsonl_salvage import salvage_log
-from sessiontree.adapters.listing import ListQuery, SessionList
-from sessiontree.adapters.storage import SessionStorage
-from sessiontree.adapters.store import MemoryStore, SessionStore, check_session_id
-from sessiontree.adapters.urls import open_store
+from sessiontree.content.blob_gc import collect, scope_of
+from sessiontree.content.blob_stores import DEFAULT as BLOBS_DEFAULT
+from sessiontree.content.redaction import DEFAULT, check_redactors, entry_redactor
 from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, SessionStarted
 from sessiontree.domain.ids import Clock, IdGenerator, new_entry_id, new_session_id, now_iso, utc_now
 from sessiontree.forking import fork_entries, fork_leaf
 from sessiontree.projections.context import SessionContextBuildOptions
-from sessiontree.redaction import DEFAULT, check_redactors, entry_redactor
+from sessiontree.retention import prune as retention
 from sessiontree.session import Session
 from sessiontree.sources import copied_lines, removed, salvaged_copy, verified_source
+from sessiontree.storage.database import DatabaseStore
+from sessiontree.storage.jsonl_repo import JsonlStore
+from sessiontree.storage.jsonl_salvage import salvage_log
+from sessiontree.storage.listing import ListQuery, SessionList
+from sessiontree.storage.storage import SessionStorage
+from sessiontree.storage.store import MemoryStore, SessionStore, check_session_id
+from sessiontree.storage.urls import open_store
 
 if TYPE_CHECKING:
-    from sessiontree.search import SearchHit
+    from sessiontree.search.search import SearchHit
 
 POSITIONS = ("before", "at")
 SOURCE_KEY = "source"  # a header field: where a fork or a salvaged copy came from (docs/file-format.md)
@@ -150,7 +150,7 @@ class SessionRepo:
         first, as ``SearchHit`` rows; ``cwd``, ``role`` (``user``, ``assistant``, ``tool`` or an entry type), ``since``
         and ``until`` (a datetime, ISO 8601 text or an age such as ``7d``) and ``session`` narrow it
         (docs/search.md)."""
-        from sessiontree.search import search
+        from sessiontree.search.search import search
 
         return search(self, query, limit=limit, cwd=cwd, role=role, since=since, until=until, session=session)
 
@@ -266,7 +266,7 @@ class JsonlSessionRepo(SessionRepo):
 
 
 class InMemorySessionRepo(SessionRepo):
-    """Sessions held in memory, in one in-memory recorder (``adapters/memory_recorder.py``; tests, ephemeral agents)."""
+    """Sessions held in memory, in one in-memory recorder (``storage/memory_recorder.py``; tests, ephemeral agents)."""
 
     store: MemoryStore
 
@@ -279,7 +279,7 @@ class InMemorySessionRepo(SessionRepo):
 
 
 class DatabaseSessionRepo(SessionRepo):
-    """Sessions in eventsourcing's POPO, SQLite or PostgreSQL module (``adapters/database.py``)."""
+    """Sessions in eventsourcing's POPO, SQLite or PostgreSQL module (``storage/database.py``)."""
 
     store: DatabaseStore
 
@@ -303,7 +303,7 @@ class DatabaseSessionRepo(SessionRepo):
 
 
 def open_repo(url: str | os.PathLike[str], *, durability: str = "flush", **kwargs: Any) -> SessionRepo:
-    """The session repository ``url`` names (``adapters/urls.py`` lists the URLs); keyword
+    """The session repository ``url`` names (``storage/urls.py`` lists the URLs); keyword
     arguments (``options``, ``projections``, ...) go to the repository."""
     store = open_store(url, durability=durability)
     if isinstance(store, JsonlStore):

@@ -62,9 +62,9 @@ def open_session(path: str | Path, options: SessionContextBuildOptions | None = 
     """The session in the JSONL file at ``path``, ours or pi's (the dialect is detected): ``Session(JsonlSessionStorage.
     open(path, **storage_options), options)`` in one call. An archive a pruning wrote (``<id>.jsonl.gz``) opens
     read-only."""
-    from sessiontree.adapters.archive import ArchiveSessionStorage, is_archive
-    from sessiontree.adapters.jsonl import JsonlSessionStorage
+    from sessiontree.retention.archive import ArchiveSessionStorage, is_archive
     from sessiontree.session import Session
+    from sessiontree.storage.jsonl import JsonlSessionStorage
 
     if is_archive(path):
         return Session(ArchiveSessionStorage.open(path), options)

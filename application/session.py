@@ -21,7 +21,7 @@ import attrs
 
 from sessiontree import compaction as _compaction
 from sessiontree import tool_repair as _tool_repair
-from sessiontree.adapters.storage import SessionStorage, moved
+from sessiontree.content.redacting import DEFAULT, Redacting
 from sessiontree.domain import aggregate as commands
 from sessiontree.domain.aggregate import leaf_at
 from sessiontree.domain.erasure import RECORD_TYPE
@@ -34,8 +34,8 @@ from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS
 from sessiontree.projections.context import Built, ContextProjection, SessionContextBuildOptions
 from sessiontree.projections.tokens import TokenEstimator
 from sessiontree.reader import BUILTINS, SessionReader, check_id
-from sessiontree.redacting import DEFAULT, Redacting
 from sessiontree.retries import fresh_id, repeated
+from sessiontree.storage.storage import SessionStorage, moved
 from sessiontree.summary import branch_summary_fields
 
 # An append command bound to its arguments: (aggregate, entry id, timestamp) -> the event.
@@ -57,7 +57,7 @@ class Session(Redacting, SessionReader):
 
     ``Session(storage)`` replays the storage's log. ``clock`` and ``id_generator`` are
     injectable (deterministic tests); ``redactors`` run over every string of an entry before it is saved (default:
-    a :class:`~sessiontree.redaction.SecretRedactor`; None turns redaction off; docs/audit.md); ``options`` (or
+    a :class:`~sessiontree.content.redaction.SecretRedactor`; None turns redaction off; docs/audit.md); ``options`` (or
     ``context_build_options=``, the seed's name) are session-level context options that every ``build_context``
     call merges with its own; ``projections`` are app projections (see :meth:`register_projection`). A Session may
     be shared by threads: each append (the command and its save) and each cache a read fills
@@ -339,7 +339,7 @@ class Session(Redacting, SessionReader):
     def redact(self, entry_id: str, *, reason: str, by: str | None = None) -> str:
         """Erase the content of one entry and keep the log verifiable (docs/audit.md, *Erasure*); returns the id of the
         redaction record appended. ``by``: who asked (default: the OS user)."""
-        from sessiontree import erasure  # its blob collection and scrubbing are loaded only by a process that erases
+        from sessiontree.audit import erasure  # its blob collection and scrubbing are loaded only by a process that erases
 
         return erasure.redact(self, entry_id, reason, by)
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import attrs
 
-from sessiontree.adapters.blob_gc import digests_of
-from sessiontree.adapters.jsonl_salvage import salvage_log
-from sessiontree.adapters.memory import InMemorySessionStorage
-from sessiontree.adapters.storage import SessionStorage
-from sessiontree.adapters.store import SessionStore
-from sessiontree.adapters.verify import verify
+from sessiontree.audit.verify import verify
+from sessiontree.content.blob_gc import digests_of
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, SessionStarted
+from sessiontree.storage.jsonl_salvage import salvage_log
+from sessiontree.storage.memory import InMemorySessionStorage
+from sessiontree.storage.storage import SessionStorage
+from sessiontree.storage.store import SessionStore
 
 
 def verified_source(

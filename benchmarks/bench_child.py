@@ -56,7 +56,8 @@ def _import_library() -> None:
     import importlib
     import pkgutil
 
-    for package in ("sessiontree", "sessiontree.domain", "sessiontree.projections", "sessiontree.adapters"):
+    features = ('wire', 'storage', 'pi', 'audit', 'content', 'search', 'retention')  # one folder per feature
+    for package in ("sessiontree", "sessiontree.domain", "sessiontree.projections", *(f"sessiontree.{f}" for f in features)):
         path = importlib.import_module(package).__path__
         for info in pkgutil.iter_modules(path, package + "."):
             try:
@@ -117,7 +118,7 @@ def summary(samples: list[float]) -> dict[str, float]:
 
 
 def open_context(file: str, index: str = "as is") -> dict[str, Any]:
-    from sessiontree.adapters import jsonl_index
+    from sessiontree.storage import jsonl_index
 
     if index == "none":  # no sidecar index yet: the open scans the file (and writes one)
         jsonl_index.remove(file)
@@ -268,7 +269,7 @@ def time_travel(file: str) -> dict[str, Any]:
 
 def list_sessions(directory: str, cold: bool) -> dict[str, Any]:
     from sessiontree import open_repo
-    from sessiontree.adapters.index import INDEX_FILE
+    from sessiontree.storage.index import INDEX_FILE
 
     if cold:
         (Path(directory) / INDEX_FILE).unlink(missing_ok=True)

@@ -2,7 +2,7 @@
 
 With node and the pi peer harness (scripts/install-pi-peer.sh), pi 1.6.0 writes the pi
 file itself (``pi-peer.mjs gen --shape bench``) and the native file is its conversion by
-:func:`sessiontree.adapters.pi_convert.import_pi` (same entries, same ids). Without
+:func:`sessiontree.pi.pi_convert.import_pi` (same entries, same ids). Without
 node, :func:`generate_native` writes an equivalent native file through the ``Session``
 API (same entry count and mix: 4-entry turns, a label every ~1k entries, a compaction every
 ~20k, a branch summary every ~25k, one name, ``custom`` padding) and ``export_pi`` gives
@@ -164,7 +164,7 @@ def generate_native(path: Path, entries: int, seed: int = 42) -> dict[str, Any]:
 
 def prepare(data: Path, sizes: list[int], use_pi: bool, log: Any = print) -> dict[int, dict[str, Path]]:
     """``{N: {"pi": path, "native": path}}`` for every size, made once per data directory."""
-    from sessiontree.adapters.pi_convert import export_pi, import_pi
+    from sessiontree.pi.pi_convert import export_pi, import_pi
 
     data = data / ("made-by-pi" if use_pi else "made-by-sessiontree")
     data.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,7 @@ import uuid
 
 def child(design: str, url: str, appends: int, size: int, same: bool) -> None:
     from sessiontree import ImageContent, TextContent, UserMessage, open_repo
-    from sessiontree.adapters.blob_tables import TableBlobs
+    from sessiontree.content.blob_tables import TableBlobs
 
     if design == "before":
         TableBlobs.joins = lambda self, recorder: False  # type: ignore[method-assign]

@@ -29,7 +29,7 @@ OLD_TURNS, KEPT_TURNS, NEW_TURNS, OUTPUT = 600, 10, 5, 1 << 20
 def write_file(path: Path) -> None:
     """The session, written through the library in pi's dialect (what pi itself reads)."""
     from sessiontree import AssistantMessage, JsonlSessionStorage, Session, TextContent, ToolCall, ToolResultMessage, UserMessage
-    from sessiontree.adapters.pi import pi_codec
+    from sessiontree.pi.pi import pi_codec
 
     session = Session(JsonlSessionStorage.create(path, cwd="/work/project", codec=pi_codec()))
     big, small = "x" * OUTPUT, "ok " * 100
@@ -55,7 +55,7 @@ def write_file(path: Path) -> None:
 
 
 def remove_index(path: Path) -> None:
-    from sessiontree.adapters import jsonl_index
+    from sessiontree.storage import jsonl_index
 
     jsonl_index.remove(path)
 

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from sessiontree import AssistantMessage, TextContent, UserMessage, open_repo
-from sessiontree.adapters.search_state import Filters
-from sessiontree.adapters.search_text import parse_query
-from sessiontree.search import store_search
+from sessiontree.search.search import store_search
+from sessiontree.search.search_state import Filters
+from sessiontree.search.search_text import parse_query
 
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/test"
 TARGETS = {"build_s": 60.0, "query_ms": 20.0, "grep_ratio": 0.25, "append_ms": 20.0, "cli_ms": 500.0}

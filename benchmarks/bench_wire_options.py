@@ -4,7 +4,7 @@ Each FILE is a native or pi session (e.g. ``benchmarks/bench_data.py``'s ``nativ
 its ``message`` lines (all but a handful in those files) are decoded into the domain's attrs objects by:
 
 * ``floor``: ``msgspec.json.decode`` of each line to plain dicts and lists (no domain objects at all);
-* ``structs``: msgspec structs with the dialect's renames and tags (the typed half of ``adapters/wire.py``), no objects;
+* ``structs``: msgspec structs with the dialect's renames and tags (the typed half of ``wire/wire.py``), no objects;
 * ``current``: ``Codec.decode_line`` as shipped (structs, a canonical re-encode compared with every line, converters
   that set attrs slots through ``object.__new__``);
 * ``B: structs + attrs constructors``: the same structs, then plain constructor calls (attrs' ``__init__``, validators
@@ -34,11 +34,11 @@ import msgspec
 from cattrs.gen import make_dict_structure_fn, override
 from cattrs.preconf.msgspec import make_converter
 
-from sessiontree.adapters.codec import native_codec
-from sessiontree.adapters.pi import pi_codec
-from sessiontree.adapters.wire import WireDecoder
 from sessiontree.domain import messages as m
 from sessiontree.domain.events import MessageAppended
+from sessiontree.pi.pi import pi_codec
+from sessiontree.wire.codec import native_codec
+from sessiontree.wire.wire import WireDecoder
 
 BLOCKS = (m.TextContent, m.ImageContent, m.ThinkingContent, m.ToolCall)
 MESSAGES = (m.UserMessage, m.AssistantMessage, m.ToolResultMessage, m.CustomMessage, m.CompactionSummaryMessage,

@@ -79,7 +79,8 @@ print(json.dumps({"appends": done}))
 """
 
 
-SUBPACKAGES = ("domain", "projections", "adapters", "cli", "web")  # pyproject's package-dir: the rest is application/
+# pyproject's package-dir: the rest is application/
+SUBPACKAGES = ("domain", "projections", "wire", "storage", "pi", "audit", "content", "search", "retention", "cli", "web")
 
 
 def shim(tree: Path) -> Path:

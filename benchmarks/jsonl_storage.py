@@ -26,9 +26,9 @@ from sessiontree import (
     Usage,
     UserMessage,
 )
-from sessiontree.adapters.codec import native_codec
 from sessiontree.domain import aggregate
 from sessiontree.domain.log import EntryLog
+from sessiontree.wire.codec import native_codec
 
 TEXT = "lorem ipsum dolor sit amet " * 14
 

@@ -1,6 +1,6 @@
 """``sessiontree import`` and ``sessiontree export``.
 
-Both go through the pi conversion (``sessiontree.adapters.pi_convert``), which re-encodes
+Both go through the pi conversion (``sessiontree.pi.pi_convert``), which re-encodes
 every entry in the other dialect with the same ids, parents, timestamps and unknown
 fields, and keeps fields a producer left out left out. ``import`` converts each file (every
 ``*.jsonl`` under a directory) to the native dialect and copies it into the repository with
@@ -36,13 +36,13 @@ COPY_CHUNK = 1 << 20
 
 
 def _converter() -> Any:
-    return feature("sessiontree.adapters.pi_convert", "convert", "conversion between the pi and native dialects")
+    return feature("sessiontree.pi.pi_convert", "convert", "conversion between the pi and native dialects")
 
 
 def _codec(kind: str) -> Any:
     if kind == "pi":
-        return feature("sessiontree.adapters.pi", "pi_codec", "the pi dialect")()
-    return feature("sessiontree.adapters.codec", "native_codec", "the native codec")()
+        return feature("sessiontree.pi.pi", "pi_codec", "the pi dialect")()
+    return feature("sessiontree.wire.codec", "native_codec", "the native codec")()
 
 
 def _sources(names: list[str]) -> Iterator[tuple[str, SessionError | None]]:
@@ -92,7 +92,7 @@ def _import_one(repo: SessionRepo, name: str, salvage: bool = False) -> dict[str
 
 
 def _import_whole(repo: SessionRepo, name: str) -> dict[str, Any]:
-    storage_class = feature("sessiontree.adapters.jsonl", "JsonlSessionStorage", "reading JSONL session files")
+    storage_class = feature("sessiontree.storage.jsonl", "JsonlSessionStorage", "reading JSONL session files")
     with tempfile.TemporaryDirectory() as tmp:
         # Convert to the native dialect first (keeps fields pi left out as left out), then copy into the
         # repository through its own API, whatever its backend.
@@ -230,9 +230,9 @@ def _claude_code_lines(session: Any) -> bytes:
 
 def _unpacked(name: str, tmp: str) -> str:
     """The file to import: ``name``, or for a pruned session's archive its log written out in ``tmp`` (a restore)."""
-    from sessiontree.adapters.archive import is_archive, read_archive
-    from sessiontree.adapters.blob_gc import digests_of
-    from sessiontree.adapters.blob_stores import folder_for
+    from sessiontree.content.blob_gc import digests_of
+    from sessiontree.content.blob_stores import folder_for
+    from sessiontree.retention.archive import is_archive, read_archive
 
     if not is_archive(name):
         return name

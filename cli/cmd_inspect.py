@@ -7,10 +7,10 @@ from typing import Any
 
 import attrs
 
-from sessiontree.adapters.codec import native_codec
 from sessiontree.cli.output import CliError, JsonRows, print_json, stdout
 from sessiontree.cli.target import listing, open_repository, repo_url, session_for
 from sessiontree.compaction import estimate_context_tokens
+from sessiontree.wire.codec import native_codec
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
@@ -102,7 +102,7 @@ def context_payload(reader: Any, context: Any, leaf: str | None) -> dict[str, An
 
 def pi_context_payload(context: Any) -> dict[str, Any]:
     """The context in the shape pi's ``buildSessionContext`` returns (camelCase, pi's roles), to compare with pi's own."""
-    from sessiontree.adapters.pi import pi_codec
+    from sessiontree.pi.pi import pi_codec
 
     codec, model = pi_codec(), context.model
     return {

@@ -19,7 +19,7 @@ from sessiontree.cli.target import open_repository, repo_url
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from sessiontree.retention import PruneError, parse_age
+    from sessiontree.retention.prune import PruneError, parse_age
 
     try:
         age = parse_age(args.older_than)

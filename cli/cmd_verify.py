@@ -1,7 +1,7 @@
 """``sessiontree verify`` and ``sign``: check session files, directories or a repository,
 and sign checkpoints of them.
 
-Each log goes through the library's one check, ``sessiontree.adapters.verify.verify``:
+Each log goes through the library's one check, ``sessiontree.audit.verify.verify``:
 the header and every line as salvage mode reads it (bad JSON, a bad envelope or body, a
 second header, a duplicate id, a parent not on an earlier line), the hash chain of native
 logs (an altered, removed, reordered or inserted line is named), and, with ``--key``, the
@@ -88,8 +88,8 @@ def _check(verify: Any, target: Any, args: argparse.Namespace, key: Any, where: 
 
 def _session_id_of(path: Any) -> str | None:
     """The session id a file's header names (None if it has no readable header)."""
-    from sessiontree.adapters.archive import ArchiveSessionStorage, is_archive
-    from sessiontree.adapters.jsonl import JsonlSessionStorage
+    from sessiontree.retention.archive import ArchiveSessionStorage, is_archive
+    from sessiontree.storage.jsonl import JsonlSessionStorage
 
     try:
         storage = ArchiveSessionStorage.open(path) if is_archive(path) else JsonlSessionStorage.open(path, salvage=False)
@@ -105,12 +105,12 @@ def _kept_checkpoints(args: argparse.Namespace) -> Any:
         return None
     if args.key is None:
         raise CliError("--checkpoints needs --key (the key checks their signatures)")
-    parse = feature("sessiontree.adapters.checkpoints", "read_checkpoint_file", "signed checkpoints")
+    parse = feature("sessiontree.audit.checkpoints", "read_checkpoint_file", "signed checkpoints")
     return parse(args.checkpoints)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    verify = feature("sessiontree.adapters.verify", "verify", "verification")
+    verify = feature("sessiontree.audit.verify", "verify", "verification")
     key = load_key(args.key) if args.key else None
     kept = _kept_checkpoints(args)
     reports: list[Any] = []
@@ -217,8 +217,8 @@ def _print(reports: list[Any], args: argparse.Namespace, unread: list[str]) -> i
 
 
 def cmd_sign(args: argparse.Namespace) -> int:
-    sign = feature("sessiontree.adapters.checkpoints", "sign_checkpoint", "signed checkpoints")
-    module = import_module("sessiontree.adapters.checkpoints")
+    sign = feature("sessiontree.audit.checkpoints", "sign_checkpoint", "signed checkpoints")
+    module = import_module("sessiontree.audit.checkpoints")
     key = load_key(args.key)
     signed: list[tuple[str, Any, Any]] = []  # (where, checkpoint, kept at)
     paths = list(args.paths)

@@ -12,9 +12,9 @@ from typing import Any
 
 from rich.text import Text
 
-from sessiontree.adapters.json_bytes import dumps, spaced
 from sessiontree.cli import clip
 from sessiontree.domain.messages import TextContent, ToolCall
+from sessiontree.wire.json_bytes import dumps, spaced
 
 PREVIEW_CHARS = 160
 CALL_ARGUMENTS = 8  # a tool call's gist names at most this many arguments

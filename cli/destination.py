@@ -1,7 +1,7 @@
 """Where new sessions go (``fork``, ``import``), and a session file as a one-session source.
 
 pi's folders are read-only to sessiontree: a new session never lands in a folder that is not
-sessiontree's own (``sessiontree.adapters.folders`` says how that is told). It goes to the
+sessiontree's own (``sessiontree.storage.folders`` says how that is told). It goes to the
 named target (``fork --into URL``), else to the first of ``--repo``, ``$SESSIONTREE_REPO`` and
 ``./.sessions`` that is ours.
 """
@@ -13,14 +13,14 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from sessiontree.adapters.folders import foreign_reason
-from sessiontree.adapters.storage import SessionStorage
-from sessiontree.adapters.store import SessionInfo, SessionStore
 from sessiontree.cli.output import warn
 from sessiontree.cli.target import DEFAULT_REPO, ENV_REPO, feature, local_directory, open_repository
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
 from sessiontree.repository import SessionRepo
+from sessiontree.storage.folders import foreign_reason
+from sessiontree.storage.storage import SessionStorage
+from sessiontree.storage.store import SessionInfo, SessionStore
 
 
 class OneFile(SessionStore):
@@ -63,7 +63,7 @@ def file_source(path: str) -> tuple[SessionRepo, str]:
         raise SessionError("not_found", f"no such session file: {path}")
     if os.path.isdir(path):
         raise SessionError("not_found", f"{path} is a directory: pass it as --repo, not as a session")
-    storage_class = feature("sessiontree.adapters.jsonl", "JsonlSessionStorage", "reading JSONL session files")
+    storage_class = feature("sessiontree.storage.jsonl", "JsonlSessionStorage", "reading JSONL session files")
     storage = storage_class.open(path)
     return SessionRepo(OneFile(storage)), storage.session_id
 

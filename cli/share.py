@@ -14,9 +14,9 @@ from typing import Any
 
 import attrs
 
-from sessiontree.adapters.json_bytes import pretty, spaced
 from sessiontree.cli import clip, mdescape
 from sessiontree.domain.messages import ImageContent, TextContent, ThinkingContent, ToolCall, message_text
+from sessiontree.wire.json_bytes import pretty, spaced
 
 DOC_LINES = 200  # a shared document shows more of a block than a terminal view does
 DOC_CHARS = 20_000

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from sessiontree.adapters.files import make_private_dirs
-from sessiontree.adapters.folders import claim
 from sessiontree.cli.output import CliError, warn
 from sessiontree.domain.errors import SessionError
+from sessiontree.storage.files import make_private_dirs
+from sessiontree.storage.folders import claim
 
 DEFAULT_REPO = ".sessions"
 ENV_REPO = "SESSIONTREE_REPO"
@@ -107,12 +107,12 @@ def open_file(path: str, **kwargs: Any) -> Any:
         raise SessionError("not_found", f"no such session file: {path}")
     if os.path.isdir(path):
         raise directory_error(path)
-    storage_class = feature("sessiontree.adapters.jsonl", "JsonlSessionStorage", "reading JSONL session files")
-    from sessiontree.adapters.files import is_archive
+    storage_class = feature("sessiontree.storage.jsonl", "JsonlSessionStorage", "reading JSONL session files")
     from sessiontree.session import Session
+    from sessiontree.storage.files import is_archive
 
     if is_archive(path):  # a pruned session's archive: read-only, whole or refused (salvage reads no archive)
-        from sessiontree.adapters.archive import ArchiveSessionStorage
+        from sessiontree.retention.archive import ArchiveSessionStorage
 
         return Session(ArchiveSessionStorage.open(path))
     storage = storage_class.open(path, **kwargs)

@@ -11,7 +11,6 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from sessiontree.adapters.json_bytes import spaced
 from sessiontree.cli import clip
 from sessiontree.cli.describe import ROLE_STYLE, fork_note, message_preview, one_line
 from sessiontree.domain.events import parse_timestamp
@@ -23,6 +22,7 @@ from sessiontree.domain.messages import (
     UnknownContent,
 )
 from sessiontree.projections.tokens import DEFAULT_ESTIMATOR
+from sessiontree.wire.json_bytes import spaced
 
 MAX_BLOCKS = 40  # content blocks shown per message unless --full
 

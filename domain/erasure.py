@@ -34,7 +34,7 @@ from sessiontree.domain.messages import (
     UserMessage,
 )
 
-RECORD_TYPE = "sessiontree.redaction"
+RECORD_TYPE = "sessiontree.content.redaction"
 PLACEHOLDER = "[redacted]"
 STUB_KEY = "redacted"
 

@@ -4,7 +4,7 @@ pi 1.x added two steps to building a context, after the rules of SPEC section 3 
 ``context_edit`` entries replace or hide what an entry contributes on their branch, and a compaction's ``systemMessage``
 comes right before its summary. Entries of those kinds reach this module as they were read (``UnknownEntryAppended``,
 ``UnknownMessage``, a compaction's ``extra``) with pi's wire fields, so the transform needs the pi codec's decoders;
-they are passed in, keeping this module free of adapters.
+they are passed in, keeping this module free of storage.
 """
 
 from __future__ import annotations

@@ -25,7 +25,13 @@ START, END = "<!-- figures: scripts/architecture_figures.py --write -->", "<!-- 
 FOLDERS = [  # (folder, what it is, part of the core?)
     ("domain", "entries, messages, the aggregate", True),
     ("projections", "read models and the context", True),
-    ("adapters", "storage, wire format, features", True),
+    ("wire", "the wire format", True),
+    ("storage", "the storage ports and backends", True),
+    ("pi", "pi's dialect", True),
+    ("audit", "chain, checkpoints, verify, erasure", True),
+    ("content", "blobs and redaction", True),
+    ("search", "full-text search", True),
+    ("retention", "pruning and archives", True),
     ("application", "the public API and services", True),
     ("application/integrations", "framework stores", False),
     ("cli", "the command line", False),
@@ -45,14 +51,12 @@ def _lines(path: Path) -> int:
 def calls(run: Callable[[], Any]) -> int:
     """How many calls of the library's own functions ``run`` makes (not its dependencies': their releases would
     move the figure)."""
-    import sessiontree
-    import sessiontree.adapters
-    import sessiontree.domain
-    import sessiontree.projections
+    import importlib
 
     count = 0
-    own = tuple(str(Path(package.__file__).parent) for package in  # where they are installed from
-                (sessiontree, sessiontree.adapters, sessiontree.domain, sessiontree.projections))
+    packages = ["sessiontree", *(f"sessiontree.{name}" for name, _, core in FOLDERS if core and name != "application")]
+    # where they are installed from
+    own = tuple(str(Path(importlib.import_module(package).__file__ or "").parent) for package in packages)
 
     def profile(frame: Any, event: str, arg: Any) -> None:
         nonlocal count
@@ -132,7 +136,7 @@ def figures() -> str:
         "| folder | holds | modules | lines |",
         "|---|---|---:|---:|",
         *rows,
-        f"| **core** | domain, projections, adapters, application (without integrations) | {core_modules} | {core_lines:,} |",
+        f"| **core** | domain, projections, features, application (without integrations) | {core_modules} | {core_lines:,} |",
         "",
         "| measured | |",
         "|---|---:|",

@@ -1,7 +1,7 @@
 """Every wire-only name is spelled in one module per dialect (issue 33, item 3).
 
 The modules that read lines (the listing index, search, blobs, the chain, retention, the recorders) decode them through
-the typed envelopes at the end of ``adapters/schema.py`` and take any key they need as a name from there; so a key of a
+the typed envelopes at the end of ``wire/schema.py`` and take any key they need as a name from there; so a key of a
 dialect's files appears as a string literal in that dialect's wire module and nowhere else in the library.
 
 What counts as wire-only: every camelCase key pi writes (no Python name is camelCase) and, natively, ``parent_session``.
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # the package's source folders: every top-level folder that is a package (tests and benchmarks are not)
 LIBRARY = tuple(sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file() and p.name != "tests"))
-WIRE_MODULE = {"native": "adapters/schema.py", "pi": "adapters/pi_names.py"}
+WIRE_MODULE = {"native": "wire/schema.py", "pi": "wire/pi_names.py"}
 WIRE_ONLY = {
     "native": ("parent_session",),
     "pi": (
@@ -35,7 +35,7 @@ OWN_FORMATS = {
     ("cli/cmd_write.py", "parent_session"): "a key of `sessiontree fork --json`, the CLI's own output",
     ("cli/cmd_inspect.py", "thinkingLevel"): "`context --format pi` prints the shape of pi's buildSessionContext",
     ("cli/cmd_inspect.py", "modelId"): "`context --format pi` prints the shape of pi's buildSessionContext",
-    ("adapters/pg_sessions.py", "parent_session"): "a column of the PostgreSQL listing table",
+    ("storage/pg_sessions.py", "parent_session"): "a column of the PostgreSQL listing table",
     ("domain/aggregate.py", "parent_session"): "the command's own argument, named in its error message",
     # projections import only the domain: pi's context_edit entry reaches it as raw data (UnknownEntryAppended);
     # whether its target becomes a domain concept is the domain's call, not this module's

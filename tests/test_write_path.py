@@ -21,7 +21,7 @@ import sessiontree_testkit as kit  # noqa: E402
 
 from sessiontree import AssistantMessage, Cost, JsonlSessionStorage, Session, TextContent, Usage  # noqa: E402
 
-LAYERS = {"domain", "projections", "application", "adapters"}
+LAYERS = {"domain", "projections", "application", "wire", "storage", "pi", "audit", "content", "search", "retention"}
 
 # (caller module, callee module, callee) in call order: docs/architecture.md, "The write path".
 DOCUMENTED = [
@@ -31,17 +31,17 @@ DOCUMENTED = [
     ("domain/aggregate.py", "domain/values.py", "check_message"),
     ("domain/values.py", "domain/messages.py", "check_fields"),  # field types: checked once, at the append command
     ("domain/aggregate.py", "domain/log.py", "EntryLog.has"),
-    ("application/session.py", "application/redaction.py", "_Walk.entry"),  # redaction on write (on by default)
-    ("application/session.py", "adapters/jsonl.py", "JsonlSessionStorage.append"),
-    ("adapters/jsonl.py", "adapters/codec.py", "Codec.encode_event"),  # encode
-    ("adapters/codec.py", "adapters/encoders.py", "Encoders.line"),  # the wire struct, written by msgspec
-    ("adapters/jsonl.py", "adapters/jsonl_append.py", "AppendingFile.lock"),  # the file's flock, for this append only
-    ("adapters/jsonl.py", "adapters/jsonl_append.py", "AppendingFile.catch_up"),  # others' lines: one lseek
-    ("adapters/jsonl.py", "adapters/chain.py", "seal_lines"),  # seal, after the file's last line
-    ("adapters/jsonl.py", "adapters/jsonl_append.py", "AppendingFile.write"),  # the log's append
-    ("adapters/jsonl.py", "adapters/jsonl_append.py", "AppendingFile.unlock"),
-    ("adapters/jsonl.py", "adapters/chain.py", "ChainHead.set"),
-    ("adapters/jsonl.py", "adapters/mapped.py", "MappedLines.extend"),  # the loader's lines: the mapped file's, then ours
+    ("application/session.py", "content/redaction.py", "_Walk.entry"),  # redaction on write (on by default)
+    ("application/session.py", "storage/jsonl.py", "JsonlSessionStorage.append"),
+    ("storage/jsonl.py", "wire/codec.py", "Codec.encode_event"),  # encode
+    ("wire/codec.py", "wire/encoders.py", "Encoders.line"),  # the wire struct, written by msgspec
+    ("storage/jsonl.py", "storage/jsonl_append.py", "AppendingFile.lock"),  # the file's flock, for this append only
+    ("storage/jsonl.py", "storage/jsonl_append.py", "AppendingFile.catch_up"),  # others' lines: one lseek
+    ("storage/jsonl.py", "audit/chain.py", "seal_lines"),  # seal, after the file's last line
+    ("storage/jsonl.py", "storage/jsonl_append.py", "AppendingFile.write"),  # the log's append
+    ("storage/jsonl.py", "storage/jsonl_append.py", "AppendingFile.unlock"),
+    ("storage/jsonl.py", "audit/chain.py", "ChainHead.set"),
+    ("storage/jsonl.py", "storage/mapped.py", "MappedLines.extend"),  # the loader's lines: the mapped file's, then ours
     ("application/session.py", "domain/aggregate.py", "project"),  # the fold
     ("domain/aggregate.py", "domain/log.py", "EntryLog.add"),  # the loader port's ``held``: keep the line, not the objects
 ]
@@ -90,9 +90,9 @@ def test_the_first_append_makes_the_redactor(tmp_path: Path) -> None:
     redactor (a session that only reads makes none), which then redacts the entry."""
     session = Session(JsonlSessionStorage.create(tmp_path / "s.jsonl"))
     calls = record_append(session, kit.user("hello"))
-    made = [c for c in calls if "application/redacting.py" in c[:2] or c[0] == "application/redaction.py"]
-    assert made[0] == ("application/session.py", "application/redacting.py", "Redacting._first_redact")
-    assert made[-1] == ("application/redacting.py", "application/redaction.py", "_Walk.entry")
+    made = [c for c in calls if "content/redacting.py" in c[:2] or c[0] == "content/redaction.py"]
+    assert made[0] == ("application/session.py", "content/redacting.py", "Redacting._first_redact")
+    assert made[-1] == ("content/redacting.py", "content/redaction.py", "_Walk.entry")
     redacted = ("application/session.py", *made[-1][1:])
     rest = [redacted if c == made[-1] else c for c in calls if c not in made[:-1]]
-    assert [c for c in rest if c[1] not in ("adapters/jsonl_file.py", "adapters/files.py")] == DOCUMENTED
+    assert [c for c in rest if c[1] not in ("storage/jsonl_file.py", "storage/files.py")] == DOCUMENTED

@@ -18,12 +18,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from sessiontree.adapters.json_bytes import DECODE_ERRORS, decode, dumps
 from sessiontree.cli.output import CliError
 from sessiontree.domain.errors import SessionError
 from sessiontree.web import payloads
 from sessiontree.web.rows import MAX_WINDOW
 from sessiontree.web.sessions import Held, OpenSessions, file_signature
+from sessiontree.wire.json_bytes import DECODE_ERRORS, decode, dumps
 
 STATUS = {"not_found": 404, "conflict": 409, "read_only": 409}
 EXPORTS = {"markdown": ("text/markdown", "md"), "html": ("text/html", "html"), "pi": ("application/x-ndjson", "jsonl"),
@@ -101,7 +101,7 @@ def read_only(session: Any, allow_writes: bool) -> bool:
 
 
 def is_pi(session: Any) -> bool:
-    from sessiontree.adapters.pi_storage import PiSessionStorage
+    from sessiontree.pi.pi_storage import PiSessionStorage
 
     return isinstance(session.storage, PiSessionStorage)
 
@@ -208,9 +208,9 @@ def export_bytes(session: Any, kind: str, leaf: str | None) -> bytes:
 
         document = share.branch_document(session, payloads.resolve(session, leaf) if leaf else None)
         return (share.to_markdown(document) if kind == "markdown" else share.to_html(document)).encode()
-    from sessiontree.adapters.codec import native_codec
-    from sessiontree.adapters.pi import pi_codec
-    from sessiontree.adapters.pi_convert import convert
+    from sessiontree.pi.pi import pi_codec
+    from sessiontree.pi.pi_convert import convert
+    from sessiontree.wire.codec import native_codec
 
     with tempfile.TemporaryDirectory() as tmp:
         source = os.path.join(tmp, "session.jsonl")

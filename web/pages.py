@@ -19,11 +19,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from sessiontree.adapters.json_bytes import dumps
 from sessiontree.web import payloads
 from sessiontree.web.api import EXPORTS, error_parts
 from sessiontree.web.charts import branches_chart, calls_chart
 from sessiontree.web.sessions import Held, OpenSessions
+from sessiontree.wire.json_bytes import dumps
 
 _BASE = Template(resources.files("sessiontree.web").joinpath("templates/base.html").read_text(encoding="utf-8"))
 

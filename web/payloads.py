@@ -12,7 +12,6 @@ from typing import Any
 import attrs
 import msgspec
 
-from sessiontree.adapters.json_bytes import pretty
 from sessiontree.cli import clip
 from sessiontree.cli.cmd_inspect import context_payload
 from sessiontree.cli.describe import entry_text, message_preview
@@ -23,6 +22,7 @@ from sessiontree.domain.messages import ImageContent, TextContent, ThinkingConte
 from sessiontree.projections.context import SessionContextBuildOptions
 from sessiontree.projections.tokens import DEFAULT_ESTIMATOR
 from sessiontree.projections.tool_pairs import is_synthetic, repair_tool_pairs
+from sessiontree.wire.json_bytes import pretty
 
 BLOCK_LINES = 30  # a block shows this many lines in the context page before "show all"
 BLOCK_CHARS = 4_000
@@ -361,7 +361,7 @@ def _usage(usage: Any) -> dict[str, Any] | None:
 def _entry_parts(session: Any, entry: Any) -> list[tuple[str, str]]:
     """The entry as the panel shows it, in parts (kind, whole text): its message's blocks, then the whole entry as
     it is stored (pretty-printed JSON)."""
-    from sessiontree.adapters.codec import native_codec
+    from sessiontree.wire.codec import native_codec
 
     parts = []
     message = getattr(entry, "message", None)

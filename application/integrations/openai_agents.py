@@ -29,7 +29,6 @@ try:
 except ModuleNotFoundError as exc:  # without the extra: say which, and the pip command
     raise missing_extra(exc, __name__) from None
 
-from sessiontree.adapters.store import check_session_id
 from sessiontree.domain import aggregate as commands
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import CustomEntryAppended, Entry, MessageAppended
@@ -40,6 +39,7 @@ from sessiontree.integrations.openai_agents_items import CUSTOM_TYPE, KEY, Messa
 from sessiontree.projections import tool_pairs
 from sessiontree.repository import SessionRepo
 from sessiontree.session import Session
+from sessiontree.storage.store import check_session_id
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem

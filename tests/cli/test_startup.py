@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from sessiontree import JsonlSessionStorage, Session, UserMessage
-from sessiontree.adapters.codec import Codec
+from sessiontree.wire.codec import Codec
 
 
 def test_context_json_never_imports_rich(tmp_path):
@@ -16,7 +16,7 @@ def test_context_json_never_imports_rich(tmp_path):
         session.append_message(UserMessage("hi"))
     # what a reader never needs: rich, the write side's redactor, the archive reader, eventsourcing (its recorders,
     # and its domain module, whose errors only a refused event raises)
-    unneeded = ("rich", "sessiontree.redaction", "sessiontree.secret_rules", "sessiontree.adapters.archive",
+    unneeded = ("rich", "sessiontree.content.redaction", "sessiontree.content.secret_rules", "sessiontree.retention.archive",
                 "eventsourcing")
     probe = (
         "import sys; from sessiontree.cli import main; status = main(['context', sys.argv[1], '--json']);"
@@ -36,8 +36,8 @@ def test_the_default_redactor_is_made_by_the_first_append(tmp_path):
         session.append_message(UserMessage("hi"))
     probe = (
         "import sys; from sessiontree import JsonlSessionStorage, Session, UserMessage;"
-        "s = Session(JsonlSessionStorage.open(sys.argv[1])); s.build_context(); before = 'sessiontree.redaction' in sys.modules;"
-        "s.append_message(UserMessage('key AKIAIOSFODNN7EXAMPLE')); after = 'sessiontree.redaction' in sys.modules;"
+        "s = Session(JsonlSessionStorage.open(sys.argv[1])); s.build_context(); before = 'sessiontree.content.redaction' in sys.modules;"
+        "s.append_message(UserMessage('key AKIAIOSFODNN7EXAMPLE')); after = 'sessiontree.content.redaction' in sys.modules;"
         "print(before, after, len(s.redactors), s.build_context().messages[-1].content)"
     )
     proc = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True, cwd=tmp_path)

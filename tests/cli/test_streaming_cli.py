@@ -19,9 +19,9 @@ import sessiontree_testkit as kit
 from sessiontree_streamkit import whole_conversion, whole_steps
 
 from sessiontree import JsonlSessionStorage, Session
-from sessiontree.adapters.codec import native_codec
-from sessiontree.adapters.pi import pi_codec
 from sessiontree.cli.output import print_json
+from sessiontree.pi.pi import pi_codec
+from sessiontree.wire.codec import native_codec
 
 SCRIPT = str(Path(sys.executable).parent / "sessiontree")
 
@@ -29,7 +29,7 @@ SCRIPT = str(Path(sys.executable).parent / "sessiontree")
 @pytest.fixture(scope="module")
 def long_pi_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A pi session of 1,200 entries with a leaf move and a compaction (more than one chunk of replay rows)."""
-    from sessiontree.adapters.pi_storage import PiSessionStorage
+    from sessiontree.pi.pi_storage import PiSessionStorage
 
     path = tmp_path_factory.mktemp("long") / "long.jsonl"
     session = kit.open_session(PiSessionStorage.create(path, cwd="/p", session_id=kit.SESSION_ID))

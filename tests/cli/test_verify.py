@@ -79,7 +79,7 @@ def test_verify_headerless_and_missing_files(cli, tmp_path: Path) -> None:
 
 def test_verify_checks_signed_checkpoints_with_key(demo, cli, tmp_path: Path) -> None:
     """With ``--key``, a signed checkpoint beside the file catches lines cut from the end."""
-    from sessiontree.adapters.checkpoints import save_checkpoint, sign_checkpoint
+    from sessiontree.audit.checkpoints import save_checkpoint, sign_checkpoint
 
     path = tmp_path / ".sessions" / f"{demo['session_id']}.jsonl"
     key = tmp_path / "audit.key"

@@ -7,9 +7,9 @@ import sessiontree_strategies as strat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessiontree.adapters.codec import native_codec
 from sessiontree.domain import events as ev
 from sessiontree.domain import messages as m
+from sessiontree.wire.codec import native_codec
 
 codec = native_codec()
 

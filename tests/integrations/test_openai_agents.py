@@ -20,8 +20,8 @@ import openai_agents_kit as kit
 import sessiontree_pi as pi
 
 from sessiontree import TextContent, open_repo, verify
-from sessiontree.adapters.pi_convert import export_pi
 from sessiontree.integrations.openai_agents import SessionTreeSession
+from sessiontree.pi.pi_convert import export_pi
 
 CLI = str(Path(sys.executable).with_name("sessiontree"))
 

@@ -16,7 +16,7 @@ import pytest
 import sessiontree_testkit as kit
 
 from sessiontree import JsonlSessionStorage, Session, SessionError, open_session, verify
-from sessiontree.adapters import jsontext
+from sessiontree.wire import jsontext
 
 BOMB = 256 << 20  # bytes it expands to
 

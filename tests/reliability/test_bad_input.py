@@ -30,7 +30,7 @@ from sessiontree import (
     sign_checkpoint,
     verify,
 )
-from sessiontree.adapters import jsontext as codec_module
+from sessiontree.wire import jsontext as codec_module
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reliability.md"
 SID = kit.SESSION_ID

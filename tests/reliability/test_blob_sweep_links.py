@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sessiontree.adapters import leftovers
+from sessiontree.storage import leftovers
 
 
 def _dead_temp(folder: Path) -> Path:

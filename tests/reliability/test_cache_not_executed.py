@@ -12,7 +12,7 @@ from pathlib import Path
 import sessiontree_testkit as kit
 
 from sessiontree import JsonlSessionStorage, Session
-from sessiontree.adapters.pi_convert import export_pi
+from sessiontree.pi.pi_convert import export_pi
 
 READ = ("import sys; from sessiontree import JsonlSessionStorage, Session; "
         "s = Session(JsonlSessionStorage.open(sys.argv[1])); s.build_context(); s.get_entries(); "

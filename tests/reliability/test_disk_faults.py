@@ -20,7 +20,7 @@ import sessiontree_faults as faults
 import sessiontree_testkit as kit
 
 from sessiontree import JsonlSessionStorage, Session, SessionError, open_repo, verify
-from sessiontree.adapters import jsonl_file
+from sessiontree.storage import jsonl_file
 
 BIG = "x" * 200_000
 

@@ -177,7 +177,7 @@ def test_a_live_writers_blob_temporary_file_is_never_removed(tmp_path: Path) -> 
 def test_a_blob_write_removes_a_dead_writers_old_temporary_file_in_its_folder(tmp_path: Path) -> None:
     """The next blob write into a folder removes a temporary file there whose writer is gone and that is over a minute
     old; a younger one, or a running process's, is kept (a writer holds only a shared lock)."""
-    from sessiontree.adapters.blob_stores import FolderBlobs
+    from sessiontree.content.blob_stores import FolderBlobs
 
     blobs = FolderBlobs(tmp_path / ".blobs")
     digest = hashlib.sha256(b"content").hexdigest()
@@ -197,7 +197,7 @@ def test_a_blob_write_removes_a_dead_writers_old_temporary_file_in_its_folder(tm
 
 _SQLITE_CHILD = """
 import os, signal, sys
-import sessiontree.adapters.row_replace as rows
+import sessiontree.audit.row_replace as rows
 from sessiontree import open_repo
 url, sid, entry, step = sys.argv[1:5]
 
@@ -206,7 +206,7 @@ def die(*args, **kwargs):
 
 if step == "record-written":
     rows.replace_recorded = die
-    import sessiontree.adapters.recorder as recorder
+    import sessiontree.storage.recorder as recorder
     recorder.replace_recorded = die
 else:
     rows.checkpoint = die  # the row is rewritten and committed; the WAL still holds the old pages

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from sessiontree import AssistantMessage, JsonlSessionRepo, TextContent, ToolCall, ToolResultMessage, Usage
-from sessiontree.adapters.verify import verify
+from sessiontree.audit.verify import verify
 from sessiontree.domain.erasure import NAME_LIMIT
 
 

@@ -13,9 +13,9 @@ import pytest
 import sessiontree_testkit as kit
 
 from sessiontree import JsonlSessionStorage, Session, SessionError, open_repo, verify
-from sessiontree.adapters import jsonl_index
-from sessiontree.adapters.pi_convert import export_pi
 from sessiontree.domain.messages import UserMessage
+from sessiontree.pi.pi_convert import export_pi
+from sessiontree.storage import jsonl_index
 
 
 def _session(tmp_path: Path) -> tuple[Path, list[str]]:

@@ -12,7 +12,7 @@ import pytest
 import sessiontree_testkit as kit
 
 from sessiontree import AssistantMessage, JsonlSessionStorage, Session, TextContent, UserMessage, open_repo
-from sessiontree.adapters.pi_convert import export_pi
+from sessiontree.pi.pi_convert import export_pi
 
 ENTRIES = 600  # more than a batch of any bulk path (scan, index, decode)
 
@@ -111,7 +111,7 @@ def test_a_host_that_turned_the_collector_off_keeps_it_off(tmp_path: Path) -> No
 CTYPES_CHECK = """
 import sys, tempfile
 from sessiontree import JsonlSessionStorage, Session, UserMessage, open_repo
-from sessiontree.adapters.pi_convert import export_pi
+from sessiontree.pi.pi_convert import export_pi
 folder = tempfile.mkdtemp()
 with open_repo(folder) as repo:
     session = repo.create(cwd="/w")

@@ -13,9 +13,9 @@ import pytest
 import sessiontree_testkit as kit
 
 from sessiontree import JsonlSessionStorage, Session, SessionError, verify
-from sessiontree.adapters import jsontext as codec_module
-from sessiontree.adapters.jsonl_loader import DuplicateKeyWarning
-from sessiontree.adapters.pi_convert import export_pi
+from sessiontree.pi.pi_convert import export_pi
+from sessiontree.storage.jsonl_loader import DuplicateKeyWarning
+from sessiontree.wire import jsontext as codec_module
 
 
 def native_file(tmp_path: Path) -> Path:

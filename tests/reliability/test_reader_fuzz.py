@@ -27,11 +27,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiontree import InMemorySessionStorage, JsonlSessionStorage, Session, SessionError, verify
-from sessiontree.adapters.blob_stores import FOLDER, FolderBlobs
-from sessiontree.adapters.files import is_whole_line
-from sessiontree.adapters.memory_recorder import MemoryRecorder
-from sessiontree.adapters.pi_convert import export_pi
 from sessiontree.cli.demo import DemoClock, build_demo, demo_ids
+from sessiontree.content.blob_stores import FOLDER, FolderBlobs
+from sessiontree.pi.pi_convert import export_pi
+from sessiontree.storage.files import is_whole_line
+from sessiontree.storage.memory_recorder import MemoryRecorder
 
 EXAMPLES = int(os.environ.get("SESSIONTREE_FUZZ_EXAMPLES", "150"))
 WATCHDOG_SECONDS = 20

@@ -18,9 +18,9 @@ import sessiontree_pg as pg
 import sessiontree_testkit as kit
 
 from sessiontree import SessionError, open_repo, verify
-from sessiontree.adapters.search_jsonl import INDEX_FILE, JsonlSearch
-from sessiontree.adapters.search_state import Filters
-from sessiontree.adapters.search_text import parse_query
+from sessiontree.search.search_jsonl import INDEX_FILE, JsonlSearch
+from sessiontree.search.search_state import Filters
+from sessiontree.search.search_text import parse_query
 
 
 def _folder(tmp_path: Path) -> tuple[Path, str]:

@@ -22,7 +22,7 @@ from sessiontree import (
     ToolCall,
     ToolResultMessage,
 )
-from sessiontree.redaction import DEFAULT_RULES, Rule, SecretRedactor, marker
+from sessiontree.content.redaction import DEFAULT_RULES, Rule, SecretRedactor, marker
 
 ROOT = Path(__file__).resolve().parents[2]  # the project
 
@@ -112,8 +112,8 @@ def test_names_a_writer_chooses_are_redacted_and_calls_still_pair(tmp_path: Path
 
 
 def test_a_thinking_signature_is_left_as_the_provider_wrote_it() -> None:
+    from sessiontree.content.redaction import redact_entry
     from sessiontree.domain.events import MessageAppended
-    from sessiontree.redaction import redact_entry
 
     signature = "EqQBCkgIARABGAIiQL" + "AKIAIOSFODNN7EXAMPLE" + "xyz"
     block = ThinkingContent("thinking", signature=signature)

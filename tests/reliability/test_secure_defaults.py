@@ -13,9 +13,9 @@ import pytest
 import sessiontree_testkit as kit
 
 from sessiontree import JsonlSessionRepo, JsonlSessionStorage, Session, SessionError, open_repo, verify
-from sessiontree.adapters import jsontext as codec_module
-from sessiontree.adapters.checkpoints import save_checkpoint, sign_checkpoint
-from sessiontree.adapters.pi_convert import export_pi, import_pi
+from sessiontree.audit.checkpoints import save_checkpoint, sign_checkpoint
+from sessiontree.pi.pi_convert import export_pi, import_pi
+from sessiontree.wire import jsontext as codec_module
 
 BAD_IDS = ["../escape", "a/b", "", ".hidden", "x\x00y", "a" * 201, "..", "/etc/passwd", "C:\\x", "a b", "id\n"]
 

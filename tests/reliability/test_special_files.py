@@ -16,8 +16,9 @@ import pytest
 import sessiontree_testkit as kit
 
 from sessiontree import JsonlSessionStorage, SessionError, open_repo, verify
-from sessiontree.adapters import files, jsontext
-from sessiontree.adapters import index as index_module
+from sessiontree.storage import files
+from sessiontree.storage import index as index_module
+from sessiontree.wire import jsontext
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs and symlinks")
 SCRIPT = str(Path(sys.executable).parent / "sessiontree")
@@ -161,7 +162,7 @@ def test_a_symlinked_session_file_is_neither_listed_opened_nor_written(tmp_path:
 def test_files_we_create_are_never_written_through_a_planted_link(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The listing index's temporary file and a checkpoint sidecar: a link planted at their
     names is not followed (O_NOFOLLOW / O_EXCL), so the file it points to stays as it was."""
-    from sessiontree.adapters.checkpoints import save_checkpoint, sign_checkpoint
+    from sessiontree.audit.checkpoints import save_checkpoint, sign_checkpoint
 
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious\n")

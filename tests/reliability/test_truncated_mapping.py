@@ -19,7 +19,8 @@ import os, sys
 from pathlib import Path
 import sessiontree_testkit as kit
 from sessiontree import JsonlSessionStorage, Session, verify
-from sessiontree.adapters import jsonl_indexed, jsonl_index, verify as verify_module
+from sessiontree.storage import jsonl_indexed, jsonl_index
+from sessiontree.audit import verify as verify_module
 
 path = Path(sys.argv[1])
 session = Session(JsonlSessionStorage.create(path, cwd="/p"))

@@ -1,4 +1,4 @@
-"""Shared by the codec-path tests (tests/adapters/test_codec_paths*.py): the codecs of both dialects, the bookkeeping
+"""Shared by the codec-path tests (tests/wire/test_codec_paths*.py): the codecs of both dialects, the bookkeeping
 of decoded values, and the check that the typed and the dict path agree on a line."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import sessiontree_strategies as strat
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from sessiontree.adapters.codec import Codec, native_codec
-from sessiontree.adapters.jsontext import parse
-from sessiontree.adapters.pi import pi_codec
-from sessiontree.adapters.schema import BLOCK_CLASSES, MESSAGE_CLASSES
 from sessiontree.domain import events as ev
 from sessiontree.domain import messages as m
+from sessiontree.pi.pi import pi_codec
+from sessiontree.wire.codec import Codec, native_codec
+from sessiontree.wire.jsontext import parse
+from sessiontree.wire.schema import BLOCK_CLASSES, MESSAGE_CLASSES
 
 SID = strat.SESSION_ID
 VERSION = 5

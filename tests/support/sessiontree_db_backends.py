@@ -1,4 +1,4 @@
-"""SQLite and PostgreSQL backends for the storage contract (``tests/adapters/conftest.py``).
+"""SQLite and PostgreSQL backends for the storage contract (``tests/support/sessiontree_fixtures.py``).
 
 Each ``create`` gets its own store (an SQLite file in its folder, or a fresh PostgreSQL
 schema), so sessions with the same id in one test never collide; ``reopen`` opens a
@@ -15,9 +15,9 @@ from typing import Any
 import sessiontree_pg as pg
 
 from sessiontree import DatabaseSessionRepo, open_repo
-from sessiontree.adapters.storage import SessionStorage
 from sessiontree.domain import aggregate
 from sessiontree.domain.ids import new_session_id, now_iso
+from sessiontree.storage.storage import SessionStorage
 
 _REPOS: dict[str, list[DatabaseSessionRepo]] = defaultdict(list)  # url -> repos opened on it
 _URLS: dict[Path, list[tuple[str, str | None]]] = defaultdict(list)  # test folder -> (url, schema)

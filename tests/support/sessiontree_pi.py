@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import pytest
 
-from sessiontree.adapters.pi import pi_codec
+from sessiontree.pi.pi import pi_codec
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "pi"

@@ -1,5 +1,5 @@
-"""Builders for the retention tests (tests/adapters/test_prune*.py, tests/cli/test_prune.py): sessions of a chosen
-age on a clock the test sets, (the ``clock`` and ``aged`` fixtures are in tests/adapters/conftest.py)."""
+"""Builders for the retention tests (tests/retention/test_prune*.py, tests/cli/test_prune.py): sessions of a chosen
+age on a clock the test sets, (the ``clock`` and ``aged`` fixtures are in tests/support/sessiontree_fixtures.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Test kit for search (tests/adapters/test_search*.py): a corpus every backend gets, and the brute-force scan.
+"""Test kit for search (tests/search/test_search*.py): a corpus every backend gets, and the brute-force scan.
 
 The brute-force scan is the reference: it opens every session of a repository, reads each entry's wire form through
 the codec, and keeps those whose words match the query, so whatever an index returns can be checked against the log.
@@ -11,8 +11,8 @@ from typing import Any
 import sessiontree_testkit as kit
 
 from sessiontree import CustomMessage, TextContent, ToolCall  # noqa: F401  (CustomMessage: for callers)
-from sessiontree.adapters.codec import native_codec
-from sessiontree.adapters.search_text import entry_text, parse_query, words
+from sessiontree.search.search_text import entry_text, parse_query, words
+from sessiontree.wire.codec import native_codec
 
 Key = tuple[str, str]  # (session id, entry id)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from sessiontree.adapters.codec import native_codec
 from sessiontree.cli.cmd_inspect import check_limits, print_stats, tree_renderable
 from sessiontree.cli.output import print_json, stdout
 from sessiontree.cli.target import session_for
@@ -21,6 +20,7 @@ from sessiontree.projections.base import fold
 from sessiontree.projections.path import branch_positions
 from sessiontree.projections.stats import SessionStats, stats_of
 from sessiontree.projections.tree import TreeProjection
+from sessiontree.wire.codec import native_codec
 
 
 def whole_branch_stats(log: EntryLog, leaf_id: str | None) -> tuple[SessionStats, list[tuple[str, bool, SessionStats]]]:

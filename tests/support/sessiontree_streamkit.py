@@ -15,10 +15,10 @@ import sessiontree_testkit as kit
 from hypothesis import strategies as st
 
 from sessiontree import JsonlSessionStorage, SessionError
-from sessiontree.adapters.chain import seal_lines
-from sessiontree.adapters.jsontext import duplicate_key
-from sessiontree.adapters.pi_convert import _convert_entry
+from sessiontree.audit.chain import seal_lines
+from sessiontree.pi.pi_convert import _convert_entry
 from sessiontree.projections.context import entry_to_messages
+from sessiontree.wire.jsontext import duplicate_key
 
 REBUILDS = frozenset({"leaf", "compaction"})
 
@@ -31,7 +31,7 @@ def pi_safe(ops: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 def write_session(path: Path, ops: list[tuple[Any, ...]], dialect: str) -> Path:
     """A session file made by ``ops`` in ``dialect`` (``native`` or ``pi``), deterministic ids and clock."""
     if dialect == "pi":
-        from sessiontree.adapters.pi_storage import PiSessionStorage
+        from sessiontree.pi.pi_storage import PiSessionStorage
 
         storage: Any = PiSessionStorage.create(path, cwd="/p", session_id=kit.SESSION_ID)
         ops = pi_safe(ops)

@@ -28,10 +28,10 @@ from sessiontree import (
     Usage,
     UserMessage,
 )
-from sessiontree.adapters.codec import native_codec
 from sessiontree.domain.aggregate import leaf_after
 from sessiontree.domain.events import THINKING_LEVELS
 from sessiontree.domain.ids import counter_ids, fixed_clock
+from sessiontree.wire.codec import native_codec
 
 T0 = datetime(2026, 11, 29, 11, 30, tzinfo=UTC)
 T0_ISO = "2026-11-29T11:30:00.000Z"

@@ -1,4 +1,4 @@
-"""Shared by the verify tests (tests/adapters/test_verify*.py): a chained session file, its lines, and what an
+"""Shared by the verify tests (tests/audit/test_verify*.py): a chained session file, its lines, and what an
 attacker who knows the format does after editing it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import sessiontree_testkit as kit
 
 from sessiontree import JsonlSessionStorage
-from sessiontree.adapters import chain
+from sessiontree.audit import chain
 
 KEY = b"0123456789abcdef0123456789abcdef"
 

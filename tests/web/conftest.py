@@ -36,7 +36,7 @@ def demo(tmp_path: Path, _demo_template: tuple[Path, dict[str, Any]]) -> dict[st
 @pytest.fixture
 def pi_repo(tmp_path: Path, demo: dict[str, Any]) -> dict[str, Any]:
     """A folder holding one pi-format file: the demo session exported by the library's pi export."""
-    from sessiontree.adapters.pi_convert import export_pi
+    from sessiontree.pi.pi_convert import export_pi
 
     folder = tmp_path / "pi-sessions"
     folder.mkdir()

@@ -1,1 +1,0 @@
-"""Adapters: where sessions are stored (memory, JSONL files, databases) and the wire codec."""

@@ -1,0 +1,1 @@
+"""Content out of line (blobs and their stores) and redaction on write."""

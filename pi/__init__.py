@@ -1,0 +1,1 @@
+"""Pi's dialect: its files, number layout, migration and conversion."""

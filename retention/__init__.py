@@ -1,0 +1,1 @@
+"""Pruning whole sessions and their archives."""

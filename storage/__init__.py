@@ -1,0 +1,3 @@
+"""The storage ports and their backends: memory, JSONL files with their sidecar index, SQLite and PostgreSQL
+recorders, the listing, URLs, safe files.
+"""

@@ -1,0 +1,213 @@
+"""What a session storage is: the port the Session service writes through.
+
+A storage keeps one session's event log. ``load`` returns the header and the entry log;
+``save`` appends new events at exactly their versions, atomically, or raises ``SessionError``
+(``conflict`` when another writer took them, ``storage`` when the medium failed). ``append`` is
+what a Session writes through: the events go after whatever the log holds at write time, the
+entries other writers appended meanwhile handed to the caller's ``rebase`` first, so no writer
+is refused because another wrote first (``if_version``: only if the log is still at that version). Every backend stores
+the same thing, the JSON line of each event sealed into the hash chain (``chain.py``), so a
+session reads back identically from any backend. ``recorder.py`` backs it with an
+eventsourcing recorder (memory, SQLite, PostgreSQL), ``jsonl.py`` with a file.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sessiontree.audit import chain
+from sessiontree.content import blobs
+from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import SessionStarted, leaf_after
+from sessiontree.domain.log import EntryLog
+from sessiontree.wire.codec import Codec
+
+# Given the ids of the entries other writers appended since the caller's events were made (in order, right after the
+# version the caller knew) and the log's leaf after them, the caller's events made again to follow them. Called with the
+# file's lock held (JSONL), so it only renumbers: the entries themselves are decoded and returned after the write.
+Rebase = Callable[[list[str], str | None], Sequence[Any]]
+
+# A database append that finds its version taken catches up and tries again, with a random backoff, for at least
+# APPEND_TRIES tries and APPEND_WAIT seconds (as long as a JSONL append waits for the file's lock), then ``conflict``.
+APPEND_TRIES = 20
+APPEND_WAIT = 10.0
+_BACKOFF_CAP = 0.02  # seconds: the longest pause between two tries
+
+
+class VersionTaken(SessionError):
+    """``conflict`` because another writer took the versions an append wanted (an ``append`` catches up and retries)."""
+
+
+def moved(session_id: str, if_version: int, version: int) -> SessionError:
+    """The ``conflict`` of an append whose ``if_version`` is not the log's version."""
+    return SessionError(
+        "conflict", f"session {session_id} is at version {version}, not {if_version} (if_version): another writer "
+        "appended since it was read; nothing was written",
+    )
+
+
+class SessionStorage(ABC):
+    """One session's durable log (the port the Session service writes through)."""
+
+    read_only: bool = False
+    chain_new_sessions = True  # a new native log is hash-chained from its header (False: not at all)
+    codec: Codec
+    blobs: Any = None  # where content out of line lives (``blobs.py``); None: every line holds its content
+
+    def __init__(self) -> None:
+        self.chain_head = chain.ChainHead()
+
+    @property
+    @abstractmethod
+    def session_id(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Where the log lives (a path, a URL or ``memory:<id>``), for messages and listings."""
+
+    @abstractmethod
+    def load(self) -> tuple[SessionStarted, EntryLog]:
+        """The header and the log of every entry, in order."""
+
+    @abstractmethod
+    def save(self, events: Sequence[Any]) -> None:
+        """Append ``events`` (consecutive versions) atomically."""
+
+    def append(
+        self, events: Sequence[Any], rebase: Rebase | None = None, *, if_version: int | None = None,
+    ) -> tuple[list[Any], list[Any]]:
+        """Append ``events`` after everything the log holds when it is written; returns the entries other writers
+        appended before them (since the caller's version) and the events written.
+
+        When other writers appended since ``events`` were made (their first version is not the next one), ``rebase``
+        makes them again to follow those entries (None: ``conflict``). With ``if_version`` the log must be at that
+        version: otherwise ``conflict`` and nothing is written. Here: a database's version constraint refuses a taken
+        version, and the append catches up and retries (bounded)."""
+        deadline = time.monotonic() + APPEND_WAIT
+        attempt = 0
+        taken: list[Any] = []
+        while attempt < APPEND_TRIES or time.monotonic() < deadline:
+            attempt += 1
+            try:
+                self.save(events)
+                return taken, list(events)
+            except VersionTaken:
+                known = events[0].originator_version - 1
+                if rebase is None and if_version is None:
+                    raise
+                foreign = self.entries_after(known)
+                if if_version is not None:
+                    raise moved(self.session_id, if_version, known + len(foreign)) from None
+                if not foreign:
+                    raise
+                assert rebase is not None
+                taken += foreign
+                events = rebase([entry.id for entry in taken], leaf_after(taken[-1]))
+            if attempt > 1:  # writers racing for one version: spread them out (exponential, with full jitter)
+                time.sleep(random.uniform(0, min(_BACKOFF_CAP, 0.0005 * 2 ** min(attempt, 16))))
+        raise SessionError("conflict", f"session {self.session_id}: {attempt} tries in {APPEND_WAIT:g} s all found their "
+                           "version taken by another writer; nothing was written, retry")
+
+    def entries_after(self, version: int) -> list[Any]:
+        """The entries after ``version`` (what other writers appended since the caller read that far), decoded."""
+        header, log = self.load()
+        return log.get_many(range(max(0, version - header.originator_version), len(log)))
+
+    @abstractmethod
+    def read_lines(self) -> list[bytes]:
+        """Every line of the log exactly as stored, the header first (what verify reads)."""
+
+    def load_prefix(self, version: int) -> tuple[SessionStarted, EntryLog]:
+        """The header and the entries up to ``version`` (time travel from storage)."""
+        header, log = self.load()
+        return header, EntryLog.of(log.get_many(range(min(len(log), max(0, version - 1)))))
+
+    def close(self) -> None:  # noqa: B027 - optional: most hold nothing to release
+        """Release resources (files, connections); the default holds none."""
+
+    def check_writable(self) -> None:
+        if self.read_only:
+            raise SessionError("storage", f"session {self.session_id} at {self.location} is open read-only")
+
+    def sealed_lines(
+        self, events: Sequence[Any], digest: bytes | None, put: list[tuple[str, bytes]] | None = None,
+        *, defer: bool = False,
+    ) -> tuple[list[bytes], bytes | None]:
+        """The lines of ``events``, each sealed after the one before (``digest``: the digest of
+        the line the first one follows; None: the log is not chained; ``put``: gets the blobs put,
+        or only listed with ``defer``)."""
+        lines = [self.codec.encode_event(event) for event in events]
+        if self.blobs is not None:
+            lines = [blobs.outline(line, self.blobs, put, defer=defer) for line in lines]
+        if digest is None:
+            return lines, None
+        return chain.seal_lines(lines, digest)
+
+    def outlined(self, lines: list[bytes]) -> list[bytes]:
+        """Encoded lines with their large content put into the blob store first (``blobs.py``)."""
+        return [blobs.outline(line, self.blobs) for line in lines]
+
+    def decode_stored(self, line: bytes, version: int) -> Any:
+        """The event of a stored line, its content kept out of line read back (each blob once: ``blob_share.py``)."""
+        if self.blobs is None or blobs.MARKER not in line:
+            return self.codec.decode_line(line, self.session_id, version)
+        shared = self.__dict__.get("_shared")
+        if shared is None:
+            from sessiontree.content.blob_share import SharedContent
+
+            shared = self.__dict__.setdefault("_shared", SharedContent(self.blobs))
+        line = blobs.inline(line, self.blobs, read=shared.reader(lambda: ""))  # the caller names the session and line
+        return shared.share(self.codec.decode_line(line, self.session_id, version))
+
+    def previous_digest(self, version: int) -> bytes | None:
+        """The digest the line of ``version`` chains to (None: the log is not chained): the
+        head this storage holds, else the one recorded on the line before (read once)."""
+        if version == 1:
+            return chain.GENESIS if self.codec.dialect.name == "native" and self.chain_new_sessions else None
+        head = self.chain_head
+        if head.version != version - 1:  # not looked yet, or stale
+            head.observe(version - 1, *self.line_before(version))
+        if head.digest is None and head.chained:
+            raise SessionError(
+                "corrupt", f"session {self.session_id} is hash-chained but version {version - 1} carries no chain "
+                "digest: the log was damaged (run verify); it is not extended unchained",
+            )
+        return head.digest
+
+    @abstractmethod
+    def line_before(self, version: int) -> tuple[bytes, bytes | None]:
+        """The stored line of ``version - 1``, and the header line when the chain head needs it
+        to tell whether the log is chained; ``conflict`` when there is no such line."""
+
+    # Erasure (docs/audit.md): rewriting one stored line, which nothing else does.
+    can_replace_lines = False
+    why_no_replace = "this storage cannot rewrite a stored line"
+
+    def recorded_digest(self, version: int) -> str | None:
+        """The chain digest (hex) that the stored line of ``version`` records; None in an unchained log."""
+        digest = chain.split(self.line_before(version + 1)[0])[1]
+        return digest.decode("ascii") if digest is not None else None
+
+    def replace_line(self, version: int, canonical: bytes, digest: str | None) -> None:
+        """Store ``canonical`` (sealed with ``digest``, the one the old line recorded) as the line of ``version``."""
+        raise SessionError("storage", f"session {self.session_id} at {self.location}: {self.why_no_replace}")
+
+    def stamp(self) -> Any:
+        """A cheap token of the stored log that changes whenever it does, as a tuple whose first item changes only when
+        the log changed other than by appends (a rewritten line, a file replaced): a reader that keeps the session open
+        compares it before trusting what it holds, and reads the log again from the start when that item moved. None:
+        this storage cannot tell."""
+        return None
+
+    def conflict(self, version: int, why: str = "", *, taken: bool = False) -> SessionError:
+        """``conflict``: version ``version`` cannot be written (``taken``: another writer took it, ``VersionTaken``)."""
+        return (VersionTaken if taken else SessionError)(
+            "conflict",
+            f"session {self.session_id} changed since it was read (version {version} is not the next one"
+            f"{': ' + why if why else ''}); reopen it and retry",
+        )
