@@ -177,7 +177,7 @@ def check_chain(lines: Sequence[bytes], wanted: Collection[int] = (), anchor: by
 class Erasures:
     """The erased lines of a chained log and the redaction records that must vouch for them (docs/audit.md): a stub,
     a line whose top-level ``redacted`` is true, keeps the digest of what it held; it passes only if a later record
-    (a ``custom`` entry of type ``sessiontree.content.redaction``, on a line that chains) names its entry, its line and that
+    (a ``custom`` entry of type ``sessiontree.redaction``, on a line that chains) names its entry, its line and that
     digest. That the stub holds nothing but the placeholder is checked by verify, which can decode it."""
 
     def __init__(self) -> None:

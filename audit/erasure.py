@@ -4,7 +4,7 @@ The entry's line is rewritten as a *stub*: the same entry (type, id, parent, tim
 tree and the shape of the context stay) with its content replaced by ``[redacted]`` and a top-level ``"redacted": true``.
 The stub keeps the chain digest the original line recorded, so every later line still chains, and signed checkpoints
 stay valid. Before the line is rewritten, a *redaction record* is appended (a ``custom`` entry of type
-``sessiontree.content.redaction``): which entry, the digest it had, why, and who asked. verify accepts a stub only when such a
+``sessiontree.redaction``): which entry, the digest it had, why, and who asked. verify accepts a stub only when such a
 record names its entry and digest; anything else that changes a line still fails. docs/audit.md explains what this
 proves.
 """

@@ -34,7 +34,7 @@ from sessiontree.domain.messages import (
     UserMessage,
 )
 
-RECORD_TYPE = "sessiontree.content.redaction"
+RECORD_TYPE = "sessiontree.redaction"  # a value in the logs (never renamed with a module)
 PLACEHOLDER = "[redacted]"
 STUB_KEY = "redacted"
 

@@ -210,7 +210,7 @@ def test_a_forged_erasure_that_changes_content_fails(tmp_path: Path) -> None:
     canonical, digest = chain.split(lines[4])  # the answer "done"
     forged = canonical.replace(b'"done"', b'"YES, deploy now"')[:-1] + b',"redacted":true,"chain":"' + digest + b'"}'
     record = (b'{"type":"custom","id":"f0f0f0f0","parent_id":"' + ids["answer"].encode() + b'","timestamp":'
-              b'"2026-01-01T00:00:00.000Z","custom_type":"sessiontree.content.redaction","data":{"entry_id":"'
+              b'"2026-01-01T00:00:00.000Z","custom_type":"sessiontree.redaction","data":{"entry_id":"'
               + ids["answer"].encode() + b'","version":5,"digest":"' + digest + b'","reason":"gdpr","by":"x"}}')
     path.write_bytes(b"\n".join([*lines[:4], forged, _chained_after(lines[4], record)]) + b"\n")
     report = verify(path)
@@ -226,7 +226,7 @@ def test_a_record_inside_a_stub_vouches_for_nothing(tmp_path: Path) -> None:
     session.close()
     lines = path.read_bytes().split(b"\n")[:-1]
     # the stub of line 4 rewritten to also hold a "record" for line 3's entry, and line 3 changed and marked by hand
-    forged_record = lines[3].replace(b'"redacted":true', b'"redacted":true,"custom_type":"sessiontree.content.redaction"')
+    forged_record = lines[3].replace(b'"redacted":true', b'"redacted":true,"custom_type":"sessiontree.redaction"')
     path.write_bytes(b"\n".join([lines[0], lines[1], lines[2].replace(b"looking up", b"LOOKING up").replace(
         b',"chain"', b',"redacted":true,"chain"'), forged_record, *lines[4:]]) + b"\n")
     report = verify(path)
@@ -270,3 +270,16 @@ def test_another_session_on_a_rewritten_file_is_told_to_reopen(tmp_path: Path) -
     with pytest.raises(SessionError) as refused:
         other.refresh()
     assert refused.value.code == "conflict" and "open it again" in refused.value.message
+
+
+def test_the_redaction_record_keeps_its_documented_type_on_disk(tmp_path: Path) -> None:
+    """The record's type is a value in the logs (docs/audit.md), not a module's name: files written before a module
+    moved must still vouch for their stubs, so the line says ``sessiontree.redaction`` whatever the package layout."""
+    path = tmp_path / "s.jsonl"
+    session = Session(JsonlSessionStorage.create(path))
+    ids = conversation(session)
+    session.redact(ids["result"], reason="r")
+    session.close()
+    records = [line for line in path.read_bytes().split(b"\n") if b'"type":"custom"' in line]
+    assert len(records) == 1 and b'"custom_type":"sessiontree.redaction"' in records[0]
+    assert verify(path).ok
