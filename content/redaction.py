@@ -21,6 +21,7 @@ from sessiontree.content.secret_rules import DEFAULT_RULES as DEFAULT_RULES
 from sessiontree.content.secret_rules import Rule as Rule
 from sessiontree.content.secret_rules import marker as marker
 from sessiontree.content.secret_rules import replacer
+from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import MessageAppended
 from sessiontree.domain.extra import Extra
 from sessiontree.domain.messages import (
@@ -73,7 +74,10 @@ class SecretRedactor:
         """The rules that can match ``text``, in their order."""
         found: list[tuple[Any, Any, str]] = []
         if self._finder is not None:
-            hits = self._finder.find_matches_as_indexes(text, overlapping=True)
+            try:
+                hits = self._finder.find_matches_as_indexes(text, overlapping=True)
+            except UnicodeEncodeError as error:  # a lone surrogate: no JSON line can hold it (as without a redactor)
+                raise SessionError("invalid_entry", f"a string of the entry is not valid Unicode: {error}") from None
             if hits:
                 by_literal = self._by_literal
                 wanted = sorted({rule for literal, _, _ in hits for rule in by_literal[literal]})

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessiontree import AssistantMessage, JsonlSessionRepo, Session, TextContent, ToolCall, ToolResultMessage, UserMessage
+from sessiontree import AssistantMessage, JsonlSessionRepo, Session, SessionError, TextContent, ToolCall, ToolResultMessage, UserMessage
 from sessiontree.audit.verify import verify
 from sessiontree.content.redaction import DEFAULT_RULES, Rule, SecretRedactor, redact_entry
 from sessiontree.storage.jsonl import JsonlSessionStorage
@@ -190,3 +190,14 @@ def test_repetitive_input_is_searched_in_linear_time(text: str) -> None:
     """Every repetition in the rules is bounded: these took seconds with unbounded ones (a regression would show here
     as a test taking seconds to minutes, and in benchmarks/run.py's append rows)."""
     assert SecretRedactor()(text) == text
+
+
+@pytest.mark.parametrize("redactors", ["default", None])
+def test_a_lone_surrogate_is_an_invalid_entry_with_or_without_the_redactor(tmp_path: Path, redactors: object) -> None:
+    # the default redactor's prefilter encodes the text as UTF-8; it must refuse as the encoder does, not leak its error
+    repo = JsonlSessionRepo(tmp_path) if redactors == "default" else JsonlSessionRepo(tmp_path, redactors=None)
+    session = repo.create(cwd="/x")
+    with pytest.raises(SessionError) as refused:
+        session.append_message(UserMessage(content="a\ud800b", timestamp=1))
+    assert refused.value.code == "invalid_entry"
+    assert session.get_entries() == [] and repo.open(session.id).get_entries() == []
