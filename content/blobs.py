@@ -19,10 +19,15 @@ import hashlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import msgspec
+
 from sessiontree.domain.errors import SessionError
-from sessiontree.wire.json_bytes import dumps  # a parsed line written again as the codec writes it
 from sessiontree.wire.jsontext import parse
 from sessiontree.wire.schema import MIME_TYPE_KEY, line_of
+
+# a parsed line written again as the native codec writes it (msgspec's layout: a float of 1e16 or more as ``1e16``), so
+# that outlining and inlining change nothing else in the line
+dumps = msgspec.json.Encoder().encode
 
 KEY = "$blob"
 MARKER = b'"$blob"'  # structural only: inside a JSON string the quotes would be escaped

@@ -15,13 +15,13 @@ import orjson
 import pytest
 import sessiontree_strategies as strat
 import sessiontree_testkit as kit
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sessiontree import JsonlSessionRepo, SessionError, open_repo, verify
 from sessiontree.content import blobs
 from sessiontree.content.blob_stores import MemoryBlobs
-from sessiontree.domain.events import MessageAppended
+from sessiontree.domain.events import CustomMessageAppended, MessageAppended
 from sessiontree.domain.messages import (
     ImageContent,
     TextContent,
@@ -192,6 +192,11 @@ def _pi_codec() -> Any:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(event=strat.entry_events(), threshold=st.sampled_from([0, 1, 8, 64]), image=st.binary(max_size=40))
+@example(  # a float of 1e16 or more: outline wrote it again as 1e+16, the codec writes 1e16
+    event=CustomMessageAppended(originator_id=kit.SESSION_ID, originator_version=2, timestamp="2000-11-29T11:30:00.000Z",
+                                id="a", parent_id=None, extra={}, custom_type="a", content="0", details=1e16, display=False),
+    threshold=0, image=b"",
+)
 def test_inline_gives_back_what_outline_took(event: Any, threshold: int, image: bytes) -> None:
     """For any entry line, outlining then inlining is the identity, and the outlined line holds no long text."""
     codec = native_codec()
