@@ -21,7 +21,6 @@ import attrs
 
 from sessiontree import compaction as _compaction
 from sessiontree import tool_repair as _tool_repair
-from sessiontree.content.redacting import DEFAULT, Redacting
 from sessiontree.domain import aggregate as commands
 from sessiontree.domain.aggregate import leaf_at
 from sessiontree.domain.erasure import RECORD_TYPE
@@ -35,6 +34,7 @@ from sessiontree.projections.context import Built, ContextProjection, SessionCon
 from sessiontree.projections.tokens import TokenEstimator
 from sessiontree.reader import BUILTINS, SessionReader, check_id
 from sessiontree.retries import fresh_id, repeated
+from sessiontree.storage.pipeline import DEFAULT
 from sessiontree.storage.storage import SessionStorage, moved
 from sessiontree.summary import branch_summary_fields
 
@@ -52,7 +52,7 @@ def check_if_version(if_version: Any) -> int | None:
     return if_version
 
 
-class Session(Redacting, SessionReader):
+class Session(SessionReader):
     """A live session: every query of :class:`SessionReader`, plus the append commands.
 
     ``Session(storage)`` replays the storage's log. ``clock`` and ``id_generator`` are
@@ -91,7 +91,7 @@ class Session(Redacting, SessionReader):
         self._kept: Built | None = None
         self._unseen: list[Entry] = []  # saved since the kept context was read
         self._lock = threading.RLock()
-        self._set_redactors(redactors)
+        storage.pipeline.redact_with(redactors)  # the first step of every append (storage/pipeline.py)
         for projection in projections:
             self.register_projection(projection)
 
@@ -101,6 +101,11 @@ class Session(Redacting, SessionReader):
     @property
     def storage(self) -> SessionStorage:
         return self._storage
+
+    @property
+    def redactors(self) -> tuple[Callable[[str], str], ...]:
+        """The redactors every appended entry goes through (``()``: none): the first step of the storage's pipeline."""
+        return self._storage.pipeline.redactors
 
     @property
     def leaf_id(self) -> str | None:
@@ -202,11 +207,9 @@ class Session(Redacting, SessionReader):
                         raise
                     del self._states[name]
 
-    def _run(self, command: Command, entry_id: str | None, *, redact: bool = True, if_version: int | None = None,
-             follow: bool = False) -> str:
+    def _run(self, command: Command, entry_id: str | None, *, if_version: int | None = None, follow: bool = False) -> str:
         """Run an append command (``command(aggregate, id, timestamp)``), save its event, fold it in; returns the id.
-        ``redact=False`` only for the library's own records (a redaction record's digest); ``follow``: the entry hangs
-        under the log's leaf at write time, not this object's."""
+        ``follow``: the entry hangs under the log's leaf at write time, not this object's."""
         if if_version is not None:
             check_if_version(if_version)
         with self._lock:
@@ -229,9 +232,8 @@ class Session(Redacting, SessionReader):
                         if exc.code != "already_exists" or new_id not in self._agg:
                             raise
                         event = command(self._agg, fresh_id(self), self._now())
-                    event = self._redact(event) if redact else event
                 else:
-                    event = self._redact(command(self._agg, entry_id, self._now()))
+                    event = command(self._agg, entry_id, self._now())
                 try:
                     return self._save((event,), if_version, follow)[-1].id
                 except _IdTaken:  # another writer's entry has this id: a retry that landed, or a new id is drawn
@@ -260,7 +262,7 @@ class Session(Redacting, SessionReader):
                 while new_id in agg or new_id in ids:
                     new_id = self._new_id()
                 ids.add(new_id)
-                event = self._redact(command(agg, new_id, self._now()))
+                event = command(agg, new_id, self._now())
                 parent = events[-1].id if events else agg.leaf_id
                 events.append(attrs.evolve(event, originator_version=agg.version + 1 + len(events), parent_id=parent))
             if not events:
@@ -275,7 +277,8 @@ class Session(Redacting, SessionReader):
     def _save(self, events: Sequence[Entry], if_version: int | None = None, follow: bool = False) -> list[Entry]:
         """Save ``events`` through the storage and fold them in, after the entries other writers appended meanwhile
         (the storage numbers the events after those at write time; they are folded in first)."""
-        def rebase(foreign: list[str], log_leaf: str | None) -> list[Entry]:  # under the storage's lock: renumber only
+        def rebase(events: Sequence[Entry], foreign: list[str], log_leaf: str | None) -> list[Entry]:  # under the
+            # storage's lock: renumber only (``events`` as the storage writes them: redacted)
             if not {event.id for event in events}.isdisjoint(foreign):
                 raise _IdTaken
             first = self._agg.version + len(foreign) + 1
@@ -439,7 +442,6 @@ class Session(Redacting, SessionReader):
                 self._agg, entry_id, id=moved_id, timestamp=moved_at, summary=checked, summary_id=summary_id,
                 summary_timestamp=summary_at,
             )
-            events = [self._redact(event) for event in events]
             try:
                 events = self._save(events, if_version)
             except _IdTaken:

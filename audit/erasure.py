@@ -64,9 +64,10 @@ def redact(session: Any, entry_id: str, reason: str, by: str | None = None) -> s
                     "by": by if by is not None else _who()}
             if gone:  # its content kept out of line: what is deleted once the line is rewritten
                 data["blobs"] = gone
-            # The record is written as it is: a redactor must not rewrite the digest it vouches with.
+            # The record is written as it is (the pipeline's redact step passes it by): a redactor must not rewrite the
+            # digest it vouches with.
             record_id = session._run(lambda agg, id, now: commands.append_custom_entry(
-                agg, RECORD_TYPE, data, id=id, timestamp=now), None, redact=False)
+                agg, RECORD_TYPE, data, id=id, timestamp=now), None)
         else:
             record_id = known.id
         storage.replace_line(entry.version, stub, digest)

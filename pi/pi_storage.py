@@ -44,6 +44,7 @@ class PiSessionStorage(JsonlSessionStorage):
         super().__init__(path, file, header, codec=codec, read_only=read_only or header.version < 2)
         self.source_version: int = header.version
         self.context_options = pi_context_options(codec)
+        self.pipeline.refuse = self.check_events  # before the encode: what pi's files cannot carry
 
     @classmethod
     def default_codec(cls) -> Any:

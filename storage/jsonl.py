@@ -16,9 +16,8 @@ from typing import Any
 import attrs
 import msgspec
 
-from sessiontree.audit import chain
 from sessiontree.audit.line_replace import FileLines
-from sessiontree.content import blob_stores, blobs
+from sessiontree.content import blob_stores
 from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import FORMAT_VERSION, SessionStarted, leaf_after
@@ -53,17 +52,16 @@ class JsonlSessionStorage(FileLines, SessionStorage):
     """
 
     def __init__(self, path: Path, file: AppendingFile, header: SessionStarted, *, codec: Codec, read_only: bool = False) -> None:
-        super().__init__()
+        # content out of line lives in the folder's blob store (a repository gives its own, with its threshold)
+        native = codec.dialect.name == "native"
+        super().__init__(codec, blob_stores.folder_for(path, durability=file.durability) if native else None)
         self.path = path
         self.header = header
-        self.codec = codec
         self.read_only = read_only or not file.writable
         self.skipped: list[tuple[int, str]] = []
         self._file = file
         self._salvaged: list[Any] | None = None
         self._live: LineLoader | None = None  # the loader of the log load() returned, which appends extend
-        # content out of line lives in the folder's blob store (a repository gives its own, with its threshold)
-        self.blobs = blob_stores.folder_for(path, durability=file.durability) if codec.dialect.name == "native" else None
 
     @property
     def session_id(self) -> str:
@@ -202,7 +200,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         from sessiontree.storage import jsonl_indexed
 
         lines, self._live, log = jsonl_indexed.load(self)
-        self.chain_head.observe(len(lines), lines[-1], header=lines[0])
+        self.pipeline.head.observe(len(lines), lines[-1], header=lines[0])
         return self.header, log
 
     @property
@@ -223,7 +221,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         return self.header, self._scan(lines, self._loader(lines))
 
     def _loader(self, lines: Any) -> LineLoader:  # a list of lines, or the mapped ones (jsonl_indexed.py)
-        return RereadingLoader(lines, self.path, self.session_id, self.codec, self._file.warnings, self.blobs)
+        return RereadingLoader(lines, self.path, self.session_id, self.pipeline, self._file.warnings)
 
     def _scan(self, lines: Any, loader: LineLoader, found: Any = None) -> EntryLog:
         """The checked, lazy log of a file's lines (``found``: their envelopes, checked in bulk), the header checked
@@ -244,8 +242,6 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         if self._file.torn:
             skipped.append((self._file.count + 1, f"torn last line ({len(self._file.torn)} bytes)"))
 
-    check_events: Any = None  # what a dialect refuses to store (pi's storage: a method)
-
     def save(self, events: Sequence[Any]) -> None:
         """Append the events' lines at exactly their versions, with one write: ``conflict`` if another writer took
         them, ``storage`` if the file cannot be written."""
@@ -260,16 +256,12 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         if self.read_only or not events:
             self.check_writable()
             return [], []
-        if self.check_events is not None:
-            self.check_events(events)
-        encode = self.codec.encode_event
-        lines = [encode(events[0])] if len(events) == 1 else [encode(event) for event in events]
-        store = self.blobs
-        if store is not None and store.threshold is not None:  # might a line keep content out of line (blobs.outline)?
-            for line in lines:
-                if len(line) > store.threshold or blobs.IMAGE in line:
-                    with store.writing():  # no blob it relies on is collected until the line that refers to it is written
-                        return self._locked_append(events, self.outlined(lines), rebase, if_version)
+        pipeline = self.pipeline  # redact → encode → outline here, seal under the lock
+        events = pipeline.redacted(events)
+        lines = pipeline.encode(events)
+        if pipeline.outlines(lines):
+            with pipeline.blobs.writing():  # no blob it relies on is collected until the line that refers to it is written
+                return self._locked_append(events, pipeline.outline(lines), rebase, if_version)
         return self._locked_append(events, lines, rebase, if_version)
 
     def _locked_append(
@@ -296,29 +288,26 @@ class JsonlSessionStorage(FileLines, SessionStorage):
                                              "last read the file)")
                     foreign = self._lines_after(known, new)
                     ids, leaf = self._heads(known, foreign)
-                    self.chain_head.observe(file.count, foreign[-1])
+                    self.pipeline.head.observe(file.count, foreign[-1])
                     old = events
-                    events = list(rebase(ids, leaf))
+                    events = list(rebase(events, ids, leaf))
                     if [e.parent_id for e in events] != [e.parent_id for e in old]:  # made to follow the log's leaf
-                        lines = [self.codec.encode_event(e) for e in events]
-                        if self.blobs is not None and self.blobs.threshold is not None:
-                            lines = self.outlined(lines)
+                        lines = self.pipeline.lines(events)
                 if file.torn:
                     file.repair()
                 first = events[0].originator_version
                 if first != file.count + 1:
                     raise StaleFileError(f"version {first} is not the next one ({file.count + 1} is)")
-                head = self.chain_head
+                head = self.pipeline.head
                 current = head.version == first - 1 > 0 and (head.digest is not None or not head.chained)
                 digest = head.digest if current else self.previous_digest(first)
-                if digest is not None:
-                    lines, digest = chain.seal_lines(lines, digest)
+                lines, digest = self.pipeline.seal(lines, digest)
                 file.write(lines)
             finally:
                 file.unlock()
         except (StaleFileError, OSError) as exc:
             raise append_error(exc, self.session_id, str(self.path)) from (exc if isinstance(exc, OSError) else None)
-        self.chain_head.set(first + len(lines) - 1, digest)
+        self.pipeline.head.set(first + len(lines) - 1, digest)
         taken = self._take_in(known, foreign) if foreign else []
         self._extend_live(first, lines, events)
         return taken, events if isinstance(events, list) else list(events)
@@ -344,8 +333,8 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         decode = self.decode_stored
         entries = [decode(line, version) for version, line in enumerate(lines, known + 1)]
         if lines:
-            if self.chain_head.version <= known + len(lines):
-                self.chain_head.observe(known + len(lines), lines[-1])
+            if self.pipeline.head.version <= known + len(lines):
+                self.pipeline.head.observe(known + len(lines), lines[-1])
             self._extend_live(known + 1, lines, ())
         return entries
 
@@ -372,7 +361,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         if live is not None and live.held == first - 2:  # the log keeps no entry for a held line (EntryLoader)
             live.lines.extend(lines)
             live.held += len(lines)
-            stand_ins = self.codec.stand_ins  # a stand-in's line does not give its event back: the loader keeps the event
+            stand_ins = self.pipeline.codec.stand_ins  # a stand-in's line does not give its event back: the loader keeps it
             if stand_ins and events and (len(events) > 1 or events[0].__class__ in stand_ins):
                 for position, appended in enumerate(events, first - 2):
                     if appended.__class__ in stand_ins:

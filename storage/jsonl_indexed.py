@@ -149,8 +149,7 @@ def _from_index(storage: JsonlSessionStorage, index: SidecarIndex, where: str) -
         return None
     loader = storage._loader(lines)
     loader.expected = found.ids
-    types, ids, parents = found.types, found.ids, found.parents
-    loader.expected_heads = lambda pos: (types[pos], ids[parents[pos]] if parents[pos] >= 0 else orphans.get(pos))
+    loader.expected_heads = (found.types, found.parents, orphans)
     if not storage._restore(lines, index.markers, loader):
         return None
     if file.torn:  # warned of only now: a failed extension scans the file again, which warns

@@ -12,11 +12,9 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from sessiontree.content.blob_share import SharedContent
-from sessiontree.content.blobs import MARKER, inline
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry
-from sessiontree.wire.codec import Codec
+from sessiontree.storage.pipeline import LinePipeline
 
 _AHEAD = 256  # lines read ahead of their decoding, together (``MappedLines.read_many``)
 
@@ -29,19 +27,19 @@ class LineLoader:
     """The lines of one file, decoded into entries when the log asks (line ``k`` of the file,
     1-based, is version ``k``; position ``p`` of the log is line ``p + 2``)."""
 
-    def __init__(self, lines: Any, path: Any, session_id: str, codec: Codec, warned: list[str], blobs: Any = None) -> None:
+    def __init__(self, lines: Any, path: Any, session_id: str, pipeline: LinePipeline, warned: list[str]) -> None:
         self.lines = lines
-        self.blobs = blobs  # where out-of-line content is read from (``blobs.py``), each blob once (``blob_share.py``)
-        self.shared = SharedContent(blobs) if blobs is not None else None
+        self.pipeline = pipeline  # each line's way out: content kept out of line read back, then decoded
         self.path = path
         self.session_id = session_id
-        self.codec = codec
+        self.codec = codec = pipeline.codec
         self.parent_key = codec.dialect.parent_key
         self.warned = warned
         self.decoded: dict[int, Entry] = {}  # entries decoded before the log asked (leaf markers, migrations)
         self.held = len(lines) - 1  # the entries it can give back (the storage adds the lines it appends)
         self.expected: Sequence[str] | None = None  # the ids an index says the lines hold: checked as each is decoded
-        self.expected_heads: Any = None  # what the index says of each (``EntryLog.heads``-like): checked too
+        # what the index says of each line's type and parent (positions; orphans: parents kept by id): checked too
+        self.expected_heads: tuple[Sequence[str], Sequence[int], dict[int, str]] | None = None
 
     def warn_at(self, version: int, message: str) -> None:
         self.warn(f"{self.path}:{version}: {message}")
@@ -52,11 +50,15 @@ class LineLoader:
 
     def load(self, positions: Sequence[int]) -> list[Entry]:
         out = []
-        lines, decode, sid, shared = self.lines, self.codec.decode_line, self.session_id, self.shared
+        lines, sid = self.lines, self.session_id
+        decode = self.pipeline.decode if self.pipeline.blobs is not None else self.codec.decode_line
         decoded, warns = self.decoded, self.codec.warns
         expected = self.expected if self.expected is not None else ()
         known = len(expected)
+        types, parents, orphans = self.expected_heads or ((), (), {})
         read_many = getattr(lines, "read_many", None)  # a file's lines: neighbours read together
+        # a line is dropped once decoded (a mapped one is read again from the file when asked: nothing to drop)
+        kept_from = lines.count_mapped if read_many is not None else 0
         ahead: dict[int, bytes] = {}
         for i, pos in enumerate(positions):
             if read_many is not None and not i % _AHEAD:  # a bounded batch of bytes held at a time
@@ -66,26 +68,28 @@ class LineLoader:
                 line = ahead.pop(pos + 1, None) or lines[pos + 1]
                 version = pos + 2
                 try:  # only a dialect that warns of a repeated key gets the warning's callback (made per line)
-                    warn = partial(self.warn_at, version) if warns else None
-                    if shared is not None and MARKER in line:  # a failure to read its content is named below
-                        entry = decode(inline(line, self.blobs, read=shared.reader(lambda: "")), sid, version, warn)
-                        shared.share(entry)
-                    else:
-                        entry = decode(line, sid, version, warn)
-                except SessionError as exc:
+                    entry = decode(line, sid, version, partial(self.warn_at, version) if warns else None)
+                except SessionError as exc:  # (a failure to read content kept out of line too)
                     raise SessionError(exc.code, f"session {sid}: {exc.message}", path=str(self.path), line=version) from None
-                lines[pos + 1] = None
-                if pos < known and entry.id != expected[pos]:
-                    raise self.moved(version, entry.id)
-                if pos < known and self.expected_heads is not None:
-                    self._check_head(pos, entry)
+                if pos + 1 >= kept_from:
+                    lines[pos + 1] = None
+                if pos < known:  # the index is a cache, never a source: what it said is checked against the line
+                    if entry.id != expected[pos]:
+                        raise self.moved(version, entry.id)
+                    if types:
+                        parent = parents[pos]
+                        if entry.type != types[pos] or entry.parent_id != (expected[parent] if parent >= 0 else
+                                                                           orphans.get(pos)):
+                            self._check_head(pos, entry)
             out.append(entry)
         return out
 
     def _check_head(self, pos: int, entry: Entry) -> None:
         """The index is a cache, never a source: an entry whose type or parent is not what the index said (a forged
         or damaged index, re-sealed) is ``corrupt``, and the index is dropped."""
-        kind, parent = self.expected_heads(pos)
+        assert self.expected is not None and self.expected_heads is not None
+        types, parents, orphans = self.expected_heads
+        kind, parent = types[pos], self.expected[parents[pos]] if parents[pos] >= 0 else orphans.get(pos)
         if entry.type != kind or entry.parent_id != parent:
             from sessiontree.storage.jsonl_index import remove
 

@@ -176,6 +176,11 @@ class MappedLines:
     def extend(self, lines: Sequence[bytes]) -> None:
         self._held.extend(lines)
 
+    @property
+    def count_mapped(self) -> int:
+        """How many lines, from the first, are read from the file (the rest are held in memory)."""
+        return self._count
+
     def mapped(self, number: int) -> bool:
         """Is line ``number`` (0-based) read from the file (so it can be read again)?"""
         return 0 <= number < self._count

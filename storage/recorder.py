@@ -70,13 +70,12 @@ class RecorderSessionStorage(SessionStorage):
     """A session stored through an eventsourcing ``AggregateRecorder`` (in memory, SQLite, ...)."""
 
     def __init__(self, recorder: AggregateRecorder, session_id: str, *, location: str, codec: Codec | None = None) -> None:
-        super().__init__()
+        codec = codec or native_codec()
+        super().__init__(codec, blobs_of(recorder) if codec.dialect.name == "native" else None)
         self.recorder = recorder
-        self.codec = codec or native_codec()
         self._session_id = session_id
         self._location = location
         self.owner: Any = None  # what must live as long as this storage (a repository)
-        self.blobs = blobs_of(recorder) if self.codec.dialect.name == "native" else None
 
     @property
     def session_id(self) -> str:
@@ -109,7 +108,8 @@ class RecorderSessionStorage(SessionStorage):
         put: list[tuple[str, bytes]] = []
         # a database's blobs go in the transaction of the lines (blob_tables.py); elsewhere put before and after them
         table = self.blobs if self.joins_blobs and isinstance(self.blobs, TableBlobs) else None
-        lines, digest = self.sealed_lines(events, self.previous_digest(first), put, defer=table is not None)
+        pipeline, digest = self.pipeline, self.previous_digest(first)
+        lines, digest = pipeline.seal(pipeline.lines(events, put, defer=table is not None), digest)
         stored = [stored_event(self._session_id, first + i, line) for i, line in enumerate(lines)]
         try:
             if table is not None and put:
@@ -130,7 +130,7 @@ class RecorderSessionStorage(SessionStorage):
                 raise self._failed(exc, events if landed is None else ()) from exc
         for blob_digest, blob in put if table is None else ():  # again, now that the line refers to it: a collector
             self.blobs.put(blob_digest, blob)  # may have taken it meanwhile
-        self.chain_head.set(first + len(lines) - 1, digest)
+        self.pipeline.head.set(first + len(lines) - 1, digest)
 
     def _refused(self, first: int) -> SessionError:
         """The error of an insert the store refused: ``not_found`` when the session is gone (deleted or pruned after
@@ -177,7 +177,7 @@ class RecorderSessionStorage(SessionStorage):
             raise SessionError("already_exists", f"session {self._session_id} already exists at {self._location}") from None
         except (PersistenceError, ConnectionPoolClosedError) as exc:
             raise self._failed(exc) from exc
-        self.chain_head.observe(len(lines), lines[-1], header=lines[0])
+        self.pipeline.head.observe(len(lines), lines[-1], header=lines[0])
 
     @property
     def joins_blobs(self) -> bool:
@@ -237,7 +237,7 @@ class RecorderSessionStorage(SessionStorage):
         if not isinstance(header, SessionStarted):
             raise SessionError("corrupt", f"session {sid} does not start with a header")
         if observe:
-            self.chain_head.observe(len(lines), lines[-1], header=lines[0])
+            self.pipeline.head.observe(len(lines), lines[-1], header=lines[0])
         return header, EntryLog.of(events[1:], f" in session {sid}")
 
 

@@ -19,17 +19,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sessiontree.audit import chain
-from sessiontree.content import blobs
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted, leaf_after
 from sessiontree.domain.log import EntryLog
-from sessiontree.wire.codec import Codec
+from sessiontree.storage.pipeline import LinePipeline
+from sessiontree.wire.codec import Codec, native_codec
 
-# Given the ids of the entries other writers appended since the caller's events were made (in order, right after the
-# version the caller knew) and the log's leaf after them, the caller's events made again to follow them. Called with the
+# Given the caller's events as they are written (redacted), the ids of the entries other writers appended since they were
+# made (in order, right after the version the caller knew) and the log's leaf after them, those events made again to
+# follow them. Called with the
 # file's lock held (JSONL), so it only renumbers: the entries themselves are decoded and returned after the write.
-Rebase = Callable[[list[str], str | None], Sequence[Any]]
+Rebase = Callable[[Sequence[Any], list[str], str | None], Sequence[Any]]
 
 # A database append that finds its version taken catches up and tries again, with a random backoff, for at least
 # APPEND_TRIES tries and APPEND_WAIT seconds (as long as a JSONL append waits for the file's lock), then ``conflict``.
@@ -55,11 +55,36 @@ class SessionStorage(ABC):
 
     read_only: bool = False
     chain_new_sessions = True  # a new native log is hash-chained from its header (False: not at all)
-    codec: Codec
-    blobs: Any = None  # where content out of line lives (``blobs.py``); None: every line holds its content
 
-    def __init__(self) -> None:
-        self.chain_head = chain.ChainHead()
+    def __init__(self, codec: Codec | None = None, blobs: Any = None) -> None:
+        self.pipeline = LinePipeline(codec or native_codec(), blobs)  # every line's way in and out (pipeline.py)
+
+    @property
+    def codec(self) -> Codec:
+        """The dialect's codec (the pipeline's encode and decode step)."""
+        return self.pipeline.codec
+
+    @codec.setter
+    def codec(self, codec: Codec) -> None:
+        self.pipeline.codec = codec
+
+    @property
+    def blobs(self) -> Any:
+        """Where content kept out of line lives (the pipeline's outline step; None: every line holds its content)."""
+        return self.pipeline.blobs
+
+    @blobs.setter
+    def blobs(self, store: Any) -> None:
+        self.pipeline.blobs = store
+
+    @property
+    def chain_head(self) -> Any:
+        """The digest of the last line this storage knows (the pipeline's seal step)."""
+        return self.pipeline.head
+
+    def decode_stored(self, line: bytes, version: int) -> Any:
+        """The event of a stored line (the pipeline's way out)."""
+        return self.pipeline.decode(line, self.session_id, version)
 
     @property
     @abstractmethod
@@ -88,6 +113,7 @@ class SessionStorage(ABC):
         makes them again to follow those entries (None: ``conflict``). With ``if_version`` the log must be at that
         version: otherwise ``conflict`` and nothing is written. Here: a database's version constraint refuses a taken
         version, and the append catches up and retries (bounded)."""
+        events = self.pipeline.redacted(events)
         deadline = time.monotonic() + APPEND_WAIT
         attempt = 0
         taken: list[Any] = []
@@ -107,7 +133,7 @@ class SessionStorage(ABC):
                     raise
                 assert rebase is not None
                 taken += foreign
-                events = rebase([entry.id for entry in taken], leaf_after(taken[-1]))
+                events = rebase(events, [entry.id for entry in taken], leaf_after(taken[-1]))
             if attempt > 1:  # writers racing for one version: spread them out (exponential, with full jitter)
                 time.sleep(random.uniform(0, min(_BACKOFF_CAP, 0.0005 * 2 ** min(attempt, 16))))
         raise SessionError("conflict", f"session {self.session_id}: {attempt} tries in {APPEND_WAIT:g} s all found their "
@@ -134,50 +160,9 @@ class SessionStorage(ABC):
         if self.read_only:
             raise SessionError("storage", f"session {self.session_id} at {self.location} is open read-only")
 
-    def sealed_lines(
-        self, events: Sequence[Any], digest: bytes | None, put: list[tuple[str, bytes]] | None = None,
-        *, defer: bool = False,
-    ) -> tuple[list[bytes], bytes | None]:
-        """The lines of ``events``, each sealed after the one before (``digest``: the digest of
-        the line the first one follows; None: the log is not chained; ``put``: gets the blobs put,
-        or only listed with ``defer``)."""
-        lines = [self.codec.encode_event(event) for event in events]
-        if self.blobs is not None:
-            lines = [blobs.outline(line, self.blobs, put, defer=defer) for line in lines]
-        if digest is None:
-            return lines, None
-        return chain.seal_lines(lines, digest)
-
-    def outlined(self, lines: list[bytes]) -> list[bytes]:
-        """Encoded lines with their large content put into the blob store first (``blobs.py``)."""
-        return [blobs.outline(line, self.blobs) for line in lines]
-
-    def decode_stored(self, line: bytes, version: int) -> Any:
-        """The event of a stored line, its content kept out of line read back (each blob once: ``blob_share.py``)."""
-        if self.blobs is None or blobs.MARKER not in line:
-            return self.codec.decode_line(line, self.session_id, version)
-        shared = self.__dict__.get("_shared")
-        if shared is None:
-            from sessiontree.content.blob_share import SharedContent
-
-            shared = self.__dict__.setdefault("_shared", SharedContent(self.blobs))
-        line = blobs.inline(line, self.blobs, read=shared.reader(lambda: ""))  # the caller names the session and line
-        return shared.share(self.codec.decode_line(line, self.session_id, version))
-
     def previous_digest(self, version: int) -> bytes | None:
-        """The digest the line of ``version`` chains to (None: the log is not chained): the
-        head this storage holds, else the one recorded on the line before (read once)."""
-        if version == 1:
-            return chain.GENESIS if self.codec.dialect.name == "native" and self.chain_new_sessions else None
-        head = self.chain_head
-        if head.version != version - 1:  # not looked yet, or stale
-            head.observe(version - 1, *self.line_before(version))
-        if head.digest is None and head.chained:
-            raise SessionError(
-                "corrupt", f"session {self.session_id} is hash-chained but version {version - 1} carries no chain "
-                "digest: the log was damaged (run verify); it is not extended unchained",
-            )
-        return head.digest
+        """The digest the line of ``version`` chains to (None: the log is not chained): the pipeline's seal step."""
+        return self.pipeline.digest_before(version, self)
 
     @abstractmethod
     def line_before(self, version: int) -> tuple[bytes, bytes | None]:
@@ -190,8 +175,7 @@ class SessionStorage(ABC):
 
     def recorded_digest(self, version: int) -> str | None:
         """The chain digest (hex) that the stored line of ``version`` records; None in an unchained log."""
-        digest = chain.split(self.line_before(version + 1)[0])[1]
-        return digest.decode("ascii") if digest is not None else None
+        return self.pipeline.recorded_digest(self.line_before(version + 1)[0])
 
     def replace_line(self, version: int, canonical: bytes, digest: str | None) -> None:
         """Store ``canonical`` (sealed with ``digest``, the one the old line recorded) as the line of ``version``."""

@@ -56,7 +56,7 @@ _WRITER = textwrap.dedent("""
     if how == "append":
         writer = repo.create()
         print(writer.id, flush=True)
-        writer.storage.sealed_lines = then_erased(writer.storage.sealed_lines)
+        writer.storage.pipeline.lines = then_erased(writer.storage.pipeline.lines)  # encode -> outline, before the store
         writer.append_message(UserMessage([ImageContent(image, "image/png")]))
     else:
         source = JsonlSessionRepo(sys.argv[4])

@@ -79,17 +79,17 @@ def test_a_blob_collected_while_its_line_is_written_is_stored_with_it(url: str, 
             held = holder.append_message(UserMessage([ImageContent(image, "image/png")]))
             session = repo.create()
             storage: Any = session.storage
-            sealed_lines, left = storage.sealed_lines, []
+            lines, left = storage.pipeline.lines, []  # encode -> outline: the lines before they are stored
 
             def sealed_then_collected(*args: Any, **kwargs: Any) -> Any:
-                found = sealed_lines(*args, **kwargs)
+                found = lines(*args, **kwargs)
                 holder.redact(held, reason="test")
                 left.append(list(repo.store.blobs.digests()))
                 return found
 
-            storage.sealed_lines = sealed_then_collected
+            storage.pipeline.lines = sealed_then_collected
             entry = session.append_message(UserMessage([ImageContent(image, "image/png")]))
-            storage.sealed_lines = sealed_lines
+            storage.pipeline.lines = lines
             assert left == [[]]  # the blob was taken between encoding the line and storing it
             assert len(list(repo.store.blobs.digests())) == 1
             assert repo.open(session.id).entry(entry).message.content[0].data == image

@@ -8,7 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessiontree import AssistantMessage, JsonlSessionRepo, Session, SessionError, TextContent, ToolCall, ToolResultMessage, UserMessage
+from sessiontree import (
+    AssistantMessage,
+    JsonlSessionRepo,
+    Session,
+    SessionError,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from sessiontree.audit.verify import verify
 from sessiontree.content.redaction import DEFAULT_RULES, Rule, SecretRedactor, redact_entry
 from sessiontree.storage.jsonl import JsonlSessionStorage

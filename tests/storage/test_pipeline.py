@@ -1,0 +1,80 @@
+"""The one pipeline every line goes through (storage/pipeline.py): redact -> encode -> outline -> seal on the way in,
+inline -> decode on the way out, applied by the storage, on every backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import sessiontree_testkit as kit
+
+from sessiontree import JsonlSessionStorage, Session, UserMessage, verify
+from sessiontree.domain import aggregate
+from sessiontree.domain.erasure import RECORD_TYPE
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+
+
+def _stored(session: Any) -> bytes:
+    return b"\n".join(session.storage.read_lines())
+
+
+def test_a_writer_behind_another_stores_its_entry_redacted(make_repo: Any) -> None:
+    """The writer that is behind catches up and its events are made again to follow the other writer's (``rebase``):
+    what is written then, and what the live session folds, is the redacted entry, on every backend."""
+    repo = make_repo()
+    behind = repo.create()
+    ahead = repo.open(behind.id)
+    ahead.append_message(kit.user("the other writer's entry"))
+    secret_id = behind.append_message(UserMessage(content=f"my key is {AWS_KEY}", timestamp=1))
+    assert behind.version == 3  # after the other writer's entry
+    assert AWS_KEY.encode() not in _stored(behind)
+    live = behind.entry(secret_id)
+    assert AWS_KEY not in live.message.content and "aws-access-key-id" in live.message.content
+    assert repo.open(behind.id).entry(secret_id) == live  # the live session holds what the log holds
+    assert verify(behind).ok
+
+
+def test_several_entries_written_together_are_redacted_after_a_catch_up(make_repo: Any) -> None:
+    """A move with a summary writes two entries in one append; behind another writer, both are made again and both
+    are stored redacted."""
+    repo = make_repo()
+    behind = repo.create()
+    root = behind.append_message(kit.user("root"))
+    repo.open(behind.id).append_message(kit.user("the other writer's entry"))
+    summary_id = behind.move_to(root, summary={"summary": f"we used {AWS_KEY}"})
+    assert summary_id is not None and behind.version == 5
+    assert AWS_KEY.encode() not in _stored(behind)
+    assert AWS_KEY not in behind.entry(summary_id).summary
+    assert repo.open(behind.id).entry(summary_id) == behind.entry(summary_id)
+
+
+def test_the_storage_applies_the_redact_step_without_a_session(tmp_path: Path) -> None:
+    """A feature hooks in through the pipeline, not through the Session: an app appending to a storage directly gets
+    the redactors its pipeline was given."""
+    storage = JsonlSessionStorage.create(tmp_path / "s.jsonl")
+    storage.pipeline.redact_with("default")
+    header, log = storage.load()
+    agg = aggregate.replay(header, log)
+    event = aggregate.append_message(agg, UserMessage(content=f"key {AWS_KEY}", timestamp=1), id="e1", timestamp=kit.T0_ISO)
+    _, written = storage.append([event])
+    assert AWS_KEY not in written[0].message.content
+    assert AWS_KEY.encode() not in b"".join(storage.read_lines())
+    storage.pipeline.redact_with(None)  # and none: the line holds what was given
+    event = attrs.evolve(event, id="e2", originator_version=3, parent_id="e1")
+    storage.append([event])
+    assert AWS_KEY.encode() in storage.read_lines()[-1]
+    storage.close()
+
+
+def test_the_redaction_record_passes_by_the_redact_step(tmp_path: Path) -> None:
+    """The record an erasure appends holds the digest it vouches with: a redactor that would rewrite it (here: every
+    hex digit) must not touch it, or the erased line could not be verified."""
+    session = Session(JsonlSessionStorage.create(tmp_path / "s.jsonl"), redactors=[lambda text: text.replace("a", "*")])
+    entry = session.append_message(kit.user("banana"))
+    assert "b*n*n*" in session.entry(entry).message.content[0].text  # the redactor runs on entries
+    record_id = session.redact(entry, reason="asked to")
+    record = session.entry(record_id)
+    assert record.custom_type == RECORD_TYPE and "*" not in record.data["digest"]
+    assert verify(session).ok
