@@ -108,9 +108,13 @@ class Codec:
                 data.pop(CHAIN_KEY, None)
             return self.decode_header(data)
         wire = self._wire or self._typed()
-        found = wire.decode(line, session_id, version)
-        if found is not None:
-            entry, struct = found
+        try:  # WireDecoder.decode, written out here
+            struct = wire.decode_struct(line)
+        except (msgspec.DecodeError, RecursionError):
+            struct = None
+        if struct is not None and struct.id:  # (an empty id is corrupt: the complete reading says so)
+            makers = wire.makers
+            entry = makers[type(struct)](struct, makers, session_id, version)
             if self._canonical(struct) != line:  # not as our writer lays it out: look for repeats
                 self._check_repeats(line, warn)
             return entry

@@ -42,7 +42,10 @@ class WireDecoder:
         self._blocks = Union[tuple(self._struct(c) for c in BLOCK_CLASSES)]  # noqa: UP007 - a union built at run time
         self._messages = Union[tuple(self._struct(c) for c in MESSAGE_CLASSES)]  # noqa: UP007 - a union built at run time
         entries = [self._struct(cls) for cls in schemas if issubclass(cls, ev.Entry)]
-        self._decode = msgspec.json.Decoder(Union[tuple(entries)]).decode  # noqa: UP007 - a union built at run time
+        # the two halves of ``decode``, which the codec calls itself (one Python call fewer per line): the struct a line
+        # holds (msgspec.DecodeError outside the typed shape), and by struct type the call that makes its entry
+        self.decode_struct = self._decode = msgspec.json.Decoder(Union[tuple(entries)]).decode  # noqa: UP007 - a union
+        self.makers = self._convert
 
     def struct_of(self, cls: type) -> type:
         """The wire struct of a class (the writer builds the same structs: ``encoders.py``)."""
