@@ -51,7 +51,8 @@ class LineLoader:
     def load(self, positions: Sequence[int]) -> list[Entry]:
         out = []
         lines, sid = self.lines, self.session_id
-        decode = self.pipeline.decode if self.pipeline.blobs is not None else self.codec.decode_line
+        decode, inlined = self.codec.decode_line, self.pipeline.decode  # inline -> decode only where a line refers out
+        marker = self.pipeline.marker
         decoded, warns = self.decoded, self.codec.warns
         expected = self.expected if self.expected is not None else ()
         known = len(expected)
@@ -68,7 +69,8 @@ class LineLoader:
                 line = ahead.pop(pos + 1, None) or lines[pos + 1]
                 version = pos + 2
                 try:  # only a dialect that warns of a repeated key gets the warning's callback (made per line)
-                    entry = decode(line, sid, version, partial(self.warn_at, version) if warns else None)
+                    entry = (inlined if marker is not None and marker in line else decode)(
+                        line, sid, version, partial(self.warn_at, version) if warns else None)
                 except SessionError as exc:  # (a failure to read content kept out of line too)
                     raise SessionError(exc.code, f"session {sid}: {exc.message}", path=str(self.path), line=version) from None
                 if pos + 1 >= kept_from:

@@ -99,6 +99,12 @@ class LinePipeline:
     def blobs(self, store: Any) -> None:
         self._blobs, self._shared = store, None
 
+    @property
+    def marker(self) -> bytes | None:
+        """What a line that refers to content kept out of line holds (None: no line here can): only such a line needs
+        ``decode`` here, any other goes straight to the codec."""
+        return blob_lines.MARKER if self._blobs is not None else None
+
     def outlines(self, lines: Sequence[bytes]) -> bool:
         """Might one of ``lines`` keep content out of line (so its blobs must be kept until the line is written)?"""
         store = self._blobs
