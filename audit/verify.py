@@ -31,6 +31,7 @@ from sessiontree.storage.jsonl_index import offsets_from_lengths
 from sessiontree.storage.jsonl_salvage import read_entry
 from sessiontree.storage.jsonl_scan import read_header
 from sessiontree.storage.mapped import MappedLines, line_lengths, map_file, whole_lines_end
+from sessiontree.storage.storage import SessionStorage
 from sessiontree.wire.codec import Codec, native_codec
 from sessiontree.wire.jsontext import MAX_LINE_BYTES, duplicate_key
 
@@ -76,7 +77,7 @@ def _source(target: Any) -> tuple[Any, Any]:
     """The storage of ``target`` and the path of its file (None: a storage without a file)."""
     storage = getattr(target, "storage", target)  # a Session
     path = storage if isinstance(storage, (str, os.PathLike)) else getattr(storage, "path", None)
-    if path is None and not (hasattr(storage, "recorder") and hasattr(storage, "session_id")):
+    if path is None and not isinstance(storage, SessionStorage):
         raise TypeError(f"verify needs a session file path, a storage or a Session, not {target!r}")
     return storage, path
 
@@ -173,16 +174,23 @@ def _read_all(fd: int) -> bytes:
 
 def _verify_records(storage: Any, wanted: set[int], anchor: bytes | None, progress: Callable[[int], None]) -> VerifyReport:
     report = VerifyReport(storage.location, session_id=storage.session_id)
+    recorder = getattr(storage, "recorder", None)
+    if recorder is None:  # a backend of the port's own: its stored lines
+        lines = storage.read_lines()
+        if not lines:
+            raise SessionError("not_found", f"session {storage.session_id} not found at {storage.location}")
+        _check(lines, report, storage.location, wanted, anchor, progress, storage.blobs)
+        return report
     from eventsourcing.persistence import PersistenceError
 
     try:
-        stored = storage.recorder.select_events(storage.session_id)
+        stored = recorder.select_events(storage.session_id)
     except PersistenceError as exc:
         raise SessionError("storage", f"could not read session {storage.session_id}: {exc}") from exc
     if not stored:
         raise SessionError("not_found", f"session {storage.session_id} not found at {storage.location}")
     lines = []
-    for expected, item in enumerate(stored, 1):
+    for expected, item in enumerate(stored, 1):  # a row's version is its own: a missing one is a gap
         if item.originator_version != expected:
             what = "the session header (version 1)" if expected == 1 else f"version {expected}"
             report.problem(expected, f"{what} is missing (the next stored is {item.originator_version})")

@@ -77,14 +77,6 @@ class RecorderSessionStorage(SessionStorage):
         self._location = location
         self.owner: Any = None  # what must live as long as this storage (a repository)
 
-    @property
-    def session_id(self) -> str:
-        return self._session_id
-
-    @property
-    def location(self) -> str:
-        return self._location
-
     def _select(self, **kwargs: Any) -> list[bytes]:
         try:
             return [bytes(s.state) for s in self.recorder.select_events(self._session_id, **kwargs)]
@@ -208,9 +200,6 @@ class RecorderSessionStorage(SessionStorage):
         except (PersistenceError, ConnectionPoolClosedError) as exc:
             raise SessionError("storage", f"could not read session {self._session_id}: {_why(exc)}") from exc
 
-    def load(self) -> tuple[SessionStarted, EntryLog]:
-        return self._decoded(self._select(), observe=True)
-
     def load_prefix(self, version: int) -> tuple[SessionStarted, EntryLog]:
         return self._decoded(self._select(lte=version), observe=False)
 
@@ -222,23 +211,6 @@ class RecorderSessionStorage(SessionStorage):
                                "since it was opened: a prune?); nothing was written")
         decode = self.decode_stored
         return [decode(line, v) for v, line in enumerate(lines, version + 1)]
-
-    def _decoded(self, lines: list[bytes], *, observe: bool) -> tuple[SessionStarted, EntryLog]:
-        if not lines:
-            raise SessionError("not_found", f"session {self._session_id} not found at {self._location}")
-        sid, decode = self._session_id, self.decode_stored
-        events = []
-        for version, line in enumerate(lines, 1):
-            try:
-                events.append(decode(line, version))
-            except SessionError as exc:
-                raise SessionError(exc.code, f"session {sid} event {version}: {exc.message}") from None
-        header = events[0]
-        if not isinstance(header, SessionStarted):
-            raise SessionError("corrupt", f"session {sid} does not start with a header")
-        if observe:
-            self.pipeline.head.observe(len(lines), lines[-1], header=lines[0])
-        return header, EntryLog.of(events[1:], f" in session {sid}")
 
 
 def _why(exc: BaseException) -> str:

@@ -1,14 +1,14 @@
 """What a session storage is: the port the Session service writes through.
 
-A storage keeps one session's event log. ``load`` returns the header and the entry log;
-``save`` appends new events at exactly their versions, atomically, or raises ``SessionError``
-(``conflict`` when another writer took them, ``storage`` when the medium failed). ``append`` is
-what a Session writes through: the events go after whatever the log holds at write time, the
-entries other writers appended meanwhile handed to the caller's ``rebase`` first, so no writer
-is refused because another wrote first (``if_version``: only if the log is still at that version). Every backend stores
-the same thing, the JSON line of each event sealed into the hash chain (``chain.py``), so a
-session reads back identically from any backend. ``recorder.py`` backs it with an
-eventsourcing recorder (memory, SQLite, PostgreSQL), ``jsonl.py`` with a file.
+A backend implements two methods: ``save`` appends new events at exactly their versions, atomically, or raises
+``SessionError`` (``conflict`` when another writer took them, ``storage`` when the medium failed), and ``read_lines``
+gives back every stored line, header first. Every line goes through the storage's pipeline (``pipeline.py``: redact
+-> encode -> outline -> seal, then inline -> decode), so a session reads back identically from any backend. The rest
+is built here on those two: ``load`` (the header and the entry log), ``append`` (what a Session writes through: the
+events go after whatever the log holds at write time, the entries other writers appended meanwhile handed to the
+caller's ``rebase`` first, so no writer is refused because another wrote first; ``if_version``: only if the log is
+still at that version), time travel and the line a new one chains to. A backend overrides what it does faster:
+``recorder.py`` (an eventsourcing recorder: memory, SQLite, PostgreSQL), ``jsonl.py`` (a file).
 """
 
 from __future__ import annotations
@@ -86,22 +86,50 @@ class SessionStorage(ABC):
         """The event of a stored line (the pipeline's way out)."""
         return self.pipeline.decode(line, self.session_id, version)
 
-    @property
-    @abstractmethod
-    def session_id(self) -> str: ...
+    # What a backend must implement is ``save`` and ``read_lines`` (eventsourcing's recorders have two abstract methods
+    # too); everything else here is built on them, and a backend overrides what it can do faster (a file's lazy load, a
+    # database's select of one version).
+    _session_id: str
+    _location: str
 
     @property
-    @abstractmethod
+    def session_id(self) -> str:
+        return self._session_id
+
+    @property
     def location(self) -> str:
         """Where the log lives (a path, a URL or ``memory:<id>``), for messages and listings."""
-
-    @abstractmethod
-    def load(self) -> tuple[SessionStarted, EntryLog]:
-        """The header and the log of every entry, in order."""
+        return self._location
 
     @abstractmethod
     def save(self, events: Sequence[Any]) -> None:
-        """Append ``events`` (consecutive versions) atomically."""
+        """Append ``events`` (consecutive versions) atomically, through the pipeline's encode, outline and seal:
+        ``conflict`` (:class:`VersionTaken`) when another writer took a version, ``storage`` when the medium failed."""
+
+    @abstractmethod
+    def read_lines(self) -> list[bytes]:
+        """Every line of the log exactly as stored, the header first (what verify reads)."""
+
+    def load(self) -> tuple[SessionStarted, EntryLog]:
+        """The header and the log of every entry, in order: the stored lines through the pipeline's way out."""
+        return self._decoded(self.read_lines(), observe=True)
+
+    def _decoded(self, lines: list[bytes], *, observe: bool) -> tuple[SessionStarted, EntryLog]:
+        if not lines:
+            raise SessionError("not_found", f"session {self.session_id} not found at {self.location}")
+        sid, decode = self.session_id, self.decode_stored
+        events = []
+        for version, line in enumerate(lines, 1):
+            try:
+                events.append(decode(line, version))
+            except SessionError as exc:
+                raise SessionError(exc.code, f"session {sid} event {version}: {exc.message}") from None
+        header = events[0]
+        if not isinstance(header, SessionStarted):
+            raise SessionError("corrupt", f"session {sid} does not start with a header")
+        if observe:
+            self.pipeline.head.observe(len(lines), lines[-1], header=lines[0])
+        return header, EntryLog.of(events[1:], f" in session {sid}")
 
     def append(
         self, events: Sequence[Any], rebase: Rebase | None = None, *, if_version: int | None = None,
@@ -144,10 +172,6 @@ class SessionStorage(ABC):
         header, log = self.load()
         return log.get_many(range(max(0, version - header.originator_version), len(log)))
 
-    @abstractmethod
-    def read_lines(self) -> list[bytes]:
-        """Every line of the log exactly as stored, the header first (what verify reads)."""
-
     def load_prefix(self, version: int) -> tuple[SessionStarted, EntryLog]:
         """The header and the entries up to ``version`` (time travel from storage)."""
         header, log = self.load()
@@ -164,10 +188,14 @@ class SessionStorage(ABC):
         """The digest the line of ``version`` chains to (None: the log is not chained): the pipeline's seal step."""
         return self.pipeline.digest_before(version, self)
 
-    @abstractmethod
     def line_before(self, version: int) -> tuple[bytes, bytes | None]:
         """The stored line of ``version - 1``, and the header line when the chain head needs it
         to tell whether the log is chained; ``conflict`` when there is no such line."""
+        lines = self.read_lines()
+        if not 2 <= version <= len(lines) + 1:
+            raise self.conflict(version, f"there is no version {version - 1} to follow")
+        before = lines[version - 2]
+        return before, lines[0] if version > 2 and self.pipeline.recorded_digest(before) is None else None
 
     # Erasure (docs/audit.md): rewriting one stored line, which nothing else does.
     can_replace_lines = False

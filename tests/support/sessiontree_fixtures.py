@@ -25,6 +25,7 @@ if _SUPPORT not in sys.path:
 
 import sessiontree_pg as pg  # noqa: E402
 import sessiontree_testkit as kit  # noqa: E402
+from sessiontree_minimal import Lines, MinimalStorage  # noqa: E402
 
 from sessiontree.domain.ids import fixed_clock  # noqa: E402
 from sessiontree.repository import SessionRepo, open_repo  # noqa: E402
@@ -69,10 +70,21 @@ def _jsonl_reopen(storage: SessionStorage) -> SessionStorage:
     return JsonlSessionStorage.open(storage.path)
 
 
-# Add backends here (the database issue appends SQLite and PostgreSQL).
+def _minimal_create(place: Path, **header: Any) -> SessionStorage:
+    return MinimalStorage.create(Lines(), **header)
+
+
+def _minimal_reopen(storage: SessionStorage) -> SessionStorage:
+    assert isinstance(storage, MinimalStorage)
+    return MinimalStorage(storage.lines, storage.session_id)
+
+
+# Add backends here (the database issue appends SQLite and PostgreSQL). "minimal" implements only the port's two
+# abstract methods (sessiontree_minimal.py): what the contract asks of a backend is what the port builds on them.
 STORAGE_BACKENDS: list[StorageBackend] = [
     StorageBackend("memory", _memory_create, _memory_reopen),
     StorageBackend("jsonl", _jsonl_create, _jsonl_reopen),
+    StorageBackend("minimal", _minimal_create, _minimal_reopen),
 ]
 
 import sessiontree_db_backends as _db  # noqa: E402  (tests/support; SQLite and PostgreSQL)
@@ -128,9 +140,10 @@ def _out_of_line(backend: StorageBackend) -> StorageBackend:
 
 
 @pytest.fixture(params=[pytest.param(b, marks=b.marks, id=b.name)
-                        for b in STORAGE_BACKENDS + [_out_of_line(b) for b in STORAGE_BACKENDS]])
+                        for b in STORAGE_BACKENDS + [_out_of_line(b) for b in STORAGE_BACKENDS if b.name != "minimal"]])
 def storage_factory(request: Any, tmp_path: Path) -> Iterator[StorageFactory]:
-    """A :class:`StorageFactory` for each backend in ``STORAGE_BACKENDS``, and each again with its content out of line."""
+    """A :class:`StorageFactory` for each backend in ``STORAGE_BACKENDS``, and each again with its content out of line
+    (not the minimal one: it has no blob store)."""
     factory = StorageFactory(request.param, tmp_path)
     try:
         yield factory
