@@ -8,13 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from sessiontree.audit import chain
-from sessiontree.domain.errors import SessionError
 from sessiontree.storage import leftovers
-from sessiontree.storage.files import is_whole_line, write_atomic
+from sessiontree.storage.files import write_atomic
 from sessiontree.storage.jsonl_append import append_error
 from sessiontree.storage.jsonl_file import StaleFileError
-from sessiontree.storage.jsonl_scan import corrupt
-from sessiontree.wire import jsontext
 
 
 def sealed_stub(canonical: bytes, digest_hex: str | None) -> bytes:
@@ -54,51 +51,9 @@ def replace_in_file(file: Any, version: int, line: bytes) -> None:
 
 
 class FileLines:
-    """A JSONL storage's lines as they are on disk: read, and rewritten one at a time (a mixin: the storage keeps
-    ``_file``, ``path``, ``_live``)."""
+    """A JSONL storage's lines rewritten one at a time (a mixin: the storage keeps ``_file``, ``path``, ``_live``)."""
 
     can_replace_lines = True
-
-    def read_lines(self, count: int | None = None, *, strict: bool = False) -> list[bytes]:
-        """The file's whole lines (the first ``count``) as on disk; ``strict``: over-long is ``corrupt``, torn is warned of."""
-        storage: Any = self
-        parts: list[bytes]
-        try:
-            if count is None:
-                parts, tail, size = storage._file.read_split(0)
-                storage._file.observe_lines(0, size, len(parts), tail)
-            else:
-                data = storage._file.read(0, lines=count)
-                parts = data.split(b"\n")
-                tail, size = parts.pop(), len(data)
-        except OSError as exc:
-            raise SessionError("storage", f"cannot read the file: {exc.strerror or exc}", path=str(storage.path)) from exc
-        limit = jsontext.MAX_LINE_BYTES
-        if strict and size > limit:  # only then can a line be too long
-            for number, part in enumerate(parts, 1):
-                if len(part) > limit:
-                    raise corrupt(storage.path, number, f"line of {len(part)} bytes is over the {limit}-byte line limit")
-        if tail and is_whole_line(tail):
-            parts.append(tail)
-        elif tail and strict and count is None:
-            storage._file.warn_torn(len(parts) + 1, tail)
-        return parts
-
-    def stamp(self) -> tuple[tuple[int, int], int, int] | None:
-        """((device, inode), size, mtime) of the file: a rewrite (erasure) replaces the file, so its identity changes."""
-        storage: Any = self
-        try:
-            st = os.stat(storage.path)
-        except OSError:
-            return None
-        return (st.st_dev, st.st_ino), st.st_size, st.st_mtime_ns
-
-    def line_before(self, version: int) -> tuple[bytes, bytes | None]:
-        storage: Any = self
-        lines = self.read_lines(version - 1)
-        if len(lines) < version - 1:
-            raise storage.conflict(version, f"there is no version {version - 1} to follow")
-        return lines[version - 2], lines[0]
 
     def replace_line(self, version: int, canonical: bytes, digest: str | None) -> None:
         storage: Any = self

@@ -9,6 +9,7 @@ seals the lines into the hash chain and appends them with one write, under the f
 from __future__ import annotations
 
 import errno
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import FORMAT_VERSION, SessionStarted, leaf_after
 from sessiontree.domain.ids import new_session_id, now_iso
 from sessiontree.domain.log import EntryLog
+from sessiontree.storage.files import is_whole_line
 from sessiontree.storage.jsonl_append import AppendingFile, append_error, check_wait
 from sessiontree.storage.jsonl_file import StaleFileError, TornLineWarning, check_durability
 from sessiontree.storage.jsonl_loader import LineLoader
@@ -241,6 +243,44 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         self._salvaged, self.skipped = entries, skipped
         if self._file.torn:
             skipped.append((self._file.count + 1, f"torn last line ({len(self._file.torn)} bytes)"))
+
+    def read_lines(self, count: int | None = None, *, strict: bool = False) -> list[bytes]:
+        """The file's whole lines (the first ``count``) as on disk; ``strict``: over-long is ``corrupt``, torn is warned of."""
+        parts: list[bytes]
+        try:
+            if count is None:
+                parts, tail, size = self._file.read_split(0)
+                self._file.observe_lines(0, size, len(parts), tail)
+            else:
+                data = self._file.read(0, lines=count)
+                parts = data.split(b"\n")
+                tail, size = parts.pop(), len(data)
+        except OSError as exc:
+            raise SessionError("storage", f"cannot read the file: {exc.strerror or exc}", path=str(self.path)) from exc
+        limit = jsontext.MAX_LINE_BYTES
+        if strict and size > limit:  # only then can a line be too long
+            for number, part in enumerate(parts, 1):
+                if len(part) > limit:
+                    raise corrupt(self.path, number, f"line of {len(part)} bytes is over the {limit}-byte line limit")
+        if tail and is_whole_line(tail):
+            parts.append(tail)
+        elif tail and strict and count is None:
+            self._file.warn_torn(len(parts) + 1, tail)
+        return parts
+
+    def stamp(self) -> tuple[tuple[int, int], int, int] | None:
+        """((device, inode), size, mtime) of the file: a rewrite (erasure) replaces the file, so its identity changes."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino), st.st_size, st.st_mtime_ns
+
+    def line_before(self, version: int) -> tuple[bytes, bytes | None]:
+        lines = self.read_lines(version - 1)
+        if len(lines) < version - 1:
+            raise self.conflict(version, f"there is no version {version - 1} to follow")
+        return lines[version - 2], lines[0]
 
     def save(self, events: Sequence[Any]) -> None:
         """Append the events' lines at exactly their versions, with one write: ``conflict`` if another writer took

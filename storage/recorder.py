@@ -19,7 +19,6 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 
-from sessiontree.audit import chain
 from sessiontree.audit.line_replace import sealed_stub
 from sessiontree.audit.row_replace import erasures, replace_recorded
 from sessiontree.content.blob_tables import TableBlobs, blobs_of
@@ -87,7 +86,7 @@ class RecorderSessionStorage(SessionStorage):
         before = self._select(gt=version - 2, lte=version - 1)
         if not before:  # line version-1 is not there (yet): the append cannot follow it
             raise self.conflict(version, f"there is no version {version - 1} to follow")
-        header = self._select(lte=1)[0] if chain.recorded(before[-1]) is None and version > 2 else None
+        header = self._select(lte=1)[0] if self.pipeline.recorded_digest(before[-1]) is None and version > 2 else None
         return before[-1], header
 
     def save(self, events: Sequence[Any]) -> None:
