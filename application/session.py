@@ -323,7 +323,8 @@ class Session(SessionReader):
     def refresh(self, *, follow: bool = False) -> int:
         """Take in the entries other writers appended since this session read its log; returns how many. This object's
         leaf stays where it was, unless ``follow=True`` moves it to the log's leaf (the last append's, by anyone).
-        ``conflict`` if the log changed under it in another way (shorter, or its file replaced)."""
+        ``conflict`` if the log changed under it in another way (shorter, its file replaced, or a line erased since it was
+        read, on every backend): open the session again, since this object holds what the log no longer does."""
         with self._lock:
             new = self._storage.entries_after(self._agg.version)
             self._take_in(new)

@@ -18,7 +18,8 @@ from sessiontree.content.blob_tables import insert_events
 from sessiontree.domain.errors import SessionError
 from sessiontree.storage.index import fold_lines
 from sessiontree.storage.memory_recorder import MemoryRecorder
-from sessiontree.wire.json_bytes import dumps
+from sessiontree.wire.json_bytes import DECODE_ERRORS, dumps
+from sessiontree.wire.jsontext import loads
 
 ERASURES_STREAM = "~erasures"  # "~": not a session (listing and search skip such streams)
 ERASED_TOPIC = "sessiontree:erased"
@@ -107,6 +108,21 @@ def erasures(recorder: Any) -> int:
     session open compares it (with the session's version) to tell when to read the session again."""
     last = recorder.select_events(ERASURES_STREAM, desc=True, limit=1)
     return int(last[0].originator_version) if last else 0
+
+
+def erased_since(recorder: Any, number: int, session_id: str) -> tuple[int, bool]:
+    """The store's erasure count now, and whether an erasure after marker ``number`` rewrote a line of ``session_id``
+    (a reader that read the session when the count was ``number`` holds what the log no longer does)."""
+    markers = recorder.select_events(ERASURES_STREAM, gt=number)
+    if not markers:
+        return number, False
+    mine = False
+    for marker in markers:
+        try:
+            mine = mine or loads(bytes(marker.state)).get("id") == session_id
+        except (*DECODE_ERRORS, AttributeError):
+            mine = True  # a marker that cannot be read: taken for this session's (reading again is always safe)
+    return int(markers[-1].originator_version), mine
 
 
 def vacuum(recorder: Any, tables: list[str]) -> None:

@@ -20,7 +20,7 @@ from eventsourcing.persistence import (
 )
 
 from sessiontree.audit.line_replace import sealed_stub
-from sessiontree.audit.row_replace import erasures, replace_recorded
+from sessiontree.audit.row_replace import erased_since, erasures, replace_recorded
 from sessiontree.content.blob_tables import TableBlobs, blobs_of
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
@@ -75,6 +75,7 @@ class RecorderSessionStorage(SessionStorage):
         self._session_id = session_id
         self._location = location
         self.owner: Any = None  # what must live as long as this storage (a repository)
+        self._erasures: int | None = None  # the store's erasure count when this storage last read the whole log
 
     def _select(self, **kwargs: Any) -> list[bytes]:
         try:
@@ -202,8 +203,25 @@ class RecorderSessionStorage(SessionStorage):
     def load_prefix(self, version: int) -> tuple[SessionStarted, EntryLog]:
         return self._decoded(self._select(lte=version), observe=False)
 
+    def load(self) -> tuple[SessionStarted, EntryLog]:
+        try:  # counted before the rows are read: an erasure in between is taken for a later one (read again), not missed
+            self._erasures = erasures(self.recorder)
+        except (PersistenceError, ConnectionPoolClosedError) as exc:
+            raise SessionError("storage", f"could not read session {self._session_id}: {_why(exc)}") from exc
+        return super().load()
+
     def entries_after(self, version: int) -> list[Any]:
-        """The entries after ``version``, read with one select (``conflict`` if the session is gone: a prune)."""
+        """The entries after ``version``, read with one select (``not_found`` if the session is gone: a prune;
+        ``conflict`` if a line this storage read was rewritten since: an erasure, as a rewritten file is)."""
+        if self._erasures is not None:
+            try:
+                self._erasures, rewritten = erased_since(self.recorder, self._erasures, self._session_id)
+            except (PersistenceError, ConnectionPoolClosedError) as exc:
+                raise SessionError("storage", f"could not read session {self._session_id}: {_why(exc)}") from exc
+            if rewritten:
+                raise SessionError("conflict", f"session {self._session_id} at {self._location}: a line was rewritten "
+                                   "(erased) since it was read, so what this object holds is not the log: open it again; "
+                                   "nothing was written")
         lines = self._select(gt=version)
         if not lines and not self._select(lte=1):
             raise SessionError("not_found", f"session {self._session_id} no longer exists at {self._location} (deleted "

@@ -272,6 +272,28 @@ def test_another_session_on_a_rewritten_file_is_told_to_reopen(tmp_path: Path) -
     assert refused.value.code == "conflict" and "open it again" in refused.value.message
 
 
+def test_a_session_held_open_elsewhere_never_keeps_erased_content_on_any_backend(make_repo: Any) -> None:
+    """Another object holding the session (an integration's held session, a server's cache) is told to open it again
+    after an erasure, on every backend: a database session read on as if nothing happened kept the erased content in
+    memory. An erasure of another session in the same store is not this one's business."""
+    repo = make_repo()
+    first = repo.create()
+    ids = conversation(first)
+    other = repo.open(first.id)
+    bystander = repo.create()
+    bystander.append_message(UserMessage("nothing secret"))
+    held_bystander = repo.open(bystander.id)
+    first.redact(ids["user"], reason="r")
+    with pytest.raises(SessionError) as refused:
+        other.refresh()
+    assert refused.value.code == "conflict" and "open it again" in refused.value.message
+    assert SECRET not in str(repo.open(first.id).entry(ids["user"]))
+    assert held_bystander.refresh() == 0 and bystander.refresh() == 0
+    assert first.refresh() == 0  # the eraser read its own log again
+    first.append_message(UserMessage("after"))
+    assert verify(first).ok
+
+
 def test_the_redaction_record_keeps_its_documented_type_on_disk(tmp_path: Path) -> None:
     """The record's type is a value in the logs (docs/audit.md), not a module's name: files written before a module
     moved must still vouch for their stubs, so the line says ``sessiontree.redaction`` whatever the package layout."""

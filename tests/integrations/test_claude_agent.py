@@ -97,6 +97,19 @@ def test_lines_with_a_uuid_are_written_once_and_lines_without_one_as_they_come(r
     assert asyncio.run(store.load(KEY)) == lines + no_uuid
 
 
+def test_a_held_session_never_serves_content_erased_by_another_object(repos):
+    """The store keeps its session open between calls; an erasure made through another object (another process, the
+    command line) is what the next load shows, on every backend."""
+    repo = repos()
+    store = SessionTreeSessionStore(repo)
+    asyncio.run(store.append(KEY, kit.transcript()))
+    assert "Sunny in Paris" in json.dumps(asyncio.run(store.load(KEY)))  # held open from now on
+    with repo.open(session_id_for(KEY)) as other:
+        other.redact("t1", reason="the user asked")  # the tool's result, and the reply that quotes it
+        other.redact("a2", reason="the user asked")
+    assert "Sunny in Paris" not in json.dumps(asyncio.run(store.load(KEY)))
+
+
 def test_a_batch_with_a_line_the_log_cannot_hold_writes_nothing(repos):
     store = SessionTreeSessionStore(repos())
     with pytest.raises(SessionError) as caught:
