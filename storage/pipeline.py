@@ -20,6 +20,7 @@ from sessiontree.audit import chain
 from sessiontree.content import blobs as blob_lines
 from sessiontree.domain.erasure import RECORD_TYPE
 from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import CustomEntryAppended
 from sessiontree.wire.codec import Codec
 
 DEFAULT: Any = "default"  # the default redactor (content/redaction.py), compiled on first use
@@ -72,7 +73,9 @@ class LinePipeline:
             return events
         out = []
         for event in events:  # a loop, not a comprehension: one call fewer per append
-            out.append(event if getattr(event, "custom_type", None) == RECORD_TYPE else redact(event))
+            # only the record (a custom entry): a custom message entry of that type is an app's text
+            own = event.__class__ is CustomEntryAppended and event.custom_type == RECORD_TYPE
+            out.append(event if own else redact(event))
         return out
 
     def _walk(self) -> Callable[[Any], Any]:

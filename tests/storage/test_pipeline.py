@@ -78,3 +78,16 @@ def test_the_redaction_record_passes_by_the_redact_step(tmp_path: Path) -> None:
     record = session.entry(record_id)
     assert record.custom_type == RECORD_TYPE and "*" not in record.data["digest"]
     assert verify(session).ok
+
+
+def test_a_custom_message_entry_named_as_the_redaction_record_is_redacted(make_repo: Any) -> None:
+    """Only the library's own record (a custom entry) passes by the redact step: a custom *message* entry an app names
+    ``sessiontree.redaction`` carries the app's text and is redacted like any other, on every backend."""
+    repo = make_repo()
+    session = repo.create()
+    entry_id = session.append_custom_message_entry(RECORD_TYPE, f"my key is {AWS_KEY}")
+    assert AWS_KEY.encode() not in _stored(session)
+    assert AWS_KEY not in session.entry(entry_id).content
+    assert repo.open(session.id).entry(entry_id) == session.entry(entry_id)
+    assert verify(session).ok
+
