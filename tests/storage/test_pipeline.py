@@ -91,3 +91,20 @@ def test_a_custom_message_entry_named_as_the_redaction_record_is_redacted(make_r
     assert repo.open(session.id).entry(entry_id) == session.entry(entry_id)
     assert verify(session).ok
 
+
+def test_sessions_over_one_storage_each_redact_with_their_own_redactors(tmp_path: Path) -> None:
+    """A Session's redactors are its own: another Session made over the same storage object (here one that redacts
+    nothing) neither turns them off for the first one's appends nor makes its retry ``already_exists``."""
+    storage = JsonlSessionStorage.create(tmp_path / "s.jsonl")
+    redacting = Session(storage)
+    plain = Session(storage, redactors=None)
+    assert plain.redactors == () and redacting.redactors != ()
+    message = UserMessage(content=f"my key is {AWS_KEY}", timestamp=1)
+    assert redacting.append_message(message, entry_id="e1") == "e1"
+    assert AWS_KEY.encode() not in _stored(redacting)
+    assert redacting.append_message(message, entry_id="e1") == "e1"  # a retry: answered with the id, nothing written
+    assert len(storage.read_lines()) == 2
+    plain.refresh()
+    other = plain.append_message(message)  # and the one without redactors writes what it was given
+    assert AWS_KEY.encode() in storage.read_lines()[-1] and AWS_KEY in plain.entry(other).message.content
+    storage.close()
