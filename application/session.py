@@ -250,9 +250,10 @@ class Session(SessionReader):
                     return repeated(self, entry_id, command)
             raise SessionError("conflict", f"session {self.id}: other writers kept taking the ids drawn; nothing was written")
 
-    def _run_all(self, batch: Sequence[Command], *, follow: bool = False) -> list[str]:
+    def _run_all(self, batch: Sequence[Command], *, follow: bool = False) -> list[Entry]:
         """Run several append commands as one write: each entry under the one before, the first under this object's
-        leaf (``follow``: the log's leaf at write time), saved together, so no other writer's entry comes between them."""
+        leaf (``follow``: the log's leaf at write time), saved together, so no other writer's entry comes between them.
+        Returns the entries as written (redacted)."""
         with self._lock:
             if follow:
                 self._agg.leaf_id = self.log_leaf_id
@@ -270,7 +271,7 @@ class Session(SessionReader):
             if not events:
                 return []
             try:
-                return [event.id for event in self._save(events, None, follow)]
+                return self._save(events, None, follow)
             except _IdTaken:
                 self._refresh_quietly()
                 raise SessionError("conflict", f"session {self.id}: another writer appended an entry with an id this "

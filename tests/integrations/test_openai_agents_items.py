@@ -70,6 +70,26 @@ def test_get_items_returns_what_add_items_was_given_also_after_a_reopen(backend,
         assert asyncio.run(SessionTreeSession(sid, repos(), repair=False).get_items()) == items
 
 
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+
+
+@pytest.mark.parametrize("backend", ["jsonl", "memory", "sqlite"])
+def test_the_store_that_added_redacted_items_reads_them_back_as_a_new_store_does(backend, tmp_path):
+    """The log is redacted (docs/integrations.md): the store that added an item with a secret reads back what the log
+    holds, as a new store on the repository opened again does, not the item as it was given."""
+    items = [{"role": "user", "content": f"my key is {AWS_KEY}"}, {"type": "custom_kind", "note": AWS_KEY},
+             {"role": "user", "content": "no secret here"}]
+    with kit.repositories(backend, tmp_path) as repos:
+        sid = kit.new_id()
+        first = SessionTreeSession(sid, repos(), repair=False)
+        asyncio.run(first.add_items(items))
+        live = asyncio.run(first.get_items())
+        first.close()
+        fresh = asyncio.run(SessionTreeSession(sid, repos(), repair=False).get_items())
+        assert AWS_KEY not in json.dumps(fresh) and fresh[2] == items[2]
+        assert live == fresh
+
 @given(items=st.lists(kit.mapped_items, max_size=8))
 @ROUND_TRIP
 def test_get_items_pairs_every_function_call_with_one_output(items):
