@@ -71,6 +71,20 @@ def test_get_items_returns_what_add_items_was_given_also_after_a_reopen(backend,
 
 
 
+@pytest.mark.parametrize("item", [
+    {"type": "function_call", "call_id": "", "name": None, "arguments": "{}"},
+    {"type": "function_call_output", "call_id": None, "output": "x"},
+    {"type": "reasoning", "id": "r", "summary": [{"type": "summary_text", "text": None}]},
+])
+def test_an_item_whose_message_the_log_would_refuse_is_kept_whole(item):
+    """A mapped kind with a field of the wrong type (hypothesis found a call named None) is no message: it is kept
+    whole in a custom entry and read back as it went in, not refused with a ``TypeError`` by the append."""
+    assert to_message(item, {}, 0) is None
+    store = SessionTreeSession(kit.new_id(), InMemorySessionRepo(), repair=False)
+    asyncio.run(store.add_items([item]))
+    assert asyncio.run(store.get_items()) == [item]
+
+
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 
 
