@@ -13,7 +13,7 @@ from sessiontree.domain.errors import SessionError
 def repeated(session: Any, entry_id: str, command: Callable[..., Any]) -> str:
     """An append with an ``entry_id`` the session holds: the same append again is answered with that id and writes
     nothing (a safe retry); anything else is ``already_exists``. The probe is redacted as the first append was."""
-    probe = session.storage.pipeline.redact(command(session._agg, "\x00probe", session._now()))
+    probe = session._redaction.redact(command(session._agg, "\x00probe", session._now()))
     held = session.entry(entry_id)
     same = attrs.evolve(
         probe, id=held.id, parent_id=held.parent_id, timestamp=held.timestamp, originator_version=held.originator_version

@@ -34,7 +34,7 @@ from sessiontree.projections.context import Built, ContextProjection, SessionCon
 from sessiontree.projections.tokens import TokenEstimator
 from sessiontree.reader import BUILTINS, SessionReader, check_id
 from sessiontree.retries import fresh_id, repeated
-from sessiontree.storage.pipeline import DEFAULT
+from sessiontree.storage.pipeline import DEFAULT, Redaction
 from sessiontree.storage.storage import SessionStorage, moved
 from sessiontree.summary import branch_summary_fields
 
@@ -91,7 +91,9 @@ class Session(SessionReader):
         self._kept: Built | None = None
         self._unseen: list[Entry] = []  # saved since the kept context was read
         self._lock = threading.RLock()
-        storage.pipeline.redact_with(redactors)  # the first step of every append (storage/pipeline.py)
+        # the first step of each of its appends (storage/pipeline.py): its own, as another Session over this storage may
+        # have others; the storage's too, for an app appending to it directly
+        self._redaction = storage.pipeline.redaction = Redaction(redactors)
         for projection in projections:
             self.register_projection(projection)
 
@@ -104,8 +106,8 @@ class Session(SessionReader):
 
     @property
     def redactors(self) -> tuple[Callable[[str], str], ...]:
-        """The redactors every appended entry goes through (``()``: none): the first step of the storage's pipeline."""
-        return self._storage.pipeline.redactors
+        """The redactors each of its appended entries goes through (``()``: none): the first step of the pipeline."""
+        return self._redaction.redactors
 
     @property
     def leaf_id(self) -> str | None:
@@ -248,9 +250,10 @@ class Session(SessionReader):
                     return repeated(self, entry_id, command)
             raise SessionError("conflict", f"session {self.id}: other writers kept taking the ids drawn; nothing was written")
 
-    def _run_all(self, batch: Sequence[Command], *, follow: bool = False) -> list[str]:
+    def _run_all(self, batch: Sequence[Command], *, follow: bool = False) -> list[Entry]:
         """Run several append commands as one write: each entry under the one before, the first under this object's
-        leaf (``follow``: the log's leaf at write time), saved together, so no other writer's entry comes between them."""
+        leaf (``follow``: the log's leaf at write time), saved together, so no other writer's entry comes between them.
+        Returns the entries as written (redacted)."""
         with self._lock:
             if follow:
                 self._agg.leaf_id = self.log_leaf_id
@@ -268,7 +271,7 @@ class Session(SessionReader):
             if not events:
                 return []
             try:
-                return [event.id for event in self._save(events, None, follow)]
+                return self._save(events, None, follow)
             except _IdTaken:
                 self._refresh_quietly()
                 raise SessionError("conflict", f"session {self.id}: another writer appended an entry with an id this "
@@ -287,7 +290,7 @@ class Session(SessionReader):
                 out[0] = attrs.evolve(out[0], parent_id=log_leaf)
             return out
 
-        taken, written = self._storage.append(events, rebase, if_version=if_version)
+        taken, written = self._storage.append(events, rebase, if_version=if_version, redaction=self._redaction)
         if taken:
             self._take_in(taken)
         self._fold(written)

@@ -31,6 +31,7 @@ from sessiontree.storage.jsonl_loader import LineLoader
 from sessiontree.storage.jsonl_salvage import salvage_log
 from sessiontree.storage.jsonl_scan import corrupt, read_header, scan
 from sessiontree.storage.mapped import RereadingLoader
+from sessiontree.storage.pipeline import Redaction
 from sessiontree.storage.storage import Rebase, SessionStorage, moved
 from sessiontree.wire import jsontext
 from sessiontree.wire.codec import Codec, native_codec
@@ -289,6 +290,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
 
     def append(
         self, events: Sequence[Any], rebase: Rebase | None = None, *, if_version: int | None = None,
+        redaction: Redaction | None = None,
     ) -> tuple[list[Any], list[Any]]:
         """Append the events' lines (sealed if the file is chained) with one write under the file's lock, after the
         lines other writers appended since this storage last read (handed to ``rebase`` first, which makes the events
@@ -297,7 +299,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
             self.check_writable()
             return [], []
         pipeline = self.pipeline  # redact → encode → outline here, seal under the lock
-        events = pipeline.redacted(events)
+        events = pipeline.redacted(events, redaction)  # a session's redactors, else the pipeline's
         lines = pipeline.encode(events)
         if pipeline.outlines(lines):
             with pipeline.blobs.writing():  # no blob it relies on is collected until the line that refers to it is written

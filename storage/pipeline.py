@@ -20,33 +20,27 @@ from sessiontree.audit import chain
 from sessiontree.content import blobs as blob_lines
 from sessiontree.domain.erasure import RECORD_TYPE
 from sessiontree.domain.errors import SessionError
+from sessiontree.domain.events import CustomEntryAppended
 from sessiontree.wire.codec import Codec
 
 DEFAULT: Any = "default"  # the default redactor (content/redaction.py), compiled on first use
 
 
-class LinePipeline:
-    """The steps one storage's lines go through (see the module documentation)."""
+class Redaction:
+    """One set of redactors and the walk made from them: a storage's pipeline holds one, and so does each Session (its
+    own: another Session made over the same storage may have others)."""
 
-    def __init__(self, codec: Codec, blobs: Any = None) -> None:
-        self.codec = codec
-        self.head = chain.ChainHead()  # the digest of the last line this storage knows (seal)
-        self.refuse: Callable[[Sequence[Any]], None] | None = None  # what the dialect will not store (raises)
-        self._redactors: Any = ()
-        self._redact: Callable[[Any], Any] | None = None
-        self._blobs: Any = None
-        self._shared: Any = None
-        self.blobs = blobs
-
-    # -- redact ---------------------------------------------------------------------------------------------------
-    def redact_with(self, redactors: Any) -> None:
-        """The redactors every appended entry goes through: None or ``()`` none, ``DEFAULT`` the default
-        (``SecretRedactor``, made when first needed: a process that only reads never compiles its rules)."""
-        if not (isinstance(redactors, str) and redactors == DEFAULT):
+    def __init__(self, redactors: Any = ()) -> None:
+        """None or ``()``: none; ``DEFAULT``: the default (``SecretRedactor``, made when first needed: a process that only
+        reads never compiles its rules)."""
+        if redactors is None or (type(redactors) is tuple and not redactors):  # a reading process imports no redactor
+            redactors = ()
+        elif not (isinstance(redactors, str) and redactors == DEFAULT):
             from sessiontree.content.redaction import check_redactors
 
             redactors = check_redactors(redactors)
-        self._redactors, self._redact = redactors, None
+        self._redactors: Any = redactors
+        self._redact: Callable[[Any], Any] | None = None
 
     @property
     def redactors(self) -> tuple[Callable[[str], str], ...]:
@@ -72,7 +66,9 @@ class LinePipeline:
             return events
         out = []
         for event in events:  # a loop, not a comprehension: one call fewer per append
-            out.append(event if getattr(event, "custom_type", None) == RECORD_TYPE else redact(event))
+            # only the record (a custom entry): a custom message entry of that type is an app's text
+            own = event.__class__ is CustomEntryAppended and event.custom_type == RECORD_TYPE
+            out.append(event if own else redact(event))
         return out
 
     def _walk(self) -> Callable[[Any], Any]:
@@ -81,6 +77,35 @@ class LinePipeline:
         from sessiontree.content.redaction import entry_redactor
 
         return entry_redactor(self.redactors)
+
+
+class LinePipeline:
+    """The steps one storage's lines go through (see the module documentation)."""
+
+    def __init__(self, codec: Codec, blobs: Any = None) -> None:
+        self.codec = codec
+        self.head = chain.ChainHead()  # the digest of the last line this storage knows (seal)
+        self.refuse: Callable[[Sequence[Any]], None] | None = None  # what the dialect will not store (raises)
+        self.redaction = Redaction()  # an append without a session's own (an app appending to the storage directly)
+        self._blobs: Any = None
+        self._shared: Any = None
+        self.blobs = blobs
+
+    # -- redact ---------------------------------------------------------------------------------------------------
+    def redact_with(self, redactors: Any) -> None:
+        """The redactors an append given no others goes through (see ``Redaction``)."""
+        self.redaction = Redaction(redactors)
+
+    @property
+    def redactors(self) -> tuple[Callable[[str], str], ...]:
+        return self.redaction.redactors
+
+    def redact(self, entry: Any) -> Any:
+        return self.redaction.redact(entry)
+
+    def redacted(self, events: Sequence[Any], redaction: Redaction | None = None) -> Sequence[Any]:
+        """``events`` through ``redaction`` (a session's), else through this pipeline's."""
+        return (self.redaction if redaction is None else redaction).redacted(events)
 
     # -- encode and outline ---------------------------------------------------------------------------------------
     def encode(self, events: Sequence[Any]) -> list[bytes]:

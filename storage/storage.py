@@ -22,13 +22,13 @@ from typing import Any
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted, leaf_after
 from sessiontree.domain.log import EntryLog
-from sessiontree.storage.pipeline import LinePipeline
+from sessiontree.storage.pipeline import LinePipeline, Redaction
 from sessiontree.wire.codec import Codec, native_codec
 
 # Given the caller's events as they are written (redacted), the ids of the entries other writers appended since they were
 # made (in order, right after the version the caller knew) and the log's leaf after them, those events made again to
-# follow them. Called with the
-# file's lock held (JSONL), so it only renumbers: the entries themselves are decoded and returned after the write.
+# follow them. Called with the file's lock held (JSONL), so it only renumbers: the entries themselves are decoded and
+# returned after the write.
 Rebase = Callable[[Sequence[Any], list[str], str | None], Sequence[Any]]
 
 # A database append that finds its version taken catches up and tries again, with a random backoff, for at least
@@ -133,15 +133,17 @@ class SessionStorage(ABC):
 
     def append(
         self, events: Sequence[Any], rebase: Rebase | None = None, *, if_version: int | None = None,
+        redaction: Redaction | None = None,
     ) -> tuple[list[Any], list[Any]]:
         """Append ``events`` after everything the log holds when it is written; returns the entries other writers
-        appended before them (since the caller's version) and the events written.
+        appended before them (since the caller's version) and the events written (through ``redaction``, a session's
+        redactors, else the pipeline's).
 
         When other writers appended since ``events`` were made (their first version is not the next one), ``rebase``
         makes them again to follow those entries (None: ``conflict``). With ``if_version`` the log must be at that
         version: otherwise ``conflict`` and nothing is written. Here: a database's version constraint refuses a taken
         version, and the append catches up and retries (bounded)."""
-        events = self.pipeline.redacted(events)
+        events = self.pipeline.redacted(events, redaction)
         deadline = time.monotonic() + APPEND_WAIT
         attempt = 0
         taken: list[Any] = []

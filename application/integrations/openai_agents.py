@@ -256,8 +256,10 @@ class SessionTreeSession:
                 batch.append(lambda agg, id, now, message=message: commands.append_message(agg, message, id=id,
                                                                                            timestamp=now))
         # one write after the log's leaf at write time: the items of one call stay together, as in a SQLiteSession
-        ids = session._run_all(batch, follow=True)
-        own = {entry_id: (data, blob) for entry_id, (data, blob, _) in zip(ids, planned)}
+        written = session._run_all(batch, follow=True)
+        # an item as given only where the redactors changed nothing: else what the log holds, as a new store reads it
+        own = {entry.id: (data, blob) for entry, (data, blob, message) in zip(written, planned)
+               if (entry.message == message if message is not None else entry.data == data)}  # type: ignore[attr-defined]
         if not self._extend(session, session.leaf_id, own=own):
             self._leaf = _UNREAD  # read again at the next call
 

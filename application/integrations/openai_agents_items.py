@@ -24,6 +24,7 @@ from sessiontree.domain.messages import (
     ToolResultMessage,
     UnknownContent,
     UserMessage,
+    check_fields,
 )
 from sessiontree.domain.values import check_value
 
@@ -56,6 +57,7 @@ def to_message(item: Any, tool_names: Mapping[str, str], timestamp: int) -> Mess
         return None
     try:  # the item is a JSON value already (the store checked it whole), so the message is one the log accepts
         message = kind(item, tool_names, timestamp)
+        check_fields(message)  # a field of the wrong type (a call named None): the append would refuse it, kept whole
         return message if to_item(message) == item else None
     except (TypeError, ValueError, KeyError, IndexError, AttributeError):
         return None

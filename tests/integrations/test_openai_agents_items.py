@@ -70,6 +70,40 @@ def test_get_items_returns_what_add_items_was_given_also_after_a_reopen(backend,
         assert asyncio.run(SessionTreeSession(sid, repos(), repair=False).get_items()) == items
 
 
+
+@pytest.mark.parametrize("item", [
+    {"type": "function_call", "call_id": "", "name": None, "arguments": "{}"},
+    {"type": "function_call_output", "call_id": None, "output": "x"},
+    {"type": "reasoning", "id": "r", "summary": [{"type": "summary_text", "text": None}]},
+])
+def test_an_item_whose_message_the_log_would_refuse_is_kept_whole(item):
+    """A mapped kind with a field of the wrong type (hypothesis found a call named None) is no message: it is kept
+    whole in a custom entry and read back as it went in, not refused with a ``TypeError`` by the append."""
+    assert to_message(item, {}, 0) is None
+    store = SessionTreeSession(kit.new_id(), InMemorySessionRepo(), repair=False)
+    asyncio.run(store.add_items([item]))
+    assert asyncio.run(store.get_items()) == [item]
+
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+
+
+@pytest.mark.parametrize("backend", ["jsonl", "memory", "sqlite"])
+def test_the_store_that_added_redacted_items_reads_them_back_as_a_new_store_does(backend, tmp_path):
+    """The log is redacted (docs/integrations.md): the store that added an item with a secret reads back what the log
+    holds, as a new store on the repository opened again does, not the item as it was given."""
+    items = [{"role": "user", "content": f"my key is {AWS_KEY}"}, {"type": "custom_kind", "note": AWS_KEY},
+             {"role": "user", "content": "no secret here"}]
+    with kit.repositories(backend, tmp_path) as repos:
+        sid = kit.new_id()
+        first = SessionTreeSession(sid, repos(), repair=False)
+        asyncio.run(first.add_items(items))
+        live = asyncio.run(first.get_items())
+        first.close()
+        fresh = asyncio.run(SessionTreeSession(sid, repos(), repair=False).get_items())
+        assert AWS_KEY not in json.dumps(fresh) and fresh[2] == items[2]
+        assert live == fresh
+
 @given(items=st.lists(kit.mapped_items, max_size=8))
 @ROUND_TRIP
 def test_get_items_pairs_every_function_call_with_one_output(items):

@@ -7,7 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import pytest
 import sessiontree_testkit as kit
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sessiontree import JsonlSessionStorage, Session, UserMessage, verify
 from sessiontree.domain import aggregate
@@ -78,3 +81,61 @@ def test_the_redaction_record_passes_by_the_redact_step(tmp_path: Path) -> None:
     record = session.entry(record_id)
     assert record.custom_type == RECORD_TYPE and "*" not in record.data["digest"]
     assert verify(session).ok
+
+
+def test_a_custom_message_entry_named_as_the_redaction_record_is_redacted(make_repo: Any) -> None:
+    """Only the library's own record (a custom entry) passes by the redact step: a custom *message* entry an app names
+    ``sessiontree.redaction`` carries the app's text and is redacted like any other, on every backend."""
+    repo = make_repo()
+    session = repo.create()
+    entry_id = session.append_custom_message_entry(RECORD_TYPE, f"my key is {AWS_KEY}")
+    assert AWS_KEY.encode() not in _stored(session)
+    assert AWS_KEY not in session.entry(entry_id).content
+    assert repo.open(session.id).entry(entry_id) == session.entry(entry_id)
+    assert verify(session).ok
+
+
+def test_sessions_over_one_storage_each_redact_with_their_own_redactors(tmp_path: Path) -> None:
+    """A Session's redactors are its own: another Session made over the same storage object (here one that redacts
+    nothing) neither turns them off for the first one's appends nor makes its retry ``already_exists``."""
+    storage = JsonlSessionStorage.create(tmp_path / "s.jsonl")
+    redacting = Session(storage)
+    plain = Session(storage, redactors=None)
+    assert plain.redactors == () and redacting.redactors != ()
+    message = UserMessage(content=f"my key is {AWS_KEY}", timestamp=1)
+    assert redacting.append_message(message, entry_id="e1") == "e1"
+    assert AWS_KEY.encode() not in _stored(redacting)
+    assert redacting.append_message(message, entry_id="e1") == "e1"  # a retry: answered with the id, nothing written
+    assert len(storage.read_lines()) == 2
+    plain.refresh()
+    other = plain.append_message(message)  # and the one without redactors writes what it was given
+    assert AWS_KEY.encode() in storage.read_lines()[-1] and AWS_KEY in plain.entry(other).message.content
+    storage.close()
+
+
+@given(redactors=st.lists(st.sampled_from(["default", None]), min_size=1, max_size=3),
+       appends=st.lists(st.tuples(st.integers(0, 2), st.booleans()), min_size=1, max_size=8))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_each_session_over_a_shared_storage_stores_what_its_own_redactors_make(
+    redactors: list[Any], appends: list[tuple[int, bool]], tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Whatever Sessions share one storage object, and in whatever order they append: each entry is stored redacted
+    exactly when the Session that appended it redacts, and what each live session folded is what a fresh open reads."""
+    path = tmp_path_factory.mktemp("shared") / "s.jsonl"
+    storage = JsonlSessionStorage.create(path)
+    sessions = [Session(storage, redactors=r) for r in redactors]
+    written = []
+    for which, secret in appends:
+        session = sessions[which % len(sessions)]
+        session.refresh()
+        text = f"key {AWS_KEY}" if secret else "no key"
+        entry_id = session.append_message(UserMessage(content=text, timestamp=1))
+        written.append((session, entry_id, secret and redactors[which % len(sessions)] is None))
+    fresh = Session(JsonlSessionStorage.open(path), redactors=None)
+    for session, entry_id, kept in written:
+        stored = fresh.entry(entry_id)
+        assert (AWS_KEY in stored.message.content) == kept  # the key stays only where its writer does not redact
+        assert session.entry(entry_id) == stored
+    assert verify(fresh).ok
+    fresh.close()
+    storage.close()
