@@ -15,7 +15,7 @@ import attrs
 
 from sessiontree.content.blob_gc import collect, scope_of
 from sessiontree.content.blob_stores import DEFAULT as BLOBS_DEFAULT
-from sessiontree.content.redaction import DEFAULT, check_redactors, entry_redactor
+from sessiontree.content.redaction import DEFAULT, check_redactors
 from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, SessionStarted
@@ -29,6 +29,7 @@ from sessiontree.storage.database import DatabaseStore
 from sessiontree.storage.jsonl_repo import JsonlStore
 from sessiontree.storage.jsonl_salvage import salvage_log
 from sessiontree.storage.listing import ListQuery, SessionList
+from sessiontree.storage.pipeline import Redaction
 from sessiontree.storage.storage import SessionStorage
 from sessiontree.storage.store import MemoryStore, SessionStore, check_session_id
 from sessiontree.storage.urls import open_store
@@ -83,7 +84,7 @@ class SessionRepo:
         header = aggregate.start(
             session_id=sid, timestamp=now_iso(self._clock), cwd=cwd, parent_session=parent_session, metadata=metadata
         )
-        session = self._session(self.store.store_header(entry_redactor(self.redactors)(header)))
+        session = self._session(self.store.store_header(Redaction(self.redactors).redact(header)))
         if name is not None:
             session.append_session_info(name)
         return session
@@ -221,8 +222,8 @@ class SessionRepo:
         return self._write_session(header, events)
 
     def _write_session(self, header: SessionStarted, entries: Sequence[Entry]) -> Session:
-        redact = entry_redactor(self.redactors)
-        header, entries = redact(header), [redact(entry) for entry in entries]
+        redaction = Redaction(self.redactors)  # the pipeline's redact step: the library's own records pass by
+        header, entries = redaction.redact(header), list(redaction.redacted(entries))
         storage = self.store.store_header(header)
         try:
             if entries:

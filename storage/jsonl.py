@@ -31,7 +31,7 @@ from sessiontree.storage.jsonl_loader import LineLoader
 from sessiontree.storage.jsonl_salvage import salvage_log
 from sessiontree.storage.jsonl_scan import corrupt, read_header, scan
 from sessiontree.storage.mapped import RereadingLoader
-from sessiontree.storage.pipeline import Redaction
+from sessiontree.storage.pipeline import AS_GIVEN, Redaction
 from sessiontree.storage.storage import Rebase, SessionStorage, moved
 from sessiontree.wire import jsontext
 from sessiontree.wire.codec import Codec, native_codec
@@ -202,6 +202,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
             return self.header, EntryLog.of(self._salvaged)
         from sessiontree.storage import jsonl_indexed
 
+        self.pipeline.read_afresh()
         lines, self._live, log = jsonl_indexed.load(self)
         self.pipeline.head.observe(len(lines), lines[-1], header=lines[0])
         return self.header, log
@@ -285,8 +286,9 @@ class JsonlSessionStorage(FileLines, SessionStorage):
 
     def save(self, events: Sequence[Any]) -> None:
         """Append the events' lines at exactly their versions, with one write: ``conflict`` if another writer took
-        them, ``storage`` if the file cannot be written."""
-        self.append(events)
+        them, ``storage`` if the file cannot be written. The events are stored as given, as every backend's ``save``
+        stores them: redaction is ``append``'s first step."""
+        self.append(events, redaction=AS_GIVEN)
 
     def append(
         self, events: Sequence[Any], rebase: Rebase | None = None, *, if_version: int | None = None,

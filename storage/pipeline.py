@@ -79,6 +79,9 @@ class Redaction:
         return entry_redactor(self.redactors)
 
 
+AS_GIVEN = Redaction()  # no redactors: what ``save`` stores on every backend (redaction is ``append``'s first step)
+
+
 class LinePipeline:
     """The steps one storage's lines go through (see the module documentation)."""
 
@@ -123,6 +126,11 @@ class LinePipeline:
     @blobs.setter
     def blobs(self, store: Any) -> None:
         self._blobs, self._shared = store, None
+
+    def read_afresh(self) -> None:
+        """A whole log is read again: the content read back from blobs for the last read is not kept for this one (it
+        is bounded, but a storage held open for long would hold it all along)."""
+        self._shared = None
 
     @property
     def marker(self) -> bytes | None:

@@ -112,6 +112,7 @@ class SessionStorage(ABC):
 
     def load(self) -> tuple[SessionStarted, EntryLog]:
         """The header and the log of every entry, in order: the stored lines through the pipeline's way out."""
+        self.pipeline.read_afresh()
         return self._decoded(self.read_lines(), observe=True)
 
     def _decoded(self, lines: list[bytes], *, observe: bool) -> tuple[SessionStarted, EntryLog]:

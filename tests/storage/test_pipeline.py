@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from sessiontree import JsonlSessionStorage, Session, UserMessage, verify
 from sessiontree.domain import aggregate
 from sessiontree.domain.erasure import RECORD_TYPE
+from sessiontree.storage.pipeline import Redaction
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 
@@ -139,3 +140,30 @@ def test_each_session_over_a_shared_storage_stores_what_its_own_redactors_make(
     assert verify(fresh).ok
     fresh.close()
     storage.close()
+
+
+def test_save_stores_the_events_as_given_on_every_backend(storage_factory: Any) -> None:
+    """``save`` is the port's primitive on every backend: redaction is ``append``'s first step (the JSONL storage's
+    save went through its append and redacted, the others did not)."""
+    storage = storage_factory.create()
+    storage.pipeline.redaction = Redaction("default")  # as a Session over it would set
+    header, log = storage.load()
+    agg = aggregate.replay(header, log)
+    event = aggregate.append_message(agg, UserMessage(content=f"key {AWS_KEY}", timestamp=1), id="e1", timestamp=kit.T0_ISO)
+    storage.save([event])
+    assert AWS_KEY.encode() in storage.read_lines()[-1]
+    _, written = storage.append([attrs.evolve(event, id="e2", originator_version=3, parent_id="e1")])
+    assert AWS_KEY not in written[0].message.content and AWS_KEY.encode() not in storage.read_lines()[-1]
+
+
+def test_a_fork_of_an_erased_session_keeps_the_record_as_it_was(make_repo: Any) -> None:
+    """A fork or copy redacts what it writes with the repository's redactors, but the library's own redaction record
+    passes by, as on append: a redactor that rewrote its digest turned it into a custom entry of another type."""
+    repo = make_repo(redactors=[lambda text: text.replace("a", "*")])
+    session = repo.create()
+    entry = session.append_message(kit.user("banana"))
+    session.append_message(kit.user("after"))
+    record_id = session.redact(entry, reason="asked to")
+    record = session.entry(record_id)
+    fork = repo.fork(session.id, position="at")
+    assert fork.entry(record_id).custom_type == RECORD_TYPE and fork.entry(record_id).data == record.data
