@@ -99,13 +99,6 @@ class LinePipeline:
         """The redactors an append given no others goes through (see ``Redaction``)."""
         self.redaction = Redaction(redactors)
 
-    @property
-    def redactors(self) -> tuple[Callable[[str], str], ...]:
-        return self.redaction.redactors
-
-    def redact(self, entry: Any) -> Any:
-        return self.redaction.redact(entry)
-
     def redacted(self, events: Sequence[Any], redaction: Redaction | None = None) -> Sequence[Any]:
         """``events`` through ``redaction`` (a session's), else through this pipeline's."""
         return (self.redaction if redaction is None else redaction).redacted(events)
