@@ -23,9 +23,9 @@ from sessiontree.content.secret_rules import marker as marker
 from sessiontree.content.secret_rules import replacer
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import MessageAppended
-from sessiontree.domain.extra import Extra
 from sessiontree.domain.messages import (
     AssistantMessage,
+    Extra,
     ImageContent,
     TextContent,
     ThinkingContent,
