@@ -3,8 +3,8 @@
 ``encode_event`` turns a header or entry event into one line (bytes, no newline); ``decode_line`` turns a line back
 into the event. Both follow the dialect's schemas (``schema.py``): writing through the encoders made from them
 (``encoders.py``) and msgspec, reading through msgspec's typed decoding (``wire.py``) and, for whatever that
-refuses, the complete reading of ``structure.py``. Every failure to read is ``SessionError("corrupt")``; nothing
-read from a file can import or run code, because classes come only from the schemas.
+refuses, the complete reading beside it. Every failure to read is ``SessionError("corrupt")``; nothing read from a
+file can import or run code, because classes come only from the schemas.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from sessiontree.wire import jsontext
 from sessiontree.wire.encoders import Encoders, Writers, refuse_clash
 from sessiontree.wire.jsontext import line_problem, parse, repeated_key
 from sessiontree.wire.schema import NATIVE, PARENT_SESSION_KEY, Dialect, schemas
-from sessiontree.wire.structure import Malformed, Structurer
-from sessiontree.wire.wire import WireDecoder
+from sessiontree.wire.wire import Malformed, Structurer, WireDecoder
 
 CHAIN_KEY = "chain"
 Warn = Callable[[str], None]

@@ -3,7 +3,7 @@
 A :class:`Dialect` names things (SPEC 2.2's snake_case natively; pi's camelCase and role names in ``pi.py``) and
 says which fields its writer leaves out when they are None and in which order it writes keys. :func:`schemas`
 derives from it and from the attrs fields of the domain classes one :class:`Schema` per class. Encoding
-(``codec.py``) and both ways of decoding (``wire.py``, ``structure.py``) follow from these schemas; nothing else
+(``codec.py``) and both ways of decoding (``wire.py``) follow from these schemas; nothing else
 in the package knows a wire name.
 """
 

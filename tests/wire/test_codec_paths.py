@@ -1,5 +1,5 @@
-"""The two ways of reading a line agree: msgspec's typed path (``wire.py``) and the dict path
-(``structure.py``), in the native and in pi's dialect.
+"""The two ways of reading a line agree (``wire.py``): msgspec's typed path and the dict path, in the native and
+in pi's dialect.
 
 ``Codec.decode_line`` tries the typed path first and falls back to the dict path
 (``Codec.decode_entry``) for whatever it refuses. For every line the typed path accepts both
