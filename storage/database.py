@@ -133,7 +133,7 @@ class DatabaseStore(SessionStore):
         env = {**_postgres_env(dbname, host, port, user, password, schema), **(settings or {})}
         url = f"postgresql://{user}@{host}:{port}/{dbname}" + (f"?schema={schema}" if schema else "")
         check_server(env, url, schema)
-        from sessiontree.storage.pg_store import PostgresStore
+        from sessiontree.storage.pg_sessions import PostgresStore
 
         return PostgresStore(env, url=url)
 

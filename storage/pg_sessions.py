@@ -7,19 +7,25 @@ primary key still lets one writer win each version) and, in the same transaction
 listing table (``<app>_listing``). Two sessions touch different rows, so their appends never wait for each other;
 the listing is never behind its sessions; and a follower (a search index) sees what changed by each row's
 ``version``. docs/scale-out.md says why this feed and not another.
+
+:class:`PostgresStore` is the PostgreSQL store on it: the eventsourcing application still opens as before (its tables,
+and a repository an earlier version wrote, stay as they are); session events go through :class:`SessionRecorder` on the
+same events table, and the listing is read from its table, not from a projection of the notification log.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import groupby
 from typing import Any
 
-from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError, StoredEvent
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError, PersistenceError, StoredEvent
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresDatastore
 from eventsourcing.utils import retry
 from psycopg.sql import SQL, Composed, Identifier
 
+from sessiontree.domain.errors import SessionError
+from sessiontree.storage.database import DatabaseStore
 from sessiontree.storage.database_index import DELETIONS_STREAM  # markers of the SQLite projection: not a session
 from sessiontree.storage.index import Summary, fold_line, fold_lines, sortable
 from sessiontree.storage.listing import ListQuery, SessionList, page
@@ -311,3 +317,44 @@ class SessionRecorder(PostgresAggregateRecorder):
             rows = curs.fetchall()
         keys = {r["session_id"]: (r["sort_key"], r["created_key"], r["session_id"]) for r in rows}
         return page([_info(r, url) for r in rows], query.limit, key=lambda i: keys[i.id])
+
+
+class PostgresStore(DatabaseStore):
+    """Sessions in PostgreSQL (see the module documentation)."""
+
+    recorder: SessionRecorder
+
+    def _open_listing(self) -> None:
+        app_recorder: Any = self.app.recorder
+        self.recorder = SessionRecorder(app_recorder.datastore, events_table_name=app_recorder.events_table_name)
+        try:
+            self.recorder.open_listing()
+        except PersistenceError as exc:
+            raise SessionError("storage", f"cannot open the session listing of {self.url}: {_why(exc)}") from exc
+
+    def remove(self, session_id: str) -> None:
+        try:
+            self.recorder.delete_session(session_id)
+        except PersistenceError as exc:
+            raise SessionError("storage", f"could not delete session {session_id} in {self.url}: {_why(exc)}") from exc
+
+    def infos(self, cwd: str | None) -> Iterable[SessionInfo]:
+        return self.page(ListQuery(cwds=(cwd,) if cwd is not None else None))
+
+    def page(self, query: Any) -> SessionList:
+        try:
+            return self.recorder.page(query, self.url)
+        except PersistenceError as exc:
+            raise SessionError("storage", f"could not list the sessions of {self.url}: {_why(exc)}") from exc
+
+    def refresh_index(self) -> int:
+        """Nothing to fold: each append writes its session's listing row (docs/scale-out.md)."""
+        return 0
+
+    def index_runner(self) -> Any:
+        raise SessionError("storage", f"{self.url}: the PostgreSQL listing is written with each append, so there is "
+                           "no projection to run (docs/scale-out.md)")
+
+
+def _why(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
