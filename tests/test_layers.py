@@ -65,12 +65,11 @@ ALLOWED = {
     ("retention/archive.py", "sessiontree.audit.checkpoints"): "an archive keeps the log's chain and checkpoints",
     ("retention/archive.py", "sessiontree.content.blob_stores"): "an archive keeps the session's blobs",
     ("retention/archive.py", "sessiontree.content.blobs"): "an archive keeps the session's blobs",
+    ("retention/archive.py", "sessiontree.storage.index"): "an archive folder is listed like a JSONL folder",
+    ("retention/archive.py", "sessiontree.storage.jsonl_repo"): "an archive folder is listed like a JSONL folder",
     ("retention/archive.py", "sessiontree.storage.jsonl_scan"): "an archive opens as a read-only storage on the in-memory recorder",
     ("retention/archive.py", "sessiontree.storage.memory_recorder"): "an archive opens as a read-only storage on the in-memory recorder",
     ("retention/archive.py", "sessiontree.storage.recorder"): "an archive opens as a read-only storage on the in-memory recorder",
-    ("retention/archive_store.py", "sessiontree.content.blob_stores"): "an archive folder opens the blob store of its archives",
-    ("retention/archive_store.py", "sessiontree.storage.index"): "an archive folder is listed like a JSONL folder",
-    ("retention/archive_store.py", "sessiontree.storage.jsonl_repo"): "an archive folder is listed like a JSONL folder",
     ("retention/prune.py", "sessiontree.audit.checkpoints"): "pruning checkpoints a log before it deletes it",
     ("retention/prune.py", "sessiontree.content.blob_gc"): "pruning collects the blobs no session refers to any more",
     ("retention/prune.py", "sessiontree.storage.folders"): "pruning refuses folders that are not sessiontree's own",
@@ -109,7 +108,7 @@ ALLOWED = {
     ("storage/recorder.py", "sessiontree.content.blob_tables"): "blob rows go in the transaction of the lines",
     ("storage/store.py", "sessiontree.content.blob_stores"): "a store owns its blob store",
     ("storage/store.py", "sessiontree.content.blob_tables"): "a store owns its blob store",
-    ("storage/urls.py", "sessiontree.retention.archive_store"): "open_store('archive:...') opens a folder of archives",
+    ("storage/urls.py", "sessiontree.retention.archive"): "open_store('archive:...') opens a folder of archives",
 }
 
 
