@@ -13,7 +13,7 @@ from typing import Any
 
 from sessiontree.audit import row_replace
 from sessiontree.content.blob_stores import folder_for
-from sessiontree.search.search_jsonl import JsonlSearch, index_path
+from sessiontree.search.search_stores import JsonlSearch, index_path
 from sessiontree.storage import leftovers
 from sessiontree.storage.index import DirectoryIndex
 
@@ -59,7 +59,7 @@ def _store(store: Any) -> None:
             return
     else:
         return
-    from sessiontree.search.search_open import StoreSearch
+    from sessiontree.search.search_stores import StoreSearch
 
     search = StoreSearch(store)
     try:

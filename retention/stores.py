@@ -23,7 +23,7 @@ import attrs
 
 from sessiontree.audit.checkpoints import sidecar
 from sessiontree.domain.errors import SessionError
-from sessiontree.retention.archive_store import ArchiveStore
+from sessiontree.retention.archive import ArchiveStore
 from sessiontree.retention.retention_db import delete_rows
 from sessiontree.storage import folders
 from sessiontree.storage.database import DatabaseStore

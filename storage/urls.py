@@ -66,7 +66,7 @@ def _jsonl(path: str, durability: str) -> SessionStore:
 
 
 def _archives(path: str) -> SessionStore:
-    from sessiontree.retention.archive_store import ArchiveStore
+    from sessiontree.retention.archive import ArchiveStore
 
     if not os.path.isdir(path):
         raise SessionError("not_found", f"no folder of archives at {path}")

@@ -14,7 +14,7 @@ import sessiontree_searchkit as sk
 import sessiontree_testkit as kit
 
 from sessiontree import open_repo
-from sessiontree.search.search_jsonl import INDEX_FILE
+from sessiontree.search.search_stores import INDEX_FILE
 
 
 def _folder(tmp_path: Path) -> Path:
