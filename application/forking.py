@@ -9,9 +9,7 @@ import attrs
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, LabelChanged, SessionRenamed
 from sessiontree.domain.ids import IdGenerator
-from sessiontree.projections.base import fold
-from sessiontree.projections.labels import LabelsProjection
-from sessiontree.projections.names import SessionNameProjection
+from sessiontree.projections.base import LabelsProjection, SessionNameProjection, fold
 
 if TYPE_CHECKING:
     from sessiontree.session import Session

@@ -19,17 +19,21 @@ from sessiontree.domain.aggregate import SessionAggregate, leaf_at
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, SessionStarted, parse_timestamp
 from sessiontree.domain.log import Head
-from sessiontree.projections.base import Projection, fold, subscribed_types
+from sessiontree.projections.base import (
+    LabelsProjection,
+    LeafProjection,
+    Projection,
+    SessionNameProjection,
+    TreeProjection,
+    fold,
+    subscribed_types,
+)
 from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionPlan
 from sessiontree.projections.context import Built, SessionContext, SessionContextBuildOptions, build_at
-from sessiontree.projections.labels import LabelsProjection
-from sessiontree.projections.leaf import LeafProjection
-from sessiontree.projections.names import SessionNameProjection
 from sessiontree.projections.path import CURRENT_LEAF, branch_positions, path_to_root_or_compaction
 from sessiontree.projections.stats import SessionStats, StatsProjection, stats_of
 from sessiontree.projections.tokens import ContextTokens, TokenEstimator
 from sessiontree.projections.tool_pairs import ContextProblem
-from sessiontree.projections.tree import TreeProjection
 
 BUILTINS: dict[str, Any] = {
     "leaf": LeafProjection(), "labels": LabelsProjection(), "session_name": SessionNameProjection(), "tree": TreeProjection(),

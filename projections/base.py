@@ -3,7 +3,8 @@
 A projection is a fold over a session's entries, used three ways by built-ins and app projections alike: replayed over
 the log when a session opens, applied to each new entry on append, and replayed over a prefix of the log for a
 time-travel view. ``apply`` may update the state in place, but returns the state to use next. A projection that lists
-``types`` is only shown entries of those types.
+``types`` is only shown entries of those types. The built-in folds of the log's pointers live here too: the leaf, the
+labels, the session name and the tree.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+from sessiontree.domain.events import leaf_after
 
 S = TypeVar("S")
 
@@ -64,3 +67,70 @@ class FunctionProjection(Generic[S]):
 
     def apply(self, state: S, entry: Any) -> S:
         return self._apply(state, entry)
+
+
+class LeafProjection:
+    """The leaf pointer, where the next entry will hang: a ``leaf`` entry's target, any other entry's own id."""
+
+    name = "leaf"
+    types = None
+
+    def initial(self) -> str | None:
+        return None
+
+    def apply(self, state: str | None, entry: Any) -> str | None:
+        return leaf_after(entry)
+
+
+class LabelsProjection:
+    """Labels, the latest ``label`` entry per target winning across all branches. State: ``{target_id: label}``; a
+    null or empty label clears the target's label."""
+
+    name = "labels"
+    types = frozenset({"label"})
+
+    def initial(self) -> dict[str, str]:
+        return {}
+
+    def apply(self, state: dict[str, str], entry: Any) -> dict[str, str]:
+        if entry.label:
+            state[entry.target_id] = entry.label
+        else:
+            state.pop(entry.target_id, None)
+        return state
+
+
+class SessionNameProjection:
+    """The session name: the latest ``session_info`` entry wins (empty or null clears it). State: the name or None."""
+
+    name = "session_name"
+    types = frozenset({"session_info"})
+
+    def initial(self) -> str | None:
+        return None
+
+    def apply(self, state: str | None, entry: Any) -> str | None:
+        name = entry.name
+        if isinstance(name, str):
+            name = name.strip()
+        return name or None
+
+
+class TreeProjection:
+    """The tree: ``{parent_id or None: [child ids in append order]}``. ``leaf`` entries are side records, not nodes."""
+
+    name = "tree"
+    types = None
+
+    def initial(self) -> dict[str | None, list[str]]:
+        return {}
+
+    def apply(self, state: dict[str | None, list[str]], entry: Any) -> dict[str | None, list[str]]:
+        if entry.type == "leaf":
+            return state
+        children = state.get(entry.parent_id)
+        if children is None:
+            state[entry.parent_id] = [entry.id]
+        else:
+            children.append(entry.id)
+        return state

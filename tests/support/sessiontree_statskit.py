@@ -16,10 +16,9 @@ from sessiontree.cli.cmd_inspect import check_limits, print_stats, tree_renderab
 from sessiontree.cli.output import print_json, stdout
 from sessiontree.cli.target import session_for
 from sessiontree.domain.log import EntryLog
-from sessiontree.projections.base import fold
+from sessiontree.projections.base import TreeProjection, fold
 from sessiontree.projections.path import branch_positions
 from sessiontree.projections.stats import SessionStats, stats_of
-from sessiontree.projections.tree import TreeProjection
 from sessiontree.wire.codec import native_codec
 
 
