@@ -19,8 +19,8 @@ import attrs
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
 from sessiontree.storage.index import Summary, fold_line, sortable
-from sessiontree.storage.memory import InMemorySessionStorage
 from sessiontree.storage.memory_recorder import MemoryRecorder
+from sessiontree.storage.recorder import InMemorySessionStorage
 from sessiontree.storage.storage import SessionStorage
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
