@@ -57,7 +57,7 @@ from sessiontree.summary import Summary, extractive_summary
 _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "sessiontree.audit.checkpoints": ("Checkpoint", "sign_checkpoint"),
     "sessiontree.storage.jsonl": ("JsonlSessionStorage",),
-    "sessiontree.storage.memory": ("InMemorySessionStorage",),
+    "sessiontree.storage.recorder": ("InMemorySessionStorage",),
     "sessiontree.storage.storage": ("SessionStorage",),
     "sessiontree.storage.store": ("SessionInfo",),
     "sessiontree.audit.verify": ("VerifyReport", "verify"),
@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from sessiontree.search.search import SearchHit, search_tool
     from sessiontree.session import Session
     from sessiontree.storage.jsonl import JsonlSessionStorage
-    from sessiontree.storage.memory import InMemorySessionStorage
+    from sessiontree.storage.recorder import InMemorySessionStorage
     from sessiontree.storage.storage import SessionStorage
     from sessiontree.storage.store import SessionInfo
     from sessiontree.tool_repair import ContextRepairWarning

@@ -13,7 +13,7 @@ from sessiontree.content.blob_gc import digests_of
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, SessionStarted
 from sessiontree.storage.jsonl_salvage import salvage_log
-from sessiontree.storage.memory import InMemorySessionStorage
+from sessiontree.storage.recorder import InMemorySessionStorage
 from sessiontree.storage.storage import SessionStorage
 from sessiontree.storage.store import SessionStore
 

@@ -2,12 +2,13 @@
 
 Each event is one ``StoredEvent`` whose state is the event's JSON line, sealed into the hash chain exactly as a file
 would hold it; eventsourcing's recorder inserts them atomically and refuses a taken version with its
-``IntegrityError``, which is our ``conflict``.
+``IntegrityError``, which is our ``conflict``. :class:`InMemorySessionStorage` is it on our in-memory recorder
+(``memory_recorder.py``; a real adapter, not a test fake).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eventsourcing.persistence import (
@@ -22,8 +23,10 @@ from eventsourcing.persistence import (
 from sessiontree.audit.line_replace import sealed_stub
 from sessiontree.audit.row_replace import erased_since, erasures, replace_recorded
 from sessiontree.content.blob_tables import TableBlobs, blobs_of
+from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
+from sessiontree.domain.ids import new_session_id, now_iso
 from sessiontree.domain.log import EntryLog
 from sessiontree.storage.memory_recorder import MemoryRecorder
 from sessiontree.storage.storage import SessionStorage
@@ -234,3 +237,39 @@ def _why(exc: BaseException) -> str:
     if isinstance(exc, ConnectionPoolClosedError):
         return "its repository was closed (open the session again from an open repository)"
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+class InMemorySessionStorage(RecorderSessionStorage):
+    """One session held in memory; two ``Session`` objects on it see each other's appends.
+
+    ``InMemorySessionStorage()`` starts a new empty session; ``recorder`` lets a repository
+    keep many sessions in one recorder.
+    """
+
+    def __init__(
+        self, *, cwd: str = "", metadata: Mapping[str, Any] | None = None, session_id: str | None = None,
+        parent_session: str | None = None, timestamp: str | None = None,
+        recorder: MemoryRecorder | None = None, _existing: bool = False,
+    ) -> None:
+        if session_id is not None and (not isinstance(session_id, str) or not session_id):
+            raise TypeError(f"session_id must be a non-empty str or None, not {session_id!r}")
+        sid = session_id if session_id is not None else new_session_id()
+        super().__init__(recorder or MemoryRecorder(), sid, location=f"memory:{sid}")
+        if not _existing:
+            header = aggregate.start(
+                session_id=sid, timestamp=timestamp or now_iso(), cwd=cwd, parent_session=parent_session, metadata=metadata
+            )
+            self.save([header])
+
+    @classmethod
+    def create(
+        cls, *, cwd: str = "", metadata: Mapping[str, Any] | None = None, session_id: str | None = None,
+        parent_session: str | None = None, timestamp: str | None = None,
+    ) -> InMemorySessionStorage:
+        """A new, empty session in memory (``timestamp``: the header's, default now)."""
+        return cls(cwd=cwd, metadata=metadata, session_id=session_id, parent_session=parent_session, timestamp=timestamp)
+
+    @classmethod
+    def attach(cls, recorder: MemoryRecorder, session_id: str) -> InMemorySessionStorage:
+        """The storage of a session that already exists in ``recorder``."""
+        return cls(session_id=session_id, recorder=recorder, _existing=True)

@@ -18,9 +18,9 @@ import attrs
 
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import SessionStarted
-from sessiontree.storage.index import Summary, fold_line, sortable
-from sessiontree.storage.memory import InMemorySessionStorage
+from sessiontree.storage.index import Summary, fold_line
 from sessiontree.storage.memory_recorder import MemoryRecorder
+from sessiontree.storage.recorder import InMemorySessionStorage
 from sessiontree.storage.storage import SessionStorage
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
@@ -65,11 +65,6 @@ def check_session_id(session_id: Any) -> str:
             "(no path separators, no leading dot, at most 200 characters)",
         )
     return session_id
-
-
-def newest_first(infos: Iterable[SessionInfo]) -> list[SessionInfo]:
-    """A listing sorted by modification time, newest first (ties: newest creation, then id)."""
-    return sorted(infos, key=lambda i: (sortable(i.modified), sortable(i.created), i.id), reverse=True)
 
 
 class SessionStore(ABC):

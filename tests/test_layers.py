@@ -136,7 +136,7 @@ def test_domain_and_projections_load_no_feature_or_serialiser(statement, tmp_pat
 def test_the_package_still_exports_storage_backed_names(tmp_path):
     """``from sessiontree import Session, InMemorySessionStorage`` works (loaded on first use)."""
     loaded = modules_loaded_by("from sessiontree import Session, InMemorySessionStorage", tmp_path)
-    assert "sessiontree.storage.memory" in loaded
+    assert "sessiontree.storage.recorder" in loaded
 
 
 def _project_files() -> list[Path]:

@@ -30,7 +30,7 @@ from sessiontree_minimal import Lines, MinimalStorage  # noqa: E402
 from sessiontree.domain.ids import fixed_clock  # noqa: E402
 from sessiontree.repository import SessionRepo, open_repo  # noqa: E402
 from sessiontree.storage.jsonl import JsonlSessionStorage  # noqa: E402
-from sessiontree.storage.memory import InMemorySessionStorage  # noqa: E402
+from sessiontree.storage.recorder import InMemorySessionStorage  # noqa: E402
 from sessiontree.storage.storage import SessionStorage  # noqa: E402
 
 
