@@ -34,7 +34,7 @@ from typing import Any
 
 from sessiontree import AssistantMessage, TextContent, UserMessage, open_repo
 from sessiontree.search.search import store_search
-from sessiontree.search.search_state import Filters
+from sessiontree.search.search_index import Filters
 from sessiontree.search.search_text import parse_query
 
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/test"

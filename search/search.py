@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from sessiontree.domain.events import format_timestamp
-from sessiontree.search.search_state import Filters, Hit
+from sessiontree.search.search_index import Filters, Hit
 from sessiontree.search.search_stores import JsonlSearch, StoreSearch
 from sessiontree.search.search_text import parse_query, same_place, snippet, sortable_time
 

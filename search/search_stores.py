@@ -34,8 +34,16 @@ import attrs
 from sessiontree.content.blob_stores import folder_for
 from sessiontree.content.blob_tables import blobs_of
 from sessiontree.domain.errors import SessionError
-from sessiontree.search.search_sqlite import SqliteSearchIndex
-from sessiontree.search.search_state import Change, Filters, Hit, SearchIndex, SourceState, checked
+from sessiontree.search.search_index import (
+    Change,
+    Filters,
+    Hit,
+    PostgresSearchIndex,
+    SearchIndex,
+    SourceState,
+    SqliteSearchIndex,
+    checked,
+)
 from sessiontree.search.search_text import Row, backs, entry_row, erased_id, same_place, with_text, without_erased
 from sessiontree.storage import folders
 from sessiontree.storage.cache_files import cache_file
@@ -411,8 +419,6 @@ def _open(store: SessionStore) -> Any:
             index = SqliteSearchIndex(path, own=False)  # beside the sessions: any commit to them moves its data_version
             return RecorderSearch(index, store.recorder, versions, index.data_version)
         if store.module == "eventsourcing.postgres":
-            from sessiontree.search.search_postgres import PostgresSearchIndex
-
             return RecorderSearch(PostgresSearchIndex(store.env), store.recorder, versions)
         return RecorderSearch(SqliteSearchIndex(":memory:"), store.recorder, versions)
     raise SessionError("storage", f"searching a {type(store).__name__} is not supported")

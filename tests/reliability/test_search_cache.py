@@ -18,7 +18,7 @@ import sessiontree_pg as pg
 import sessiontree_testkit as kit
 
 from sessiontree import SessionError, open_repo, verify
-from sessiontree.search.search_state import Filters
+from sessiontree.search.search_index import Filters
 from sessiontree.search.search_stores import INDEX_FILE, JsonlSearch
 from sessiontree.search.search_text import parse_query
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessiontree.search.search_sqlite import SqliteSearchIndex
-from sessiontree.search.search_state import Change, Filters, SourceState
+from sessiontree.search.search_index import Change, Filters, SourceState, SqliteSearchIndex
 from sessiontree.search.search_text import Row, parse_query, words
 
 texts = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40)
