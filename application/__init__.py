@@ -27,8 +27,7 @@ from sessiontree.domain.messages import (
 )
 from sessiontree.projections.base import FunctionProjection, Projection
 from sessiontree.projections.compaction import CompactionPlan
-from sessiontree.projections.context import SessionContext, SessionContextBuildOptions, build_session_context
-from sessiontree.projections.context_messages import ContextMessages
+from sessiontree.projections.context import ContextMessages, SessionContext, SessionContextBuildOptions, build_session_context
 from sessiontree.projections.stats import SessionStats
 from sessiontree.projections.tokens import CharEstimator, ContextTokens, TextCounterEstimator
 from sessiontree.projections.tool_pairs import ContextProblem, repair_tool_pairs

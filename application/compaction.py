@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import MessageAppended
 from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionPlan, plan_compaction
-from sessiontree.projections.context import entry_to_messages, latest_compaction
-from sessiontree.projections.path import CURRENT_LEAF
+from sessiontree.projections.context import CURRENT_LEAF, entry_to_messages, latest_compaction
 from sessiontree.projections.tokens import ContextTokens, TokenEstimator, context_tokens, reported_usage
 from sessiontree.summary import AsyncSummarizer, Summarizer, Summary, as_summary
 

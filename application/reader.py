@@ -29,8 +29,15 @@ from sessiontree.projections.base import (
     subscribed_types,
 )
 from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionPlan
-from sessiontree.projections.context import Built, SessionContext, SessionContextBuildOptions, build_at
-from sessiontree.projections.path import CURRENT_LEAF, branch_positions, path_to_root_or_compaction
+from sessiontree.projections.context import (
+    CURRENT_LEAF,
+    Built,
+    SessionContext,
+    SessionContextBuildOptions,
+    branch_positions,
+    build_at,
+    path_to_root_or_compaction,
+)
 from sessiontree.projections.stats import SessionStats, StatsProjection, stats_of
 from sessiontree.projections.tokens import ContextTokens, TokenEstimator
 from sessiontree.projections.tool_pairs import ContextProblem

@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from sessiontree.projections.path import path_to_root_or_compaction
+from sessiontree.projections.context import path_to_root_or_compaction
 from sessiontree.projections.tool_pairs import (
     ContextProblem,
     find_problems,

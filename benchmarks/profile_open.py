@@ -83,9 +83,9 @@ def breakdown(file: Path) -> dict[str, float]:
         DEFAULT_OPTIONS,
         default_compaction_transform,
         entry_to_messages,
+        path_to_root_or_compaction,
         settings_at,
     )
-    from sessiontree.projections.path import path_to_root_or_compaction
 
     out: dict[str, float] = {}
     in_gc: dict[str, float] = {}

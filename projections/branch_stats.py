@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from sessiontree.domain.log import EntryLog
-from sessiontree.projections.path import branch_positions
+from sessiontree.projections.context import branch_positions
 from sessiontree.projections.stats import SessionStats, StatsProjection
 
 

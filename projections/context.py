@@ -1,23 +1,66 @@
 """The LLM context for a branch (SPEC 3): the messages the model sees and the settings.
 
-``build_session_context`` is a pure function of the branch's entries, as in the seed and in pi. The settings in force
-(thinking level, model, active tools) come from one rule, :func:`setting_of`, used three ways: folded over a whole
-branch, found by walking back from a leaf (:func:`settings_at`), and applied on append by :class:`ContextProjection`,
-which keeps a built context and extends it like every other projection.
+``build_session_context`` is a pure function of the branch's entries, as in the seed and in pi. The entries come from
+walks over the log from a leaf towards the root (:func:`path_to_root_or_compaction`), which follow the log's parent
+positions, so building a context costs O(context), not O(session). The settings in force (thinking level, model, active
+tools) come from one rule, :func:`setting_of`, used three ways: folded over a whole branch, found by walking back from
+a leaf (:func:`settings_at`), and applied on append by :class:`ContextProjection`, which keeps a built context and
+extends it like every other projection. A built context's messages are a :class:`ContextMessages` snapshot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, MutableSequence, Sequence
-from typing import Any
+import operator
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSequence, Sequence
+from itertools import islice
+from typing import Any, cast
 
 import attrs
 
 from sessiontree.domain.events import ContextCompacted, parse_timestamp
 from sessiontree.domain.log import EntryLog
 from sessiontree.domain.messages import AssistantMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage
-from sessiontree.projections.context_messages import ContextMessages
-from sessiontree.projections.path import path_to_root_or_compaction
+
+# The default of a ``leaf_id`` argument: the current leaf. None is a leaf too: before the first entry (SPEC 2.2).
+CURRENT_LEAF: Any = type("CurrentLeaf", (), {"__repr__": lambda self: "<current leaf>"})()
+
+
+def path_to_root_or_compaction(log: EntryLog, leaf_id: str | None, limit: int | None = None) -> list[int]:
+    """Positions, root first, of the shortest branch suffix the context needs. Walking back from the leaf, the first
+    compaction met is the latest: with a retained tail the path stops there; otherwise it goes on to its
+    ``first_kept_entry_id`` (or stops at the compaction when that is null). A kept id that is not on the branch means a
+    walk to the root; the context then keeps nothing before the compaction. ``leaf`` records are left out."""
+    out: list[int] = []
+    start = log.position(leaf_id, limit) if leaf_id is not None else None
+    if start is None:
+        return out
+    types, ppos = log.links()
+    pos = start
+    while pos >= 0 and types[pos] != "compaction":  # the common case: type tests only
+        if types[pos] != "leaf":
+            out.append(pos)
+        pos = ppos[pos]
+    if pos >= 0:
+        out.append(pos)
+        compaction = cast(ContextCompacted, log.get(pos))
+        kept = compaction.first_kept_entry_id
+        if compaction.retained_tail is None and kept is not None:
+            stop_at = log.position(kept)
+            pos = ppos[pos]
+            while pos >= 0:
+                if types[pos] != "leaf":
+                    out.append(pos)
+                if pos == stop_at:
+                    break
+                pos = ppos[pos]
+    out.reverse()
+    return out
+
+
+def branch_positions(log: EntryLog, leaf_id: str | None, limit: int | None = None) -> list[int]:
+    """Positions of the whole root-to-leaf path (``leaf`` side records left out)."""
+    return [p for p in log.path_positions(leaf_id, limit) if log.type_of(p) != "leaf"]
+
 
 EntryTransform = Callable[[list[Any]], list[Any]]
 EntryProjector = Callable[[Any, int, list[Any]], list[Any]]
@@ -196,6 +239,137 @@ def context_entries(path_entries: Sequence[Any], options: SessionContextBuildOpt
     for transform in options.entry_transforms:
         entries = list(transform(entries))
     return entries
+
+
+def _comparison(op: Callable[[list[Any], list[Any]], bool]) -> Callable[[ContextMessages, object], bool]:
+    """A rich comparison made as a list's: with a list or another snapshot (a tuple is never
+    equal, nor ordered), else NotImplemented."""
+
+    def compare(self: ContextMessages, other: object) -> bool:
+        if isinstance(other, ContextMessages):
+            return op(self._view(), other._view())
+        return op(self._view(), other) if isinstance(other, list) else NotImplemented
+
+    return compare
+
+
+class ContextMessages(MutableSequence[Any]):
+    """The messages of a built context: a list-like snapshot, taken in O(1).
+
+    A session keeps the messages of its current context and appends to them as entries are appended. Building the
+    context hands out that list and a length instead of a copy: later appends extend the list past the snapshot's end,
+    and a rebuild makes a new list, so the snapshot never changes under its holder. It behaves as a list; the first
+    change (any list mutator) copies the messages into a list of its own, so the session's list never changes.
+    """
+
+    __slots__ = ("_items", "_len", "_own")
+
+    def __init__(self, items: Iterable[Any] = (), length: int | None = None) -> None:
+        if isinstance(items, list) and length is not None:
+            if not 0 <= length <= len(items):
+                raise ValueError(f"length {length} is outside the {len(items)} messages")
+            self._own = False  # shared with the session: copy before the first change
+        else:
+            items = list(items)
+            length = len(items)
+            self._own = True
+        self._items: list[Any] = items
+        self._len: int = length
+
+    def _mine(self) -> list[Any]:
+        if not self._own:
+            self._items = self._items[: self._len]
+            self._own = True
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._items) if self._own else self._len
+
+    def _view(self) -> list[Any]:
+        return self._items if self._own or self._len == len(self._items) else self._items[: self._len]
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return self._view()[index]
+        if not self._own:
+            if index < 0:
+                index += self._len
+            if not 0 <= index < self._len:
+                raise IndexError("list index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items) if self._own else islice(self._items, self._len)
+
+    __eq__ = _comparison(operator.eq)
+    __lt__ = _comparison(operator.lt)
+    __le__ = _comparison(operator.le)
+    __gt__ = _comparison(operator.gt)
+    __ge__ = _comparison(operator.ge)
+    __hash__ = None  # type: ignore[assignment]  # mutable, so unhashable, as a list
+
+    def __add__(self, other: Iterable[Any]) -> list[Any]:
+        if not isinstance(other, (list, ContextMessages)):
+            return NotImplemented  # as list + tuple: TypeError
+        return [*self, *other]
+
+    def __radd__(self, other: Iterable[Any]) -> list[Any]:
+        if not isinstance(other, list):
+            return NotImplemented
+        return [*other, *self]
+
+    def __mul__(self, count: int) -> list[Any]:
+        return self._view() * count
+
+    __rmul__ = __mul__
+
+    def copy(self) -> list[Any]:
+        """The messages as a new list."""
+        return list(self)
+
+    def __reduce__(self) -> Any:
+        return (ContextMessages, (list(self),))
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._mine()[index] = value
+
+    def __delitem__(self, index: Any) -> None:
+        del self._mine()[index]
+
+    def insert(self, index: int, value: Any) -> None:
+        self._mine().insert(index, value)
+
+    def append(self, value: Any) -> None:
+        self._mine().append(value)
+
+    def extend(self, values: Iterable[Any]) -> None:
+        if values is self:
+            values = list(self)  # (iterating itself while it grows would never end)
+        self._mine().extend(values)
+
+    def __iadd__(self, values: Iterable[Any]) -> ContextMessages:
+        self.extend(values)
+        return self
+
+    def __imul__(self, count: int) -> ContextMessages:
+        mine = self._mine()
+        mine[:] = mine * count
+        return self
+
+    def pop(self, index: int = -1) -> Any:
+        return self._mine().pop(index)
+
+    def clear(self) -> None:
+        self._items, self._len, self._own = [], 0, True
+
+    def reverse(self) -> None:
+        self._mine().reverse()
+
+    def sort(self, *, key: Any = None, reverse: bool = False) -> None:
+        self._mine().sort(key=key, reverse=reverse)
 
 
 def _as_messages(messages: Iterable[Any]) -> ContextMessages:

@@ -17,7 +17,7 @@ from sessiontree.cli.output import print_json, stdout
 from sessiontree.cli.target import session_for
 from sessiontree.domain.log import EntryLog
 from sessiontree.projections.base import TreeProjection, fold
-from sessiontree.projections.path import branch_positions
+from sessiontree.projections.context import branch_positions
 from sessiontree.projections.stats import SessionStats, stats_of
 from sessiontree.wire.codec import native_codec
 
