@@ -10,8 +10,7 @@ from typing import Any
 from sessiontree.audit import chain
 from sessiontree.storage import leftovers
 from sessiontree.storage.files import write_atomic
-from sessiontree.storage.jsonl_append import append_error
-from sessiontree.storage.jsonl_file import StaleFileError
+from sessiontree.storage.jsonl_file import StaleFileError, append_error
 
 
 def sealed_stub(canonical: bytes, digest_hex: str | None) -> bytes:

@@ -3,7 +3,7 @@
 Opening reads the header only; ``load`` maps the file and checks every line, or trusts a valid sidecar index
 (``jsonl_indexed.py``), holding the entries lazily; ``load_prefix`` reads only what a time-travel view needs. ``save``
 seals the lines into the hash chain and appends them with one write, under the file's lock for that append
-(``jsonl_append.py``), after taking in the lines other writers appended since.
+(``jsonl_file.py``), after taking in the lines other writers appended since.
 """
 
 from __future__ import annotations
@@ -25,8 +25,14 @@ from sessiontree.domain.events import FORMAT_VERSION, SessionStarted, leaf_after
 from sessiontree.domain.ids import new_session_id, now_iso
 from sessiontree.domain.log import EntryLog
 from sessiontree.storage.files import is_whole_line
-from sessiontree.storage.jsonl_append import AppendingFile, append_error, check_wait
-from sessiontree.storage.jsonl_file import StaleFileError, TornLineWarning, check_durability
+from sessiontree.storage.jsonl_file import (
+    AppendingFile,
+    StaleFileError,
+    TornLineWarning,
+    append_error,
+    check_durability,
+    check_wait,
+)
 from sessiontree.storage.jsonl_loader import LineLoader
 from sessiontree.storage.jsonl_salvage import salvage_log
 from sessiontree.storage.jsonl_scan import corrupt, read_header, scan

@@ -21,7 +21,7 @@ from sessiontree.domain.errors import SessionError
 from sessiontree.domain.log import EntryLog
 from sessiontree.storage import jsonl_index
 from sessiontree.storage.files import is_whole_line
-from sessiontree.storage.jsonl_append import names
+from sessiontree.storage.jsonl_file import names
 from sessiontree.storage.jsonl_index import SidecarIndex, line_digest, offsets_from_lengths, offsets_of
 from sessiontree.storage.jsonl_loader import LineLoader
 from sessiontree.storage.jsonl_scan import Envelopes, envelopes_of, utf8

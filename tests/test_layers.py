@@ -33,7 +33,6 @@ ALLOWED = {
     ("audit/erasure_scrub.py", "sessiontree.search.search_stores"): "the scrub removes the erased words from the search index",
     ("audit/erasure_scrub.py", "sessiontree.storage.index"): "the scrub rewrites the listing index and deletes crash leftovers",
     ("audit/erasure_scrub.py", "sessiontree.storage.leftovers"): "the scrub rewrites the listing index and deletes crash leftovers",
-    ("audit/line_replace.py", "sessiontree.storage.jsonl_append"): "rewriting a line rewrites the JSONL file under its writer's lock",
     ("audit/line_replace.py", "sessiontree.storage.jsonl_file"): "rewriting a line rewrites the JSONL file under its writer's lock",
     ("audit/line_replace.py", "sessiontree.storage.leftovers"): "rewriting a line rewrites the JSONL file under its writer's lock",
     ("audit/row_replace.py", "sessiontree.content.blob_tables"): "the erasure marker is inserted by the SQL we own for events in our own transaction (blob_tables.insert_events, docs/architecture.md)",

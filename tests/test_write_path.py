@@ -39,12 +39,12 @@ DOCUMENTED = [
     ("storage/pipeline.py", "wire/codec.py", "Codec.encode_event"),
     ("wire/codec.py", "wire/encoders.py", "Encoders.line"),  # the wire struct, written by msgspec
     ("storage/jsonl.py", "storage/pipeline.py", "LinePipeline.outlines"),  # no content to keep out of line here
-    ("storage/jsonl.py", "storage/jsonl_append.py", "AppendingFile.lock"),  # the file's flock, for this append only
-    ("storage/jsonl.py", "storage/jsonl_append.py", "AppendingFile.catch_up"),  # others' lines: one lseek
+    ("storage/jsonl.py", "storage/jsonl_file.py", "AppendingFile.lock"),  # the file's flock, for this append only
+    ("storage/jsonl.py", "storage/jsonl_file.py", "AppendingFile.catch_up"),  # others' lines: one lseek
     ("storage/jsonl.py", "storage/pipeline.py", "LinePipeline.seal"),  # seal, after the file's last line
     ("storage/pipeline.py", "audit/chain.py", "seal_lines"),
-    ("storage/jsonl.py", "storage/jsonl_append.py", "AppendingFile.write"),  # the log's append
-    ("storage/jsonl.py", "storage/jsonl_append.py", "AppendingFile.unlock"),
+    ("storage/jsonl.py", "storage/jsonl_file.py", "AppendingFile.write"),  # the log's append
+    ("storage/jsonl.py", "storage/jsonl_file.py", "AppendingFile.unlock"),
     ("storage/jsonl.py", "audit/chain.py", "ChainHead.set"),
     ("storage/jsonl.py", "storage/mapped.py", "MappedLines.extend"),  # the loader's lines: the mapped file's, then ours
     ("application/session.py", "domain/aggregate.py", "project"),  # the fold
@@ -100,4 +100,4 @@ def test_the_first_append_makes_the_redactor(tmp_path: Path) -> None:
     assert ("storage/pipeline.py", "content/redaction.py", "entry_redactor") in made  # the walk over an entry, made
     assert calls.index(walk) > calls.index(made[-1])  # then it redacts the entry
     rest = [c for c in calls if c not in made]
-    assert [c for c in rest if c[1] not in ("storage/jsonl_file.py", "storage/files.py")] == DOCUMENTED
+    assert [c for c in rest if c in DOCUMENTED or c[1] not in ("storage/jsonl_file.py", "storage/files.py")] == DOCUMENTED
