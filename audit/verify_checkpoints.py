@@ -3,10 +3,12 @@ session, and matches the log's chain digest at its line; their sequence has no g
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sessiontree.audit.checkpoints import Checkpoint, key_algorithm, signature_valid
-from sessiontree.audit.verify_report import VerifyReport
+
+if TYPE_CHECKING:
+    from sessiontree.audit.verify import VerifyReport
 
 
 def check_checkpoints(report: VerifyReport, checkpoints: list[Checkpoint], key: Any) -> None:
