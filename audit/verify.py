@@ -19,8 +19,7 @@ import attrs
 import msgspec
 
 from sessiontree.audit.chain import check_chain, split
-from sessiontree.audit.checkpoints import load_checkpoints, parse_all
-from sessiontree.audit.verify_checkpoints import check_checkpoints
+from sessiontree.audit.checkpoints import check_checkpoints, load_checkpoints, parse_all
 from sessiontree.content.blob_stores import BlobStore, folder_for
 from sessiontree.content.blobs import PREVIEW, check_ref, fetch
 from sessiontree.domain.erasure import erased, stub_problem
