@@ -3,6 +3,7 @@
 A chain shows a log is consistent with itself, not that whole-file rewrites or lines cut from the end did not
 happen; a checkpoint signs ``(session id, line, digest, time)`` with an HMAC secret (``bytes``) or an Ed25519 key
 (``cryptography``, the ``signing`` extra), and may be kept beside a file, one a line, in ``<file>.checkpoints``.
+verify checks them against the log with ``check_checkpoints``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -23,6 +24,9 @@ from sessiontree.domain.ids import now_iso
 from sessiontree.storage.files import open_regular
 from sessiontree.wire.json_bytes import DECODE_ERRORS, dumps
 from sessiontree.wire.jsontext import loads
+
+if TYPE_CHECKING:
+    from sessiontree.audit.verify import VerifyReport
 
 HMAC = "hmac-sha256"
 ED25519 = "ed25519"
@@ -236,6 +240,63 @@ def read_checkpoint_file(where: str | os.PathLike[str], *, missing_ok: bool = Fa
             except SessionError as exc:
                 raise SessionError("corrupt", exc.message, path=str(where), line=lineno) from None
     return out
+
+
+def check_checkpoints(report: VerifyReport, checkpoints: list[Checkpoint], key: Any) -> None:
+    """Each checkpoint must be signed by ``key``, for this session, and match the log's digest at its line;
+    their sequence must have no gap; the lines after the last one are unverified."""
+    if not checkpoints:
+        if key is not None:
+            report.problem(None, "a key was given but there is no signed checkpoint to check the log against")
+        return
+    if key is None:
+        raise ValueError("checking signed checkpoints needs the key (key=...)")
+    good = [cp for cp in checkpoints if _check_one(report, cp, key)]
+    report.checkpoints = len(good)
+    _check_sequence(report, good)
+    last = max((cp.line for cp in good), default=0)
+    if good and last < report.lines:
+        report.unverified_from = last + 1
+
+
+def _check_one(report: VerifyReport, cp: Checkpoint, key: Any) -> bool:
+    where = f"checkpoint {cp.sequence or ''} of line {cp.line} signed {cp.created}".replace("checkpoint  ", "checkpoint ")
+    algorithm = key_algorithm(key)
+    if cp.algorithm != algorithm:
+        report.problem(None, f"{where} is {cp.algorithm}, but the key given is for {algorithm}")
+    elif not signature_valid(key, cp):
+        report.problem(None, f"{where}: the signature does not verify with this key (forged, or another key)")
+    elif cp.session_id != report.session_id:
+        report.problem(None, f"{where} is for session {cp.session_id}, not {report.session_id}")
+    elif cp.line > report.lines:
+        report.problem(report.lines + 1, f"the log ends at line {report.lines}, but a {where} vouches for {cp.line} "
+                       f"lines: lines {report.lines + 1}..{cp.line} were removed")
+    elif cp.line not in report.digests:
+        report.problem(cp.line, f"{where}: the log has no chain digest at that line")
+    elif report.digests[cp.line].hex() != cp.digest:
+        report.problem(cp.line, f"the log up to line {cp.line} differs from what the {where} vouches for")
+    else:
+        return True
+    return False
+
+
+def _check_sequence(report: VerifyReport, good: list[Checkpoint]) -> None:
+    """Numbered checkpoints must follow each other (..., 4, 5, 6, ...) with lines that never go back: a gap means
+    checkpoints were removed from the middle (an edit of the checkpoint file). A file may keep a later run only
+    (from 4 on); cutting off the last ones is a rollback, which only an anchor kept elsewhere shows (docs/audit.md)."""
+    numbered = sorted((cp.sequence, cp.line) for cp in good if cp.sequence is not None)
+    expected = numbered[0][0] if numbered else 1
+    previous_line = 0
+    for sequence, line in numbered:
+        if sequence > expected:
+            missing = f"{expected}" if sequence == expected + 1 else f"{expected}..{sequence - 1}"
+            report.problem(None, f"signed checkpoint(s) {missing} are missing (the sequence jumps to {sequence}): "
+                           "checkpoints were removed, or the checkpoint file was rolled back")
+        if line < previous_line:
+            report.problem(line, f"checkpoint {sequence} vouches for line {line}, before the line an earlier one "
+                           f"vouches for ({previous_line})")
+        expected = max(expected, sequence + 1)
+        previous_line = max(previous_line, line)
 
 
 __all__ = [

@@ -5,6 +5,7 @@ writes. Lines are checked as salvage mode reads them (``jsonl_salvage.py``), the
 and, with a key, each signed checkpoint (``checkpoints.py``): its signature, and that the log still has the signed
 digest at that line, which also catches lines removed from the end (a plain chain cannot). Files without a chain
 (written before chaining, by other producers, or in pi's dialect) get ``chained=False`` and a warning (docs/audit.md).
+Each blob is read once, against its digest; a sidecar index an open would use must agree with every line it covers.
 """
 
 from __future__ import annotations
@@ -12,28 +13,120 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from sessiontree.audit.blob_check import BlobCheck
-from sessiontree.audit.chain import check_chain
-from sessiontree.audit.checkpoints import load_checkpoints, parse_all
-from sessiontree.audit.verify_checkpoints import check_checkpoints
-from sessiontree.audit.verify_erasures import check_signed_erasures, note_erasures
-from sessiontree.audit.verify_report import Problem, VerifyReport
-from sessiontree.audit.verify_sidecar import check_sidecar
-from sessiontree.content.blob_stores import folder_for
+import attrs
+import msgspec
+
+from sessiontree.audit.chain import check_chain, split
+from sessiontree.audit.checkpoints import check_checkpoints, load_checkpoints, parse_all
+from sessiontree.content.blob_stores import BlobStore, folder_for
+from sessiontree.content.blobs import PREVIEW, check_ref, fetch
+from sessiontree.domain.erasure import erased, stub_problem
 from sessiontree.domain.errors import SessionError
 from sessiontree.pi.pi_migrate import CURRENT as PI_CURRENT
 from sessiontree.retention.archive import GZIP_MAGIC, expand_lines
-from sessiontree.storage import leftovers
+from sessiontree.storage import jsonl_index, leftovers
 from sessiontree.storage.files import is_whole_line, open_regular
-from sessiontree.storage.jsonl_index import offsets_from_lengths
 from sessiontree.storage.jsonl_salvage import read_entry
 from sessiontree.storage.jsonl_scan import read_header
 from sessiontree.storage.mapped import MappedLines, line_lengths, map_file, whole_lines_end
 from sessiontree.storage.storage import SessionStorage
 from sessiontree.wire.codec import Codec, native_codec
-from sessiontree.wire.jsontext import MAX_LINE_BYTES, duplicate_key
+from sessiontree.wire.jsontext import MAX_LINE_BYTES, duplicate_key, loads
+from sessiontree.wire.pi_names import PARENT_KEY as PI_PARENT_KEY
+from sessiontree.wire.schema import NATIVE, envelope_decoder
+
+MAX_PROBLEMS = 100
+
+
+class Problem(NamedTuple):
+    """One finding: the file (or database location), the line (or version), what is wrong."""
+
+    file: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}" if self.line else f"{self.file}: {self.message}"
+
+
+@attrs.define
+class VerifyReport:
+    """The result of :func:`verify`. ``ok`` is True when ``problems`` is empty.
+
+    ``head`` is the chain digest of the log as it now is (hex; None if not chained): write it down, or sign it
+    (``sign_checkpoint``), to detect later changes, truncation included. ``warnings`` are findings that do not make
+    the log untrustworthy (a torn last line left by a crash, an unchained file, a key repeated in a pi line).
+    """
+
+    source: str
+    session_id: str | None = None
+    dialect: str | None = None
+    chained: bool = False
+    lines: int = 0
+    entries: int = 0
+    head: str | None = None
+    checkpoints: int = 0
+    problems: list[Problem] = attrs.field(factory=list)
+    warnings: list[Problem] = attrs.field(factory=list)
+    omitted: int = 0
+    # With signed checkpoints: the first line after the last one (None: every line is covered);
+    # those lines are consistent with the chain but nothing vouches for them.
+    unverified_from: int | None = None
+    # With an anchor (``head=``): the line at which the log has that digest.
+    anchored_at: int | None = None
+    # Erased lines the chain vouches for: {"line", "entry_id", "record_line", "reason", "by"} (docs/audit.md, Erasure).
+    redactions: list[dict[str, Any]] = attrs.field(factory=list)
+    # Content kept out of line that was checked against its digest (distinct blobs; docs/audit.md).
+    blobs: int = 0
+    # The chain digest of the log as it is at each line a checkpoint names (raw bytes).
+    digests: dict[int, bytes] = attrs.field(factory=dict, repr=False, eq=False)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def first_bad_line(self) -> int | None:
+        """The first line named by a problem (None when there is none, or none names a line)."""
+        lines = [p.line for p in self.problems if p.line is not None]
+        return min(lines) if lines else None
+
+    @property
+    def unverified_lines(self) -> int:
+        """How many lines come after the last signed checkpoint (0 without checkpoints)."""
+        return 0 if self.unverified_from is None else self.lines - self.unverified_from + 1
+
+    def problem(self, line: int | None, message: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(Problem(self.source, line, message))
+        else:
+            self.omitted += 1
+
+    def warn(self, line: int | None, message: str) -> None:
+        self.warnings.append(Problem(self.source, line, message))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``--json`` output)."""
+        out = attrs.asdict(self, filter=lambda a, _: a.name != "digests", recurse=False)
+        out.update(problems=[p._asdict() for p in self.problems], warnings=[p._asdict() for p in self.warnings],
+                   ok=self.ok, first_bad_line=self.first_bad_line, unverified_lines=self.unverified_lines)
+        return out
+
+    def summary(self) -> str:
+        """One line for people: the verdict, what was checked and the first problem."""
+        kind = "hash-chained" if self.chained else "NOT chained (structure only)"
+        what = f"{self.lines} lines, {self.entries} entries, {kind}" + (f", {self.blobs} blob(s) match" if self.blobs else "")
+        if self.ok:
+            signed = f", {self.checkpoints} signed checkpoint(s) match" if self.checkpoints else ""
+            if self.unverified_from is not None:
+                signed += f"; lines {self.unverified_from}..{self.lines} come after the last one: UNVERIFIED"
+            head = f"; head {self.head}" if self.head else ""
+            return f"{self.source}: ok ({what}{signed}){head}"
+        count = len(self.problems) + self.omitted
+        return f"{self.source}: {count} problem(s) ({what}); first: {self.problems[0]}"
+
 
 _UNCHAINED = "no chain: this log is not tamper-evident (written before chaining, or by another producer); structure checked"
 _UNCHAINED_PI = "pi-dialect file: pi's format has no chain, so it is not tamper-evident; structure checked"
@@ -66,8 +159,12 @@ def verify(
     if not report.chained:
         (report.problem if require_chain else report.warn)(None, _UNCHAINED_PI if report.dialect == "pi" else _UNCHAINED)
     check_checkpoints(report, signed, key)
-    if signed and key is not None:
-        check_signed_erasures(report, report.lines if report.unverified_from is None else report.unverified_from - 1)
+    if signed and key is not None:  # an erasure whose stub a checkpoint signed but whose record none did
+        signed_lines = report.lines if report.unverified_from is None else report.unverified_from - 1
+        for erased_line in report.redactions:  # the signature vouches for what the line held, not for its erasure
+            if erased_line["line"] <= signed_lines < erased_line["record_line"]:
+                report.warn(erased_line["line"], f"erased after the last signed checkpoint (record on line "
+                            f"{erased_line['record_line']}): the erasure is not signed yet; sign again to cover it")
     _check_anchors(report, head, at_least)
     report.problems.sort(key=lambda p: (p.line is None, p.line or 0))
     return report
@@ -83,11 +180,9 @@ def _source(target: Any) -> tuple[Any, Any]:
 
 
 def _anchor(head: str | None) -> bytes | None:
-    if head is None:
-        return None
-    if not isinstance(head, str) or len(head) != 64 or head.strip("0123456789abcdef"):
+    if head is not None and (not isinstance(head, str) or len(head) != 64 or head.strip("0123456789abcdef")):
         raise ValueError(f"a head digest is 64 lowercase hex digits (what verify and sign print), not {head!r}")
-    return bytes.fromhex(head)
+    return None if head is None else bytes.fromhex(head)
 
 
 def _check_anchors(report: VerifyReport, head: str | None, at_least: int | None) -> None:
@@ -159,7 +254,7 @@ def _lines(fd: int, path: Path) -> tuple[Any, bytes]:
         lines = _read_all(fd).split(b"\n")
         return lines, lines.pop()
     lengths, _ = line_lengths(mapped, end)
-    return MappedLines(mapped, offsets_from_lengths(lengths), []), os.pread(fd, max(0, size - end), end)
+    return MappedLines(mapped, jsonl_index.offsets_from_lengths(lengths), []), os.pread(fd, max(0, size - end), end)
 
 
 def _read_all(fd: int) -> bytes:
@@ -175,36 +270,32 @@ def _read_all(fd: int) -> bytes:
 def _verify_records(storage: Any, wanted: set[int], anchor: bytes | None, progress: Callable[[int], None]) -> VerifyReport:
     report = VerifyReport(storage.location, session_id=storage.session_id)
     recorder = getattr(storage, "recorder", None)
+    stored: Sequence[Any]
     if recorder is None:  # a backend of the port's own: its stored lines
-        lines = storage.read_lines()
-        if not lines:
-            raise SessionError("not_found", f"session {storage.session_id} not found at {storage.location}")
-        _check(lines, report, storage.location, wanted, anchor, progress, storage.blobs)
-        return report
-    from eventsourcing.persistence import PersistenceError
+        stored = lines = storage.read_lines()
+    else:
+        from eventsourcing.persistence import PersistenceError
 
-    try:
-        stored = recorder.select_events(storage.session_id)
-    except PersistenceError as exc:
-        raise SessionError("storage", f"could not read session {storage.session_id}: {exc}") from exc
+        try:
+            stored = recorder.select_events(storage.session_id)
+        except PersistenceError as exc:
+            raise SessionError("storage", f"could not read session {storage.session_id}: {exc}") from exc
+        lines = []
+        for expected, item in enumerate(stored, 1):  # a row's version is its own: a missing one is a gap
+            if item.originator_version != expected:
+                what = "the session header (version 1)" if expected == 1 else f"version {expected}"
+                report.problem(expected, f"{what} is missing (the next stored is {item.originator_version})")
+                break
+            lines.append(bytes(item.state))
     if not stored:
         raise SessionError("not_found", f"session {storage.session_id} not found at {storage.location}")
-    lines = []
-    for expected, item in enumerate(stored, 1):  # a row's version is its own: a missing one is a gap
-        if item.originator_version != expected:
-            what = "the session header (version 1)" if expected == 1 else f"version {expected}"
-            report.problem(expected, f"{what} is missing (the next stored is {item.originator_version})")
-            break
-        lines.append(bytes(item.state))
     if lines:
         _check(lines, report, storage.location, wanted, anchor, progress, storage.blobs)
     return report
 
 
-def _check(
-    lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set[int], anchor: bytes | None,
-    progress: Callable[[int], None], blobs: Any,
-) -> None:
+def _check(lines: Sequence[bytes], report: VerifyReport, where: Any, wanted: set[int], anchor: bytes | None,
+           progress: Callable[[int], None], blobs: Any) -> None:
     """The structure of every line (with the content it keeps out of line, in ``blobs``), then the chain (a pi file
     has none, unless a native header was damaged)."""
     report.lines = len(lines)
@@ -231,9 +322,8 @@ def _check(
     note_erasures(lines, report, found, codec)
 
 
-def _check_entries(
-    lines: Sequence[bytes], report: VerifyReport, codec: Codec, progress: Callable[[int], None], blobs: BlobCheck,
-) -> None:
+def _check_entries(lines: Sequence[bytes], report: VerifyReport, codec: Codec, progress: Callable[[int], None],
+                   blobs: BlobCheck) -> None:
     """Every entry line as salvage mode reads it, one at a time (nothing kept but the ids; each blob read once); a bad
     line is reported, then skipped. A pi line that repeats a key is a warning: pi reads its last value."""
     ids: set[str] = set()
@@ -277,6 +367,129 @@ def _check_old_pi(path: Path, lines: Sequence[bytes], report: VerifyReport) -> N
         report.problem(exc.line, exc.message)
     for lineno, line in enumerate(lines, 1):
         _warn_duplicates(report, lineno, line)
+
+
+class BlobCheck:
+    """What verify reads out-of-line content with: each blob once, checked against its digest (a missing or altered
+    one is a problem of every line that refers to it, ``line``), then each reference against what was read (its size
+    and preview); given back as an empty string for the line's structure check (the entry itself stays in the tree)."""
+
+    def __init__(self, store: BlobStore | None, report: Any) -> None:
+        self.store = store
+        self.report = report
+        self.line = 0
+        self.seen: dict[str, tuple[str | None, int, bytes]] = {}  # digest: (its problem, its size, its first bytes)
+
+    def __call__(self, ref: dict[str, Any]) -> str:
+        problem = check_ref(ref)
+        if problem is None:
+            digest = ref["sha256"]
+            if digest not in self.seen:
+                self.seen[digest] = self._read(ref)
+                self.report.blobs += self.seen[digest][0] is None
+            problem, size, head = self.seen[digest]
+            preview = ref.get("preview")
+            if problem is None and size != ref["size"]:
+                problem = f"content {digest[:12]} is {size} bytes, not the {ref['size']} its reference says"
+            elif problem is None and preview and not head.decode("utf-8", "ignore").startswith(preview):
+                problem = f"content {digest[:12]}: the preview in the line is not how it starts"
+        if problem is not None:
+            self.report.problem(self.line, problem)
+        return ""
+
+    def _read(self, ref: dict[str, Any]) -> tuple[str | None, int, bytes]:
+        if self.store is None:
+            return f"content {ref['sha256'][:12]} is out of line, and this log has no content store to read it from", 0, b""
+        try:
+            data = fetch(self.store, {**ref, "preview": ""})
+        except SessionError as exc:
+            return exc.message, 0, b""
+        return None, len(data), data[: 4 * PREVIEW + 4]
+
+
+def check_sidecar(path: Any, lines: Sequence[bytes], report: VerifyReport) -> None:
+    """Report where the index an open of ``path`` would use disagrees with the file's ``lines``."""
+    where = jsonl_index.sidecar_path(path)
+    index = jsonl_index.read(where) if where is not None else None
+    if index is None or index.dialect != report.dialect or not _in_use(path, index, lines):
+        return
+    if (found := _disagreement(lines, index)) is not None:
+        line, what = found
+        report.problem(line, f"the sidecar index {where} disagrees with the file here ({what}): it was damaged or "
+                       "forged; an open stops at such a line and removes it, and deleting it is always safe")
+
+
+def _in_use(path: Any, index: jsonl_index.SidecarIndex, lines: Sequence[bytes]) -> bool:
+    """Would an open use this index for the file (as ``jsonl_indexed._from_index`` decides: its identity, its size
+    and time, the digests of its header and last covered line)?"""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    if ((st.st_dev, st.st_ino) != (index.device, index.inode) or index.size > st.st_size
+            or (index.size == st.st_size and st.st_mtime_ns != index.mtime_ns) or index.lines > len(lines)):
+        return False
+    return (jsonl_index.line_digest(lines[0] + b"\n") == index.header_digest
+            and jsonl_index.line_digest(lines[index.lines - 1] + b"\n") == index.last_digest)
+
+
+def _disagreement(lines: Sequence[bytes], index: jsonl_index.SidecarIndex) -> tuple[int, str] | None:
+    """The first line the index says something else of, and what; None when it agrees throughout."""
+    offsets = lines.offsets if isinstance(lines, MappedLines) else jsonl_index.offsets_of(lines)
+    for number in range(index.lines + 1):
+        if offsets[number] != index.offsets[number]:
+            return number + 1, f"line {number + 1} starts at byte {offsets[number]}, not {index.offsets[number]}"
+    decode = envelope_decoder(PI_PARENT_KEY if index.dialect == "pi" else NATIVE.parent_key).decode
+    markers = set(index.markers)
+    types, ids, parents, orphans = index.types, index.ids, index.parents, index.orphans
+    for pos in range(index.lines - 1):
+        number = pos + 2
+        try:
+            head = decode(lines[pos + 1])
+        except (msgspec.DecodeError, RecursionError):
+            return number, "the line has no entry envelope"
+        if head.id != ids[pos]:
+            return number, f"entry {head.id!r}, not {ids[pos]!r}"
+        if pos in markers:  # a pi leaf marker: read as a leaf entry whose parent is the leaf it moved from
+            if head.type != "custom":
+                return number, f"a {head.type!r} entry, not a leaf marker"
+            continue
+        parent = ids[parents[pos]] if parents[pos] >= 0 else orphans.get(pos)
+        if head.type != types[pos]:
+            return number, f"type {head.type!r}, not {types[pos]!r}"
+        if head.parent != parent:
+            return number, f"parent {head.parent!r}, not {parent!r}"
+    return None
+
+
+def note_erasures(lines: Sequence[bytes], report: VerifyReport, found: Any, codec: Codec) -> None:
+    """Each erased line the chain let through must hold only the placeholder (then it is listed with its record's
+    reason and author); a recorded erasure not applied is a warning."""
+    for line, entry_id, record_line in found.redactions:
+        canonical = split(lines[line - 1])[0]
+        why = _stub_problem(canonical, codec, report.session_id or "?", line)
+        if why is not None:
+            report.problem(line, f"is marked erased (entry {entry_id}) but holds more than the placeholder of an erased "
+                                 f"entry ({why}): the line was changed")
+            continue
+        data = loads(split(lines[record_line - 1])[0]).get("data", {})
+        report.redactions.append({"line": line, "entry_id": entry_id, "record_line": record_line,
+                                  "reason": data.get("reason"), "by": data.get("by")})
+    for entry_id, record_line in found.unapplied:
+        report.warn(record_line, f"the erasure of entry {entry_id} was recorded here but its line still holds the content "
+                                 "(interrupted): run redact again to complete it")
+
+
+def _stub_problem(canonical: bytes, codec: Codec, session_id: str, line: int) -> str | None:
+    """Why this line is not exactly what erasing its entry writes (erasing a stub again changes nothing), with fields
+    that carry only names, times and counts; None when it is."""
+    try:
+        entry = codec.decode_line(canonical, session_id, line)
+        if codec.encode_event(erased(entry)) != canonical:
+            return "erasing it again changes it"
+        return stub_problem(entry)
+    except (SessionError, ValueError, TypeError) as exc:
+        return f"it cannot be read: {exc}"
 
 
 __all__ = ["Problem", "VerifyReport", "verify"]

@@ -18,7 +18,7 @@ def cmd_redact(args: argparse.Namespace) -> int:
         record_id = session.redact(args.entry, reason=args.reason, by=args.by)
         payload = {"session_id": session.id, "entry_id": args.entry, "record_id": record_id, "reason": args.reason}
         if getattr(args, "vacuum", False):
-            from sessiontree.audit.erasure_scrub import vacuum
+            from sessiontree.audit.erasure import vacuum
 
             payload["vacuum"] = vacuum(session.storage)
         if args.json:

@@ -16,7 +16,7 @@ def test_context_json_never_imports_rich(tmp_path):
         session.append_message(UserMessage("hi"))
     # what a reader never needs: rich, the write side's redactor, the archive reader, eventsourcing (its recorders,
     # and its domain module, whose errors only a refused event raises)
-    unneeded = ("rich", "sessiontree.content.redaction", "sessiontree.content.secret_rules", "sessiontree.retention.archive",
+    unneeded = ("rich", "sessiontree.content.redaction", "sessiontree.retention.archive",
                 "eventsourcing")
     probe = (
         "import sys; from sessiontree.cli import main; status = main(['context', sys.argv[1], '--json']);"
