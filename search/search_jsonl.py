@@ -23,7 +23,7 @@ from sessiontree.storage import folders
 from sessiontree.storage.cache_files import cache_file
 from sessiontree.storage.files import open_regular, read_lines
 from sessiontree.wire import jsontext
-from sessiontree.wire.json_bytes import DECODE_ERRORS
+from sessiontree.wire.jsontext import DECODE_ERRORS
 from sessiontree.wire.schema import header_of
 
 INDEX_FILE = ".sessiontree-search.sqlite"

@@ -18,8 +18,7 @@ from sessiontree.content.blob_tables import blobs_of
 from sessiontree.search.search_state import Change, Filters, Hit, SearchIndex, SourceState, checked
 from sessiontree.search.search_text import Row, backs, entry_row, erased_id, same_place, with_text, without_erased
 from sessiontree.storage.memory_recorder import MemoryRecorder
-from sessiontree.wire.json_bytes import DECODE_ERRORS
-from sessiontree.wire.jsontext import loads
+from sessiontree.wire.jsontext import DECODE_ERRORS, loads
 from sessiontree.wire.schema import header_of, line_of
 
 HIDDEN = "~"  # streams that are not sessions (``~deletions``) start with this
