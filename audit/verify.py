@@ -23,7 +23,7 @@ from sessiontree.audit.verify_report import Problem, VerifyReport
 from sessiontree.audit.verify_sidecar import check_sidecar
 from sessiontree.content.blob_stores import folder_for
 from sessiontree.domain.errors import SessionError
-from sessiontree.pi.pi_migrate import CURRENT as PI_CURRENT
+from sessiontree.pi.pi import CURRENT as PI_CURRENT
 from sessiontree.retention.archive import GZIP_MAGIC, expand_lines
 from sessiontree.storage import leftovers
 from sessiontree.storage.files import is_whole_line, open_regular
