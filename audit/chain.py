@@ -14,8 +14,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from sessiontree.domain.erasure import RECORD_TYPE, STUB_KEY
-from sessiontree.wire.json_bytes import DECODE_ERRORS
-from sessiontree.wire.jsontext import loads
+from sessiontree.wire.jsontext import DECODE_ERRORS, loads
 from sessiontree.wire.schema import line_of
 
 CHAIN_KEY = "chain"

@@ -22,8 +22,7 @@ import attrs
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.ids import now_iso
 from sessiontree.storage.files import open_regular
-from sessiontree.wire.json_bytes import DECODE_ERRORS, dumps
-from sessiontree.wire.jsontext import loads
+from sessiontree.wire.jsontext import DECODE_ERRORS, dumps, loads
 
 if TYPE_CHECKING:
     from sessiontree.audit.verify import VerifyReport

@@ -18,8 +18,7 @@ from sessiontree.content.blob_tables import insert_events
 from sessiontree.domain.errors import SessionError
 from sessiontree.storage.index import fold_lines
 from sessiontree.storage.memory_recorder import MemoryRecorder
-from sessiontree.wire.json_bytes import DECODE_ERRORS, dumps
-from sessiontree.wire.jsontext import loads
+from sessiontree.wire.jsontext import DECODE_ERRORS, dumps, loads
 
 ERASURES_STREAM = "~erasures"  # "~": not a session (listing and search skip such streams)
 ERASED_TOPIC = "sessiontree:erased"

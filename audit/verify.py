@@ -24,7 +24,7 @@ from sessiontree.content.blob_stores import BlobStore, folder_for
 from sessiontree.content.blobs import PREVIEW, check_ref, fetch
 from sessiontree.domain.erasure import erased, stub_problem
 from sessiontree.domain.errors import SessionError
-from sessiontree.pi.pi_migrate import CURRENT as PI_CURRENT
+from sessiontree.pi.pi import CURRENT as PI_CURRENT
 from sessiontree.retention.archive import GZIP_MAGIC, expand_lines
 from sessiontree.storage import jsonl_index, leftovers
 from sessiontree.storage.files import is_whole_line, open_regular

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from sessiontree.cli import clip
 from sessiontree.domain.messages import TextContent, ToolCall
-from sessiontree.wire.json_bytes import dumps, spaced
+from sessiontree.wire.jsontext import dumps, spaced
 
 PREVIEW_CHARS = 160
 CALL_ARGUMENTS = 8  # a tool call's gist names at most this many arguments

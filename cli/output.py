@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from sessiontree.wire.json_bytes import dumps, pretty
+from sessiontree.wire.jsontext import dumps, pretty
 
 if TYPE_CHECKING:  # rich is imported when a command prints for people: --json output never loads it
     from rich.console import Console

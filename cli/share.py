@@ -16,7 +16,7 @@ import attrs
 
 from sessiontree.cli import clip, mdescape
 from sessiontree.domain.messages import ImageContent, TextContent, ThinkingContent, ToolCall, message_text
-from sessiontree.wire.json_bytes import pretty, spaced
+from sessiontree.wire.jsontext import pretty, spaced
 
 DOC_LINES = 200  # a shared document shows more of a block than a terminal view does
 DOC_CHARS = 20_000

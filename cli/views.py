@@ -22,7 +22,7 @@ from sessiontree.domain.messages import (
     UnknownContent,
 )
 from sessiontree.projections.tokens import DEFAULT_ESTIMATOR
-from sessiontree.wire.json_bytes import spaced
+from sessiontree.wire.jsontext import spaced
 
 MAX_BLOCKS = 40  # content blocks shown per message unless --full
 

@@ -15,14 +15,14 @@ from typing import Any
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import ContextCompacted, Entry, SessionStarted
 from sessiontree.domain.log import EntryLog
-from sessiontree.pi.pi import PI_PARENT_KEY, PiCodec, pi_codec
-from sessiontree.pi.pi_migrate import CURRENT, migrate
+from sessiontree.pi.pi import CURRENT, PiCodec, migrate, pi_codec
 from sessiontree.projections.context import SessionContextBuildOptions
 from sessiontree.projections.pi_context import pi_entry_transform
 from sessiontree.storage.jsonl import JsonlSessionStorage
 from sessiontree.storage.jsonl_loader import LineLoader
 from sessiontree.storage.jsonl_scan import Envelopes, bulk_envelopes, corrupt, envelope_problem, line_by_line, tree_problem
 from sessiontree.wire.jsontext import parse
+from sessiontree.wire.pi_names import PARENT_KEY
 
 
 def pi_context_options(codec: PiCodec | None = None) -> SessionContextBuildOptions:
@@ -54,7 +54,7 @@ class PiSessionStorage(JsonlSessionStorage):
     def _entries(self, lines: Any, loader: LineLoader, found: Envelopes | None = None) -> EntryLog:
         if self.source_version < CURRENT:
             return self._migrated(lines)
-        found = found or bulk_envelopes(lines, PI_PARENT_KEY)
+        found = found or bulk_envelopes(lines, PARENT_KEY)
         if found is None or "leaf" in found.types:  # not pi's own type: the line-by-line checks apply
             found = line_by_line(lines, loader)
         orphans = self._markers(lines, found, loader) if "custom" in found.types else {}
@@ -109,11 +109,11 @@ class PiSessionStorage(JsonlSessionStorage):
         """A version 1 or 2 file, migrated in memory and decoded now."""
         objs = [(number, self._parse(lines, number)) for number in range(2, len(lines) + 1)]
         objs = migrate(self.source_version, self.session_id, objs, str(self.path))
-        parents = {obj.get(PI_PARENT_KEY) for _, obj in objs if isinstance(obj, dict)}
+        parents = {obj.get(PARENT_KEY) for _, obj in objs if isinstance(obj, dict)}
         ids: set[str] = set()
         entries = []
         for number, obj in objs:
-            problem = envelope_problem(obj, PI_PARENT_KEY) or tree_problem(obj, PI_PARENT_KEY, ids)
+            problem = envelope_problem(obj, PARENT_KEY) or tree_problem(obj, PARENT_KEY, ids)
             if problem is not None:
                 raise corrupt(self.path, number, problem)
             entry = self._decode(obj, number, marker=PiCodec.is_leaf_marker(obj) and obj["id"] not in parents)

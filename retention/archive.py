@@ -150,7 +150,7 @@ class _Lines:
             self.envelope = envelope_decoder(NATIVE.parent_key).decode
         elif isinstance(header.get("version"), int) and header["version"] >= 3:
             self.envelope = envelope_decoder(PI_PARENT_KEY).decode
-        else:  # pi's versions 1 and 2 have no ids: their migration gives them some (pi_migrate.py)
+        else:  # pi's versions 1 and 2 have no ids: their migration gives them some (pi.py)
             self.envelope = _KIND.decode
 
     def _refuse(self, why: str) -> NoReturn:

@@ -19,7 +19,7 @@ from sessiontree.domain.errors import SessionError
 from sessiontree.domain.ids import now_iso
 from sessiontree.storage import database_index as db_index
 from sessiontree.storage.database import DatabaseStore
-from sessiontree.wire.json_bytes import dumps
+from sessiontree.wire.jsontext import dumps
 
 _TRIES = 20
 

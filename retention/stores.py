@@ -31,8 +31,7 @@ from sessiontree.storage.files import open_regular
 from sessiontree.storage.jsonl_repo import JsonlStore
 from sessiontree.storage.storage import SessionStorage
 from sessiontree.storage.store import SessionStore
-from sessiontree.wire.json_bytes import DECODE_ERRORS
-from sessiontree.wire.jsontext import loads
+from sessiontree.wire.jsontext import DECODE_ERRORS, loads
 from sessiontree.wire.schema import is_pi_header, line_of
 
 

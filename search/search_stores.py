@@ -50,7 +50,7 @@ from sessiontree.storage.cache_files import cache_file
 from sessiontree.storage.files import open_regular, read_lines
 from sessiontree.storage.memory_recorder import MemoryRecorder
 from sessiontree.wire import jsontext
-from sessiontree.wire.json_bytes import DECODE_ERRORS
+from sessiontree.wire.jsontext import DECODE_ERRORS
 from sessiontree.wire.schema import header_of, line_of
 
 if TYPE_CHECKING:  # the stores are imported when one is searched: the command line's search of a folder needs none

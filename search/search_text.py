@@ -23,7 +23,7 @@ from sessiontree.content.blobs import MARKER, fetch, resolve, unpacked
 from sessiontree.domain.erasure import RECORD_TYPE
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import format_timestamp, parse_timestamp
-from sessiontree.wire.json_bytes import dumps
+from sessiontree.wire.jsontext import dumps
 from sessiontree.wire.pi_names import TOOL_CALL_BLOCK, TOOL_RESULT_ROLE
 from sessiontree.wire.schema import Line, line_of, message_of
 

@@ -31,8 +31,7 @@ from sessiontree.storage.memory_recorder import MemoryRecorder
 from sessiontree.storage.recorder import RecorderSessionStorage
 from sessiontree.storage.storage import SessionStorage
 from sessiontree.storage.store import SessionInfo, SessionStore, check_session_id
-from sessiontree.wire.json_bytes import DECODE_ERRORS, dumps
-from sessiontree.wire.jsontext import loads
+from sessiontree.wire.jsontext import DECODE_ERRORS, dumps, loads
 
 APP_NAME = "sessiontree"
 _OPEN_TRIES = 5

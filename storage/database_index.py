@@ -22,8 +22,7 @@ from sessiontree.storage.index import Summary, fold_lines
 from sessiontree.storage.memory_recorder import MemoryTrackingRecorder
 from sessiontree.storage.recorder import SessionMapper
 from sessiontree.wire.codec import native_codec
-from sessiontree.wire.json_bytes import decode, dumps
-from sessiontree.wire.jsontext import loads
+from sessiontree.wire.jsontext import decode, dumps, loads
 
 DELETIONS_STREAM = "~deletions"
 DELETED_TOPIC = "sessiontree:deleted"

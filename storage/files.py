@@ -15,8 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal, overload
 
-from sessiontree.wire.json_bytes import DECODE_ERRORS
-from sessiontree.wire.jsontext import loads
+from sessiontree.wire.jsontext import DECODE_ERRORS, loads
 
 GZIP_MAGIC = b"\x1f\x8b"  # how a pruned session's archive starts (retention/archive.py)
 

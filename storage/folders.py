@@ -17,8 +17,7 @@ import stat
 from sessiontree.storage.cache_files import cache_file
 from sessiontree.storage.cache_files import private_parent as private_parent  # its callers' name here too
 from sessiontree.storage.files import open_regular
-from sessiontree.wire.json_bytes import DECODE_ERRORS
-from sessiontree.wire.jsontext import loads
+from sessiontree.wire.jsontext import DECODE_ERRORS, loads
 from sessiontree.wire.schema import is_pi_header
 
 MARKER = ".sessiontree-repository"

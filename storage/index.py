@@ -21,8 +21,7 @@ from sessiontree.storage import folders
 from sessiontree.storage.cache_files import write_private
 from sessiontree.storage.files import open_regular, read_lines
 from sessiontree.wire import jsontext
-from sessiontree.wire.json_bytes import DECODE_ERRORS, decode, dumps
-from sessiontree.wire.jsontext import line_problem
+from sessiontree.wire.jsontext import DECODE_ERRORS, decode, dumps, line_problem
 from sessiontree.wire.schema import HEADER, LINE, LISTED, Listed, ListedMessage, header_of, line_of, message_of
 
 INDEX_FILE = ".sessiontree-index.json"

@@ -30,8 +30,8 @@ import attrs
 from sessiontree.storage import folders
 from sessiontree.storage.cache_files import cache_file, write_private
 from sessiontree.storage.files import open_regular
-from sessiontree.wire.json_bytes import DECODE_ERRORS, dumps
-from sessiontree.wire.json_bytes import decode as decode_json
+from sessiontree.wire.jsontext import DECODE_ERRORS, dumps
+from sessiontree.wire.jsontext import decode as decode_json
 
 MAGIC = b"sessiontree-idx\n"
 FORMAT = 1

@@ -20,7 +20,7 @@ from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import format_timestamp, parse_timestamp
 from sessiontree.storage.index import sortable
 from sessiontree.storage.store import SessionInfo
-from sessiontree.wire.json_bytes import DECODE_ERRORS, decode, dumps
+from sessiontree.wire.jsontext import DECODE_ERRORS, decode, dumps
 
 Key = tuple[str, str, str]
 

@@ -30,7 +30,7 @@ from sessiontree.storage.database_index import DELETIONS_STREAM  # markers of th
 from sessiontree.storage.index import Summary, fold_line, fold_lines, sortable
 from sessiontree.storage.listing import ListQuery, SessionList, page
 from sessiontree.storage.store import SessionInfo
-from sessiontree.wire.json_bytes import dumps
+from sessiontree.wire.jsontext import dumps
 
 LISTING_BUILT = "listing-v2"  # v2: forked_at, and modified never before created (refilled once)
 _UNSET = "\x00unset"  # a name no session_info can set: the name did not change

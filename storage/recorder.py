@@ -31,8 +31,7 @@ from sessiontree.domain.log import EntryLog
 from sessiontree.storage.memory_recorder import MemoryRecorder
 from sessiontree.storage.storage import SessionStorage
 from sessiontree.wire.codec import Codec, native_codec
-from sessiontree.wire.json_bytes import DECODE_ERRORS
-from sessiontree.wire.jsontext import loads, too_many_values
+from sessiontree.wire.jsontext import DECODE_ERRORS, loads, too_many_values
 
 TOPIC_PREFIX = "sessiontree:"
 

@@ -39,7 +39,7 @@ ALLOWED = {
     ("audit/row_replace.py", "sessiontree.storage.memory_recorder"): "rewriting a row updates the database listing in the same transaction",
     ("audit/verify.py", "sessiontree.content.blob_stores"): "verify checks that every blob a line names is there and whole",
     ("audit/verify.py", "sessiontree.content.blobs"): "verify reads the out-of-line content a line refers to",
-    ("audit/verify.py", "sessiontree.pi.pi_migrate"): "verify reads pi's files of older versions (migrated in memory)",
+    ("audit/verify.py", "sessiontree.pi.pi"): "verify reads pi's files of older versions (migrated in memory)",
     ("audit/verify.py", "sessiontree.retention.archive"): "verify checks archives too",
     ("audit/verify.py", "sessiontree.storage.jsonl"): "verify reads the JSONL file itself: scan, sidecar index, salvage, mapped lines",
     ("audit/verify.py", "sessiontree.storage.jsonl_index"): "verify reads the JSONL file itself: scan, sidecar index, salvage, mapped lines",

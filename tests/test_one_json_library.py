@@ -37,7 +37,7 @@ def _importers() -> dict[str, set[str]]:
 
 def test_only_listed_modules_import_another_json_library() -> None:
     unlisted = sorted(set(_importers()) - set(LEAD) - set(FRAMEWORK))
-    assert not unlisted, f"use msgspec (wire/json_bytes.py keeps orjson's layout) in: {unlisted}"
+    assert not unlisted, f"use msgspec (wire/jsontext.py keeps orjson's layout) in: {unlisted}"
 
 
 def test_the_allow_list_names_only_modules_that_still_import_one() -> None:
@@ -48,4 +48,4 @@ def test_the_allow_list_names_only_modules_that_still_import_one() -> None:
 def test_the_scan_finds_an_import(tmp_path: Path) -> None:
     text = "from __future__ import annotations\n\nimport json\n    import orjson\nfrom json import loads\nimport jsonschema\n"
     assert {a or b for a, b in _IMPORT.findall(text)} == {"json", "orjson"}
-    assert not _IMPORT.findall("import jsonschema\nfrom sessiontree.wire.json_bytes import dumps\n")
+    assert not _IMPORT.findall("import jsonschema\nfrom sessiontree.wire.jsontext import dumps\n")

@@ -23,7 +23,7 @@ from sessiontree.domain.errors import SessionError
 from sessiontree.web import payloads
 from sessiontree.web.rows import MAX_WINDOW
 from sessiontree.web.sessions import Held, OpenSessions, file_signature
-from sessiontree.wire.json_bytes import DECODE_ERRORS, decode, dumps
+from sessiontree.wire.jsontext import DECODE_ERRORS, decode, dumps
 
 STATUS = {"not_found": 404, "conflict": 409, "read_only": 409}
 EXPORTS = {"markdown": ("text/markdown", "md"), "html": ("text/html", "html"), "pi": ("application/x-ndjson", "jsonl"),

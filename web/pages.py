@@ -23,7 +23,7 @@ from sessiontree.web import payloads
 from sessiontree.web.api import EXPORTS, error_parts
 from sessiontree.web.charts import branches_chart, calls_chart
 from sessiontree.web.sessions import Held, OpenSessions
-from sessiontree.wire.json_bytes import dumps
+from sessiontree.wire.jsontext import dumps
 
 _BASE = Template(resources.files("sessiontree.web").joinpath("templates/base.html").read_text(encoding="utf-8"))
 

@@ -22,7 +22,7 @@ from sessiontree.domain.messages import ImageContent, TextContent, ThinkingConte
 from sessiontree.projections.context import SessionContextBuildOptions
 from sessiontree.projections.tokens import DEFAULT_ESTIMATOR
 from sessiontree.projections.tool_pairs import is_synthetic, repair_tool_pairs
-from sessiontree.wire.json_bytes import pretty
+from sessiontree.wire.jsontext import pretty
 
 BLOCK_LINES = 30  # a block shows this many lines in the context page before "show all"
 BLOCK_CHARS = 4_000

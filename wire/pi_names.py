@@ -1,6 +1,6 @@
 """pi's wire names, each written once: the camelCase keys, role and block names, and key order of pi's files.
 
-The pi dialect (``pi.py``), its migration of old files (``pi_migrate.py``) and the typed envelopes every other
+The pi dialect with its migration of old files (``pi.py``) and the typed envelopes every other
 module reads a line through (the end of ``schema.py``) take them from here; tests/test_wire_names.py checks that no
 other module spells one. A module of its own, importing nothing, because ``pi.py`` imports the codec, which the
 readers of lines (the chain, the scan) may not.

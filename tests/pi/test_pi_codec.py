@@ -26,8 +26,7 @@ from sessiontree import (
     UserMessage,
 )
 from sessiontree.domain import events as ev
-from sessiontree.pi.pi import LEAF_MARKER_TYPE, PiCodec, camel, is_pi_header, pi_codec
-from sessiontree.pi.pi_layout import js_number
+from sessiontree.pi.pi import LEAF_MARKER_TYPE, PiCodec, camel, is_pi_header, js_number, pi_codec
 
 SID = "01a22719-3541-759d-a745-5e5f131c9378"
 ISO = "2026-11-29T11:38:13.187Z"

@@ -16,7 +16,7 @@ from sessiontree import AssistantMessage, Cost, JsonlSessionRepo, Session, Sessi
 from sessiontree.audit.verify import verify
 from sessiontree.domain import events as ev
 from sessiontree.domain import messages as m
-from sessiontree.pi.pi_layout import js_number
+from sessiontree.pi.pi import js_number
 from sessiontree.storage.jsonl import JsonlSessionStorage
 
 

@@ -28,8 +28,7 @@ from sessiontree_codecpaths import (
 )
 
 from sessiontree.audit import chain
-from sessiontree.pi.pi import PiCodec
-from sessiontree.pi.pi_layout import js_values
+from sessiontree.pi.pi import PiCodec, js_values
 
 
 @cache
