@@ -15,7 +15,7 @@ from sessiontree_prunekit import SetClock, ids, make_session, stored
 from sessiontree import PruneError, SessionError, open_session, verify
 from sessiontree.repository import SessionRepo
 from sessiontree.retention import archive as archive_module
-from sessiontree.retention import stores as store_retention
+from sessiontree.retention import prune as store_retention
 
 
 def test_the_archive_holds_the_log_and_verifies(aged: SessionRepo, clock: SetClock, tmp_path: Path) -> None:

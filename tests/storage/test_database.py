@@ -255,7 +255,7 @@ def test_a_deletion_records_its_marker_in_its_own_transaction(projected: Any) ->
     """A prune's deletion inserts the ``~deletions`` marker by SQL we own, in the transaction that checks the line
     count and deletes: a session that changed keeps its rows and gets no marker; else every process's listing drops
     it."""
-    from sessiontree.retention.retention_db import delete_rows
+    from sessiontree.retention.prune import delete_rows
     from sessiontree.storage.database_index import DELETIONS_STREAM
 
     kept, gone = write_sample(projected), write_sample(projected)
