@@ -26,10 +26,9 @@ from sessiontree.domain.messages import (
     UserMessage,
 )
 from sessiontree.projections.base import FunctionProjection, Projection
-from sessiontree.projections.compaction import CompactionPlan
+from sessiontree.projections.compaction import CharEstimator, CompactionPlan, ContextTokens, TextCounterEstimator
 from sessiontree.projections.context import ContextMessages, SessionContext, SessionContextBuildOptions, build_session_context
 from sessiontree.projections.stats import SessionStats
-from sessiontree.projections.tokens import CharEstimator, ContextTokens, TextCounterEstimator
 from sessiontree.projections.tool_pairs import ContextProblem, repair_tool_pairs
 from sessiontree.seed import (
     ActiveToolsChangeEntry,

@@ -15,9 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import MessageAppended
-from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionPlan, plan_compaction
+from sessiontree.projections.compaction import (
+    DEFAULT_KEEP_RECENT_TOKENS,
+    DEFAULT_RESERVE_TOKENS,
+    CompactionPlan,
+    ContextTokens,
+    TokenEstimator,
+    context_tokens,
+    plan_compaction,
+    reported_usage,
+)
 from sessiontree.projections.context import CURRENT_LEAF, entry_to_messages, latest_compaction
-from sessiontree.projections.tokens import ContextTokens, TokenEstimator, context_tokens, reported_usage
 from sessiontree.summary import AsyncSummarizer, Summarizer, Summary, as_summary
 
 if TYPE_CHECKING:

@@ -28,7 +28,13 @@ from sessiontree.projections.base import (
     fold,
     subscribed_types,
 )
-from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionPlan
+from sessiontree.projections.compaction import (
+    DEFAULT_KEEP_RECENT_TOKENS,
+    DEFAULT_RESERVE_TOKENS,
+    CompactionPlan,
+    ContextTokens,
+    TokenEstimator,
+)
 from sessiontree.projections.context import (
     CURRENT_LEAF,
     Built,
@@ -39,7 +45,6 @@ from sessiontree.projections.context import (
     path_to_root_or_compaction,
 )
 from sessiontree.projections.stats import SessionStats, StatsProjection, stats_of
-from sessiontree.projections.tokens import ContextTokens, TokenEstimator
 from sessiontree.projections.tool_pairs import ContextProblem
 
 BUILTINS: dict[str, Any] = {

@@ -29,9 +29,8 @@ from sessiontree.domain.events import Entry
 from sessiontree.domain.ids import Clock, IdGenerator, RandomIds, UtcTimestamps, checked_ids, now_iso
 from sessiontree.domain.messages import Usage
 from sessiontree.projections.base import Projection, subscribed_types
-from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS
+from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, TokenEstimator
 from sessiontree.projections.context import Built, ContextProjection, SessionContextBuildOptions
-from sessiontree.projections.tokens import TokenEstimator
 from sessiontree.reader import BUILTINS, SessionReader, check_id
 from sessiontree.retries import fresh_id, repeated
 from sessiontree.storage.pipeline import DEFAULT, Redaction

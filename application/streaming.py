@@ -13,7 +13,7 @@ from typing import Any
 
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry
-from sessiontree.projections.branch_stats import BranchStats, branch_stats
+from sessiontree.projections.stats import BranchStats, branch_stats
 
 
 @contextmanager
