@@ -8,6 +8,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from sessiontree import seed as _seed
+from sessiontree.compaction import Summary, extractive_summary
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.messages import (
     AssistantMessage,
@@ -26,10 +27,9 @@ from sessiontree.domain.messages import (
     UserMessage,
 )
 from sessiontree.projections.base import FunctionProjection, Projection
-from sessiontree.projections.compaction import CompactionPlan
+from sessiontree.projections.compaction import CharEstimator, CompactionPlan, ContextTokens, TextCounterEstimator
 from sessiontree.projections.context import ContextMessages, SessionContext, SessionContextBuildOptions, build_session_context
 from sessiontree.projections.stats import SessionStats
-from sessiontree.projections.tokens import CharEstimator, ContextTokens, TextCounterEstimator
 from sessiontree.projections.tool_pairs import ContextProblem, repair_tool_pairs
 from sessiontree.seed import (
     ActiveToolsChangeEntry,
@@ -47,7 +47,6 @@ from sessiontree.seed import (
     ThinkingLevelChangeEntry,
     open_session,
 )
-from sessiontree.summary import Summary, extractive_summary
 
 # Names that live in (or import) the feature folders are loaded on first use (PEP 562):
 # ``import sessiontree.domain`` imports this package first, and the layer rule says the
@@ -87,6 +86,8 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "streaming":  # the one-pass functions' old module (passing, entries, stats), merged into sessiontree.reader
+        return import_module("sessiontree.reader")
     module = _LAZY.get(name)
     if module is None:
         if name in _seed.__all__:  # the seed's free functions, for ported code (docs/porting.md)

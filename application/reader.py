@@ -1,12 +1,19 @@
 """Reading a session: every query of the SPEC section 7 API (entries, branches, labels, names, the tree, projections,
 the context, stats, time travel) over the first ``limit`` entries of its log. :class:`SessionView` is a read-only reader
 of an earlier version; the live, writable ``Session`` (session.py) is a reader too.
+
+One pass over a large session (an export, a replay, stats): a read keeps every entry it decodes, so later reads are
+free, and a pass over the whole log would then hold the whole session. Inside :func:`passing` the log hands entries
+over instead (``EntryLog.passing``): memory follows what the pass is using, and an entry asked for again is decoded
+again. :func:`entries` and :func:`stats` are such passes. (They were ``sessiontree.streaming``, which still names
+this module.)
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from heapq import merge
 from typing import Any
@@ -28,7 +35,13 @@ from sessiontree.projections.base import (
     fold,
     subscribed_types,
 )
-from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionPlan
+from sessiontree.projections.compaction import (
+    DEFAULT_KEEP_RECENT_TOKENS,
+    DEFAULT_RESERVE_TOKENS,
+    CompactionPlan,
+    ContextTokens,
+    TokenEstimator,
+)
 from sessiontree.projections.context import (
     CURRENT_LEAF,
     Built,
@@ -38,8 +51,7 @@ from sessiontree.projections.context import (
     build_at,
     path_to_root_or_compaction,
 )
-from sessiontree.projections.stats import SessionStats, StatsProjection, stats_of
-from sessiontree.projections.tokens import ContextTokens, TokenEstimator
+from sessiontree.projections.stats import BranchStats, SessionStats, StatsProjection, branch_stats, stats_of
 from sessiontree.projections.tool_pairs import ContextProblem
 
 BUILTINS: dict[str, Any] = {
@@ -314,4 +326,29 @@ class SessionView(SessionReader):
         return f"<SessionView {self.id} at version {self.version}>"
 
 
-__all__ = ["ReplayStep", "SessionReader", "SessionView", "TreeNode"]
+@contextmanager
+def passing(reader: Any) -> Iterator[None]:
+    """While inside, entries decoded for ``reader``'s session (a ``Session`` or any view of it) are not kept."""
+    with reader._agg.log.passing():
+        yield
+
+
+def entries(reader: Any, start: int = 0) -> Iterator[Entry]:
+    """``reader``'s entries from position ``start`` (0: the first after the header), in order, none kept."""
+    return reader._agg.log.stream(start, len(reader))  # type: ignore[no-any-return]
+
+
+def stats(reader: Any) -> BranchStats:
+    """The stats of ``reader``'s whole session, of its current branch and of every branch, in one pass that keeps no
+    entry (what ``get_session_stats`` and ``stats_of(get_branch(tip))`` per tip give)."""
+    log, limit = reader._agg.log, len(reader)
+    try:
+        leaf = reader.leaf_id  # decodes a last ``leaf`` record
+    except SessionError:
+        for _ in log.stream(0, limit):  # a damaged file fails at its first bad line, as a whole read does
+            pass
+        raise
+    return branch_stats(log, leaf, limit, log.stream(0, limit))
+
+
+__all__ = ["ReplayStep", "SessionReader", "SessionView", "TreeNode", "entries", "passing", "stats"]

@@ -20,11 +20,10 @@ from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, SessionStarted
 from sessiontree.domain.ids import Clock, IdGenerator, new_entry_id, new_session_id, now_iso, utc_now
-from sessiontree.forking import fork_entries, fork_leaf
+from sessiontree.forking import copied_lines, fork_entries, fork_leaf, removed, salvaged_copy, verified_source
 from sessiontree.projections.context import SessionContextBuildOptions
 from sessiontree.retention import prune as retention
 from sessiontree.session import Session
-from sessiontree.sources import copied_lines, removed, salvaged_copy, verified_source
 from sessiontree.storage.database import DatabaseStore
 from sessiontree.storage.jsonl_repo import JsonlStore
 from sessiontree.storage.jsonl_salvage import salvage_log

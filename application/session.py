@@ -21,6 +21,7 @@ import attrs
 
 from sessiontree import compaction as _compaction
 from sessiontree import tool_repair as _tool_repair
+from sessiontree.compaction import branch_summary_fields
 from sessiontree.domain import aggregate as commands
 from sessiontree.domain.aggregate import leaf_at
 from sessiontree.domain.erasure import RECORD_TYPE
@@ -29,14 +30,12 @@ from sessiontree.domain.events import Entry
 from sessiontree.domain.ids import Clock, IdGenerator, RandomIds, UtcTimestamps, checked_ids, now_iso
 from sessiontree.domain.messages import Usage
 from sessiontree.projections.base import Projection, subscribed_types
-from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS
+from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, TokenEstimator
 from sessiontree.projections.context import Built, ContextProjection, SessionContextBuildOptions
-from sessiontree.projections.tokens import TokenEstimator
 from sessiontree.reader import BUILTINS, SessionReader, check_id
 from sessiontree.retries import fresh_id, repeated
 from sessiontree.storage.pipeline import DEFAULT, Redaction
 from sessiontree.storage.storage import SessionStorage, moved
-from sessiontree.summary import branch_summary_fields
 
 # An append command bound to its arguments: (aggregate, entry id, timestamp) -> the event.
 Command = Callable[[commands.SessionAggregate, str, str], Entry]

@@ -59,11 +59,11 @@ def check_limits(args: argparse.Namespace) -> None:
 def show_reader(reader: Any, args: argparse.Namespace) -> None:
     """Print (or ``--json``) the tree of a session. A pass: the entries it decodes (the rows, and the messages a
     filter looks at) are not kept, and ``--json`` rows are written as they are made."""
-    from sessiontree import streaming
     from sessiontree.cli import render, treeview
+    from sessiontree.reader import passing
 
     check_limits(args)
-    with streaming.passing(reader):
+    with passing(reader):
         if not args.json:
             stdout().print(tree_renderable(reader, args))
             return
@@ -154,10 +154,10 @@ def _stats_json(stats: Any) -> dict[str, Any]:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from sessiontree import streaming
+    from sessiontree import reader
 
     with session_for(args.repo, args.session, args) as session:
-        folded = streaming.stats(session)  # one pass: no entry kept, each branch summed as the pass goes
+        folded = reader.stats(session)  # one pass: no entry kept, each branch summed as the pass goes
         print_stats(session, folded.whole, folded.branches, as_json=args.json)
     return 0
 

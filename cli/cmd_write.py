@@ -103,7 +103,7 @@ def cmd_move(args: argparse.Namespace) -> int:
         if args.summarize and args.summary is not None:
             raise CliError("give --summary TEXT or --summarize, not both")
         if args.summarize:
-            extractive = feature("sessiontree.summary", "extractive_summary", "the offline summariser")
+            extractive = feature("sessiontree.compaction", "extractive_summary", "the offline summariser")
             summary_id = session.move_to(target, summarize=extractive)
         else:
             summary_id = session.move_to(target, {"summary": args.summary} if args.summary is not None else None)
@@ -191,8 +191,8 @@ def compact_report(
     ``kept_entries``, ``summarized_tokens``, ``kept_tokens``, ``fits``.
     """
     from sessiontree import compaction
+    from sessiontree.compaction import extractive_summary
     from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS
-    from sessiontree.summary import extractive_summary
 
     keep = DEFAULT_KEEP_RECENT_TOKENS if keep_recent_tokens is None else keep_recent_tokens
     planned = compaction.plan(session, keep, retain_tail)

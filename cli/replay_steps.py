@@ -1,6 +1,6 @@
 """``sessiontree replay --step``'s walk: each event with what it did to the leaf and to the context.
 
-One pass over the log with the entries not kept (``sessiontree.streaming``), and the context kept as marks (a role
+One pass over the log with the entries not kept (``sessiontree.reader.passing``), and the context kept as marks (a role
 and a fingerprint per message, :func:`mark_of`) rather than messages, so a replay of any size holds what one step
 uses.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from sessiontree import streaming
+from sessiontree import reader
 from sessiontree.projections.context import entry_to_messages
 
 _REBUILDS = frozenset({"leaf", "compaction"})
@@ -38,17 +38,17 @@ def _events(session: Any, first: int, end: int) -> Iterator[tuple[int, Any, Any]
         for step in islice(session.replay(), 1, end):
             yield step.version, step.event, step.view
         return
-    for version, entry in enumerate(islice(streaming.entries(session, first - 2), end - first + 1), first):
+    for version, entry in enumerate(islice(reader.entries(session, first - 2), end - first + 1), first):
         yield version, entry, session.at(version)
 
 
 def steps(session: Any, start: int = 1, end: int | None = None) -> Iterator[Step]:
     """Yield ``(version, event, leaf before, leaf after, removed, roles added, context size)`` for events
-    ``start..end``. One pass, entries not kept (``streaming.passing``); the context is kept as marks (a role and a
+    ``start..end``. One pass, entries not kept (``reader.passing``); the context is kept as marks (a role and a
     fingerprint per message), never as messages, so memory follows one step's work, not the session."""
     end = session.version if end is None else end
     options = session.options
-    with streaming.passing(session):
+    with reader.passing(session):
         if start <= 1:
             yield 1, session.header, None, None, 0, [], 0
             leaf, marks = None, list[Mark]()

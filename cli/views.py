@@ -21,7 +21,7 @@ from sessiontree.domain.messages import (
     ToolCall,
     UnknownContent,
 )
-from sessiontree.projections.tokens import DEFAULT_ESTIMATOR
+from sessiontree.projections.compaction import DEFAULT_ESTIMATOR
 from sessiontree.wire.jsontext import spaced
 
 MAX_BLOCKS = 40  # content blocks shown per message unless --full

@@ -29,7 +29,7 @@ from sessiontree import (
 )
 from sessiontree.cli.cmd_write import compact_report
 from sessiontree.compaction import left_leaf_id
-from sessiontree.projections.tokens import CharEstimator
+from sessiontree.projections.compaction import CharEstimator
 
 estimate = CharEstimator()
 

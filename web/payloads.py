@@ -19,8 +19,8 @@ from sessiontree.cli.replay_steps import common_prefix
 from sessiontree.compaction import estimate_context_tokens
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.messages import ImageContent, TextContent, ThinkingContent, ToolCall
+from sessiontree.projections.compaction import DEFAULT_ESTIMATOR
 from sessiontree.projections.context import SessionContextBuildOptions
-from sessiontree.projections.tokens import DEFAULT_ESTIMATOR
 from sessiontree.projections.tool_pairs import is_synthetic, repair_tool_pairs
 from sessiontree.wire.jsontext import pretty
 

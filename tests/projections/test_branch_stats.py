@@ -19,7 +19,7 @@ from sessiontree_statskit import ordered, whole_branch_stats
 from sessiontree.domain.aggregate import leaf_at
 from sessiontree.domain.events import LeafMoved
 from sessiontree.domain.log import EntryLog
-from sessiontree.projections.branch_stats import branch_stats, tip_positions
+from sessiontree.projections.stats import branch_stats, tip_positions
 
 
 @st.composite

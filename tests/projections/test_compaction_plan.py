@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 from sessiontree_testkit import assistant, open_session, tool_result, user
 
 from sessiontree.domain.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
-from sessiontree.projections.compaction import plan_compaction
-from sessiontree.projections.tokens import CharEstimator
+from sessiontree.projections.compaction import CharEstimator, plan_compaction
 
 estimate = CharEstimator()
 

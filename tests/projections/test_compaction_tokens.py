@@ -20,7 +20,7 @@ from sessiontree.domain.messages import (
     Usage,
     UserMessage,
 )
-from sessiontree.projections.tokens import (
+from sessiontree.projections.compaction import (
     IMAGE_TOKENS,
     CharEstimator,
     TextCounterEstimator,
