@@ -12,7 +12,7 @@ from sessiontree.audit.verify import verify
 from sessiontree.content.blob_gc import digests_of
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, SessionStarted
-from sessiontree.storage.jsonl_salvage import salvage_log
+from sessiontree.storage.jsonl_scan import salvage_log
 from sessiontree.storage.memory import InMemorySessionStorage
 from sessiontree.storage.storage import SessionStorage
 from sessiontree.storage.store import SessionStore

@@ -1,7 +1,7 @@
 """Verify a session log: every line's structure and, when the log is chained, its hash chain.
 
 ``verify(target)`` reads the log once, in order (O(size)), from the disk (never a copy in memory), and never
-writes. Lines are checked as salvage mode reads them (``jsonl_salvage.py``), the chain as ``chain.py`` walks it,
+writes. Lines are checked as salvage mode reads them (``jsonl_scan.py``), the chain as ``chain.py`` walks it,
 and, with a key, each signed checkpoint (``checkpoints.py``): its signature, and that the log still has the signed
 digest at that line, which also catches lines removed from the end (a plain chain cannot). Files without a chain
 (written before chaining, by other producers, or in pi's dialect) get ``chained=False`` and a warning (docs/audit.md).
@@ -28,8 +28,7 @@ from sessiontree.retention.archive import GZIP_MAGIC, expand_lines
 from sessiontree.storage import leftovers
 from sessiontree.storage.files import is_whole_line, open_regular
 from sessiontree.storage.jsonl_index import offsets_from_lengths
-from sessiontree.storage.jsonl_salvage import read_entry
-from sessiontree.storage.jsonl_scan import read_header
+from sessiontree.storage.jsonl_scan import read_entry, read_header
 from sessiontree.storage.mapped import MappedLines, line_lengths, map_file, whole_lines_end
 from sessiontree.storage.storage import SessionStorage
 from sessiontree.wire.codec import Codec, native_codec

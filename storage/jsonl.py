@@ -33,9 +33,7 @@ from sessiontree.storage.jsonl_file import (
     check_durability,
     check_wait,
 )
-from sessiontree.storage.jsonl_loader import LineLoader
-from sessiontree.storage.jsonl_salvage import salvage_log
-from sessiontree.storage.jsonl_scan import corrupt, read_header, scan
+from sessiontree.storage.jsonl_scan import LineLoader, corrupt, read_header, salvage_log, scan
 from sessiontree.storage.mapped import RereadingLoader
 from sessiontree.storage.pipeline import AS_GIVEN, Redaction
 from sessiontree.storage.storage import Rebase, SessionStorage, moved

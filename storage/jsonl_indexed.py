@@ -23,8 +23,7 @@ from sessiontree.storage import jsonl_index
 from sessiontree.storage.files import is_whole_line
 from sessiontree.storage.jsonl_file import names
 from sessiontree.storage.jsonl_index import SidecarIndex, line_digest, offsets_from_lengths, offsets_of
-from sessiontree.storage.jsonl_loader import LineLoader
-from sessiontree.storage.jsonl_scan import Envelopes, envelopes_of, utf8
+from sessiontree.storage.jsonl_scan import Envelopes, LineLoader, envelopes_of, utf8
 from sessiontree.storage.mapped import FileView, MappedLines, map_file, whole_lines_end, windows
 from sessiontree.wire import jsontext
 from sessiontree.wire.schema import LEAF_TARGET, envelope_decoder
