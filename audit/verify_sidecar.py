@@ -35,7 +35,7 @@ def check_sidecar(path: Any, lines: Sequence[bytes], report: VerifyReport) -> No
 
 
 def _in_use(path: Any, index: jsonl_index.SidecarIndex, lines: Sequence[bytes]) -> bool:
-    """Would an open use this index for the file (as ``jsonl_indexed._from_index`` decides: its identity, its size
+    """Would an open use this index for the file (as ``jsonl_index._from_index`` decides: its identity, its size
     and time, the digests of its header and last covered line)?"""
     try:
         st = os.stat(path, follow_symlinks=False)
