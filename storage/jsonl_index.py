@@ -37,7 +37,6 @@ import msgspec
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.log import EntryLog
 from sessiontree.storage import folders
-from sessiontree.storage.cache_files import cache_file, write_private
 from sessiontree.storage.files import is_whole_line, open_regular
 from sessiontree.storage.jsonl_file import names
 from sessiontree.storage.jsonl_scan import Envelopes, LineLoader, envelopes_of, utf8
@@ -107,7 +106,7 @@ def sidecar_path(session_path: str | os.PathLike[str]) -> str | None:
     folder, name = os.path.split(os.path.abspath(session_path))
     if folders.is_ours(folder):
         return os.path.join(folder, f".{name}.idx")
-    return cache_file("sidecars", session_path, ".idx", 40)
+    return folders.cache_file("sidecars", session_path, ".idx", 40)
 
 
 def encode(index: SidecarIndex) -> bytes:
@@ -215,7 +214,7 @@ def read(path: str) -> SidecarIndex | None:
 
 def write(path: str, index: SidecarIndex) -> bool:
     """Write ``index`` to ``path`` atomically and private; False (and nothing left behind) if it cannot be written."""
-    return write_private(path, encode(index))
+    return folders.write_private(path, encode(index))
 
 
 def remove(session_path: str | os.PathLike[str]) -> None:

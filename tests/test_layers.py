@@ -80,7 +80,6 @@ ALLOWED = {
     ("retention/stores.py", "sessiontree.storage.jsonl_repo"): "pruning deletes whole sessions from each kind of store",
     ("search/search.py", "sessiontree.repository"): "the search service opens a repository (search_tool)",
     ("search/search_jsonl.py", "sessiontree.content.blob_stores"): "the index reads content kept out of line",
-    ("search/search_jsonl.py", "sessiontree.storage.cache_files"): "the index of a JSONL folder is a cache file beside the user's others",
     ("search/search_jsonl.py", "sessiontree.storage.folders"): "the index of a JSONL folder is a cache file beside the user's others",
     ("search/search_open.py", "sessiontree.storage.database"): "a store's search is chosen by the kind of store",
     ("search/search_open.py", "sessiontree.storage.jsonl_repo"): "a store's search is chosen by the kind of store",
