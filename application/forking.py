@@ -15,7 +15,7 @@ from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, LabelChanged, SessionRenamed, SessionStarted
 from sessiontree.domain.ids import IdGenerator
 from sessiontree.projections.base import LabelsProjection, SessionNameProjection, fold
-from sessiontree.storage.jsonl_salvage import salvage_log
+from sessiontree.storage.jsonl_scan import salvage_log
 from sessiontree.storage.recorder import InMemorySessionStorage
 from sessiontree.storage.storage import SessionStorage
 from sessiontree.storage.store import SessionStore

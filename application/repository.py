@@ -26,7 +26,7 @@ from sessiontree.retention import prune as retention
 from sessiontree.session import Session
 from sessiontree.storage.database import DatabaseStore
 from sessiontree.storage.jsonl_repo import JsonlStore
-from sessiontree.storage.jsonl_salvage import salvage_log
+from sessiontree.storage.jsonl_scan import salvage_log
 from sessiontree.storage.listing import ListQuery, SessionList
 from sessiontree.storage.pipeline import Redaction
 from sessiontree.storage.storage import SessionStorage

@@ -1,7 +1,7 @@
 """Verify a session log: every line's structure and, when the log is chained, its hash chain.
 
 ``verify(target)`` reads the log once, in order (O(size)), from the disk (never a copy in memory), and never
-writes. Lines are checked as salvage mode reads them (``jsonl_salvage.py``), the chain as ``chain.py`` walks it,
+writes. Lines are checked as salvage mode reads them (``jsonl_scan.py``), the chain as ``chain.py`` walks it,
 and, with a key, each signed checkpoint (``checkpoints.py``): its signature, and that the log still has the signed
 digest at that line, which also catches lines removed from the end (a plain chain cannot). Files without a chain
 (written before chaining, by other producers, or in pi's dialect) get ``chained=False`` and a warning (docs/audit.md).
@@ -28,8 +28,7 @@ from sessiontree.pi.pi import CURRENT as PI_CURRENT
 from sessiontree.retention.archive import GZIP_MAGIC, expand_lines
 from sessiontree.storage import jsonl_index, leftovers
 from sessiontree.storage.files import is_whole_line, open_regular
-from sessiontree.storage.jsonl_salvage import read_entry
-from sessiontree.storage.jsonl_scan import read_header
+from sessiontree.storage.jsonl_scan import read_entry, read_header
 from sessiontree.storage.mapped import MappedLines, line_lengths, map_file, whole_lines_end
 from sessiontree.storage.storage import SessionStorage
 from sessiontree.wire.codec import Codec, native_codec
@@ -420,7 +419,7 @@ def check_sidecar(path: Any, lines: Sequence[bytes], report: VerifyReport) -> No
 
 
 def _in_use(path: Any, index: jsonl_index.SidecarIndex, lines: Sequence[bytes]) -> bool:
-    """Would an open use this index for the file (as ``jsonl_indexed._from_index`` decides: its identity, its size
+    """Would an open use this index for the file (as ``jsonl_index._from_index`` decides: its identity, its size
     and time, the digests of its header and last covered line)?"""
     try:
         st = os.stat(path, follow_symlinks=False)

@@ -19,8 +19,15 @@ from sessiontree.pi.pi import CURRENT, PiCodec, migrate, pi_codec
 from sessiontree.projections.context import SessionContextBuildOptions
 from sessiontree.projections.pi_context import pi_entry_transform
 from sessiontree.storage.jsonl import JsonlSessionStorage
-from sessiontree.storage.jsonl_loader import LineLoader
-from sessiontree.storage.jsonl_scan import Envelopes, bulk_envelopes, corrupt, envelope_problem, line_by_line, tree_problem
+from sessiontree.storage.jsonl_scan import (
+    Envelopes,
+    LineLoader,
+    bulk_envelopes,
+    corrupt,
+    envelope_problem,
+    line_by_line,
+    tree_problem,
+)
 from sessiontree.wire.jsontext import parse
 from sessiontree.wire.pi_names import PARENT_KEY
 

@@ -46,7 +46,6 @@ from sessiontree.search.search_index import (
 )
 from sessiontree.search.search_text import Row, backs, entry_row, erased_id, same_place, with_text, without_erased
 from sessiontree.storage import folders
-from sessiontree.storage.cache_files import cache_file
 from sessiontree.storage.files import open_regular, read_lines
 from sessiontree.storage.memory_recorder import MemoryRecorder
 from sessiontree.wire import jsontext
@@ -63,7 +62,7 @@ def index_path(root: str) -> tuple[str | None, str | None]:
     """Where the search index of ``root`` is kept, and the folder it must name (None: it is in the folder itself)."""
     if folders.is_ours(root):
         return os.path.join(root, INDEX_FILE), None
-    path = cache_file("search", root, ".sqlite", 32)
+    path = folders.cache_file("search", root, ".sqlite", 32)
     return (path, os.path.realpath(root)) if path is not None else (None, None)
 
 

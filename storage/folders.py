@@ -1,4 +1,4 @@
-"""Whose folder is it: sessiontree's own repositories versus folders of others (pi's).
+"""Whose folder is it (sessiontree's own repositories versus folders of others, pi's), and where caches live.
 
 sessiontree writes into a folder only if it is its own. A folder is **ours** when it holds
 the marker file :data:`MARKER`, which the JSONL store writes when it creates the folder, or
@@ -6,23 +6,32 @@ when it stores a session into an existing folder that holds nothing of anyone el
 session file, no sessions in sub-folders: a repository made before markers existed is
 adopted that way). Every other folder is **foreign**: listing it keeps its index in the
 user's cache directory, and the command line puts new sessions elsewhere.
+
+A cache is never a source: what it holds is checked against the log it stands for, and a missing, damaged or
+unwritable one only costs time. Its folder is the user's cache folder as ``platformdirs`` finds it
+(``$XDG_CACHE_HOME/sessiontree`` or ``~/.cache/sessiontree`` on Linux); a cache of a file or folder that is not ours
+is named by a SHA-256 of that path's real path (:func:`cache_file`), and every cache is written by :func:`write_private`:
+private, atomic, and nothing left behind when it fails.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import stat
+from pathlib import Path
 
-from sessiontree.storage.cache_files import cache_file
-from sessiontree.storage.cache_files import private_parent as private_parent  # its callers' name here too
-from sessiontree.storage.files import open_regular
+import platformdirs
+
+from sessiontree.storage.files import make_private_dirs, open_regular, write_atomic
 from sessiontree.wire.jsontext import DECODE_ERRORS, loads
 from sessiontree.wire.schema import is_pi_header
 
 MARKER = ".sessiontree-repository"
 MARKER_TEXT = b"This folder is a sessiontree repository: sessiontree created it, or adopted it holding only its own sessions.\n"
 HEADER_LIMIT = 1 << 20  # a header line longer than this is not read to tell the dialect
+APP = "sessiontree"
 _SESSION_HEADER = re.compile(rb'\s*\{\s*"type"\s*:\s*"session"')
 
 
@@ -98,3 +107,45 @@ def cached_index_path(root: str | os.PathLike[str]) -> str | None:
     """Where the listing index of the foreign folder ``root`` is kept: one file per folder, named by a
     hash of its real path, in ``<cache>/sessiontree/indexes/``; None when there is no cache directory."""
     return cache_file("indexes", root, ".json", 32)
+
+
+def cache_folder() -> str | None:
+    """The user's cache folder for sessiontree; None when there is no usable one (a relative ``$XDG_CACHE_HOME``, no
+    home): callers then keep nothing."""
+    folder = platformdirs.user_cache_dir(APP, appauthor=False)
+    if not os.path.isabs(folder):
+        return None
+    if not os.path.isabs(os.environ.get("XDG_CACHE_HOME", "")) and not os.path.isdir(os.path.expanduser("~")):
+        return None  # never make a home that is not there
+    return folder
+
+
+def cache_file(kind: str, path: str | os.PathLike[str], suffix: str, digits: int = 40) -> str | None:
+    """Where the cache ``kind`` of ``path`` is kept: ``<cache folder>/<kind>/<SHA-256 of its real path><suffix>`` (the
+    first ``digits`` hex digits); None without a cache folder."""
+    folder = cache_folder()
+    if folder is None:
+        return None
+    key = hashlib.sha256(os.fsencode(os.path.realpath(path))).hexdigest()[:digits]
+    return os.path.join(folder, kind, f"{key}{suffix}")
+
+
+def private_parent(path: str) -> bool:
+    """Create the folders above ``path`` (0700); False if that is not possible."""
+    try:
+        make_private_dirs(Path(path).parent)
+    except OSError:
+        return False
+    return True
+
+
+def write_private(path: str, data: bytes) -> bool:
+    """Write ``data`` to ``path`` atomically (a new private file renamed over it; a link or file planted at the temporary
+    name is refused), making its folders private; False, and nothing left behind, if it cannot be written."""
+    if not private_parent(path):
+        return False
+    try:
+        write_atomic(path, data)  # a cache: not synced (a crash loses it, and it is rebuilt)
+    except OSError:
+        return False
+    return True

@@ -18,7 +18,6 @@ import msgspec
 
 from sessiontree.domain.events import format_timestamp, parse_timestamp
 from sessiontree.storage import folders
-from sessiontree.storage.cache_files import write_private
 from sessiontree.storage.files import open_regular, read_lines
 from sessiontree.wire import jsontext
 from sessiontree.wire.jsontext import DECODE_ERRORS, decode, dumps, line_problem
@@ -301,7 +300,7 @@ class DirectoryIndex:
         data: dict[str, Any] = {"format": INDEX_FORMAT, "files": files}
         if real_root is not None:
             data["root"] = real_root
-        write_private(path, dumps(data))  # private: it quotes first messages; a read-only folder keeps nothing
+        folders.write_private(path, dumps(data))  # private: it quotes first messages; a read-only folder keeps nothing
 
     def refresh(self) -> dict[str, Summary]:
         """Bring the index up to date with the directory; ``{file name: summary}`` (names relative to ``root``), shared

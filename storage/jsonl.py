@@ -1,7 +1,7 @@
 """The JSONL session storage: one session per file, header first (SPEC section 4).
 
 Opening reads the header only; ``load`` maps the file and checks every line, or trusts a valid sidecar index
-(``jsonl_indexed.py``), holding the entries lazily; ``load_prefix`` reads only what a time-travel view needs. ``save``
+(``jsonl_index.py``), holding the entries lazily; ``load_prefix`` reads only what a time-travel view needs. ``save``
 seals the lines into the hash chain and appends them with one write, under the file's lock for that append
 (``jsonl_file.py``), after taking in the lines other writers appended since.
 """
@@ -33,9 +33,7 @@ from sessiontree.storage.jsonl_file import (
     check_durability,
     check_wait,
 )
-from sessiontree.storage.jsonl_loader import LineLoader
-from sessiontree.storage.jsonl_salvage import salvage_log
-from sessiontree.storage.jsonl_scan import corrupt, read_header, scan
+from sessiontree.storage.jsonl_scan import LineLoader, corrupt, read_header, salvage_log, scan
 from sessiontree.storage.mapped import RereadingLoader
 from sessiontree.storage.pipeline import AS_GIVEN, Redaction
 from sessiontree.storage.storage import Rebase, SessionStorage, moved
@@ -206,10 +204,10 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         """The header and every entry (held lazily), after checking every line of the file."""
         if self._salvaged is not None:
             return self.header, EntryLog.of(self._salvaged)
-        from sessiontree.storage import jsonl_indexed
+        from sessiontree.storage import jsonl_index
 
         self.pipeline.read_afresh()
-        lines, self._live, log = jsonl_indexed.load(self)
+        lines, self._live, log = jsonl_index.load(self)
         self.pipeline.head.observe(len(lines), lines[-1], header=lines[0])
         return self.header, log
 
@@ -230,7 +228,7 @@ class JsonlSessionStorage(FileLines, SessionStorage):
         lines = self.read_lines(max(1, version), strict=True)[: max(1, version)]
         return self.header, self._scan(lines, self._loader(lines))
 
-    def _loader(self, lines: Any) -> LineLoader:  # a list of lines, or the mapped ones (jsonl_indexed.py)
+    def _loader(self, lines: Any) -> LineLoader:  # a list of lines, or the mapped ones (jsonl_index.py)
         return RereadingLoader(lines, self.path, self.session_id, self.pipeline, self._file.warnings)
 
     def _scan(self, lines: Any, loader: LineLoader, found: Any = None) -> EntryLog:

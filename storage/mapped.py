@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sessiontree.domain.errors import SessionError
-from sessiontree.storage.jsonl_loader import LineLoader
+from sessiontree.storage.jsonl_scan import LineLoader
 
 WINDOW = 1 << 20  # bytes of lines split at once
 

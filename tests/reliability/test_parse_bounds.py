@@ -14,7 +14,7 @@ import sessiontree_testkit as kit
 
 from sessiontree import JsonlSessionStorage, Session, SessionError, verify
 from sessiontree.pi.pi_convert import export_pi
-from sessiontree.storage.jsonl_loader import DuplicateKeyWarning
+from sessiontree.storage.jsonl_scan import DuplicateKeyWarning
 from sessiontree.wire import jsontext as codec_module
 
 

@@ -19,7 +19,7 @@ import os, sys
 from pathlib import Path
 import sessiontree_testkit as kit
 from sessiontree import JsonlSessionStorage, Session, verify
-from sessiontree.storage import jsonl_indexed, jsonl_index
+from sessiontree.storage import jsonl_index
 from sessiontree.audit import verify as verify_module
 
 path = Path(sys.argv[1])
@@ -55,7 +55,7 @@ elif sys.argv[2] == "verify":
     print("ok" if report.ok else report.problems)
 else:
     jsonl_index.remove(path)  # no sidecar index: the open scans the mapped file
-    jsonl_indexed._scan_windows = cut(jsonl_indexed._scan_windows)
+    jsonl_index._scan_windows = cut(jsonl_index._scan_windows)
     opened = Session(JsonlSessionStorage.open(path))
     print("ok" if len(opened.get_entries()) == 50 else "wrong")
 """

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from sessiontree import JsonlSessionStorage, Session, SessionError
 from sessiontree.pi.pi import pi_codec
-from sessiontree.storage import jsonl_index, jsonl_indexed
+from sessiontree.storage import jsonl_index
 from sessiontree.storage.folders import MARKER, claim
 
 STATES = ("valid", "stale", "index_truncated", "index_corrupted", "missing", "file_truncated", "file_corrupted")
@@ -111,7 +111,7 @@ def test_every_state_of_the_index_gives_what_a_full_scan_gives(
     with_index = _outcome(path)
     jsonl_index.remove(path)
     with pytest.MonkeyPatch.context() as patch:  # the reference: the whole file read, then checked, no index
-        patch.setattr(jsonl_indexed, "scan_mapped", lambda storage: None)
+        patch.setattr(jsonl_index, "scan_mapped", lambda storage: None)
         patch.setattr(jsonl_index, "sidecar_path", lambda path: None)
         assert _outcome(path) == with_index
 

@@ -30,7 +30,7 @@ from sessiontree.wire.codec import native_codec
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                           HealthCheck.function_scoped_fixture])
 pytestmark = pytest.mark.filterwarnings("ignore::sessiontree.storage.jsonl_file.TornLineWarning",
-                                        "ignore::sessiontree.storage.jsonl_loader.DuplicateKeyWarning")
+                                        "ignore::sessiontree.storage.jsonl_scan.DuplicateKeyWarning")
 
 
 @SETTINGS
