@@ -98,7 +98,6 @@ ALLOWED = {
     ("storage/jsonl_scan.py", "sessiontree.pi.pi"): "the scan reads pi's header and lines",
     ("storage/pg_sessions.py", "sessiontree.audit.row_replace"): "erasure rewrites a row with the PostgreSQL listing",
     ("storage/pipeline.py", "sessiontree.audit.chain"): "the pipeline's seal step: each line chained to the one before",
-    ("storage/pipeline.py", "sessiontree.content.blob_share"): "the pipeline's inline step: each blob read once",
     ("storage/pipeline.py", "sessiontree.content.blobs"): "the pipeline's outline and inline steps",
     ("storage/pipeline.py", "sessiontree.content.redaction"): "the pipeline's redact step (imported when first used)",
     ("storage/recorder.py", "sessiontree.audit.line_replace"): "erasure rewrites a row (the port's replace_line)",
