@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 
 from sessiontree.audit.verify import verify
-from sessiontree.content.blob_gc import digests_of
+from sessiontree.content.blob_stores import digests_of
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, SessionStarted
 from sessiontree.storage.jsonl_salvage import salvage_log

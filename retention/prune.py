@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from sessiontree.audit.checkpoints import SIDECAR_SUFFIX
-from sessiontree.content.blob_gc import collect, digests_of, scope_of
+from sessiontree.content.blob_stores import collect, digests_of, scope_of
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import format_timestamp, parse_timestamp
 from sessiontree.retention import stores as store_retention
