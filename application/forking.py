@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from sessiontree.audit.verify import verify
-from sessiontree.content.blob_gc import digests_of
+from sessiontree.content.blob_stores import digests_of
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, LabelChanged, SessionRenamed, SessionStarted
 from sessiontree.domain.ids import IdGenerator
@@ -166,7 +166,7 @@ def salvaged_copy(storage: SessionStorage, header: SessionStarted, entries: list
 def copied_lines(store: Any, storage: SessionStorage, session_id: str) -> SessionStorage:
     """The native log of ``storage`` stored in ``store`` byte for byte, with the content it keeps out of line (in a
     database, in the transaction of the lines; elsewhere put before the lines, and again after them: a collection
-    meanwhile cannot take what the copy names; blob_gc.py). A blob missing or altered in the source is not copied."""
+    meanwhile cannot take what the copy names; blob_stores.py). A blob missing or altered in the source is not copied."""
     lines = storage.read_lines()
     wanted, target = digests_of(lines), store.blobs
     if not wanted or target is None:

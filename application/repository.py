@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
-from sessiontree.content.blob_gc import collect, scope_of
 from sessiontree.content.blob_stores import DEFAULT as BLOBS_DEFAULT
+from sessiontree.content.blob_stores import collect, scope_of
 from sessiontree.content.redaction import DEFAULT, check_redactors
 from sessiontree.domain import aggregate
 from sessiontree.domain.errors import SessionError

@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sessiontree.audit import row_replace
-from sessiontree.content.blob_gc import collect, digests_of
-from sessiontree.content.blob_stores import folder_for
+from sessiontree.content.blob_stores import collect, digests_of, folder_for
 from sessiontree.content.blobs import is_digest
 from sessiontree.domain import aggregate as commands
 from sessiontree.domain.erasure import PLACEHOLDER, RECORD_TYPE, STUB_KEY, erased, is_stub

@@ -230,8 +230,7 @@ def _claude_code_lines(session: Any) -> bytes:
 
 def _unpacked(name: str, tmp: str) -> str:
     """The file to import: ``name``, or for a pruned session's archive its log written out in ``tmp`` (a restore)."""
-    from sessiontree.content.blob_gc import digests_of
-    from sessiontree.content.blob_stores import folder_for
+    from sessiontree.content.blob_stores import digests_of, folder_for
     from sessiontree.retention.archive import is_archive, read_archive
 
     if not is_archive(name):

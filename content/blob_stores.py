@@ -3,6 +3,14 @@ memory. Every store keeps a blob under its SHA-256 digest, once, and never chang
 writes nothing.
 
 ``threshold`` (bytes, default 64 KiB) is the longest text kept inline; None keeps everything inline (images too).
+
+``collect`` deletes content no line refers to any more (after an erasure, and after pruning the sessions that held it).
+Whether a blob is still referred to is asked of every log that shares its store: the native session files of the
+folder, or every stored event of the database. The digest is looked for in the stored bytes as a reference lays it out
+(``"sha256":"<hex>"``); text cannot fake it (its quotes are escaped), and another producer's field of that name keeps
+the blob, which errs on the side of keeping content. A folder's blobs are deleted while its lock is held for
+collecting, so no writer can put one to use meanwhile; in a database a writer stores its blobs in the transaction of
+its line, and in memory puts them again once its line is stored; there the check and the deletion are one step.
 """
 
 from __future__ import annotations
@@ -13,20 +21,18 @@ import os
 import stat
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sessiontree.content.blobs import DEFAULT_THRESHOLD
+from sessiontree.content.blobs import DEFAULT_THRESHOLD, check_ref, refs
 from sessiontree.domain.errors import SessionError
 from sessiontree.storage import leftovers
-from sessiontree.storage.files import make_private_dirs, write_atomic
+from sessiontree.storage.files import make_private_dirs, open_regular, write_atomic
 
 STALE_AFTER = 60.0  # seconds a dead writer's temporary file is left before a blob write removes it (leftovers.py)
 FOLDER = ".blobs"  # in a JSONL repository's folder (a dot: listings and pi's layout checks skip it)
-
-
 ENV_THRESHOLD = "SESSIONTREE_BLOB_THRESHOLD"  # the default's default: bytes, or "none" (everything inline)
 
 
@@ -98,11 +104,16 @@ class BlobStore(ABC):
         to use) is false; the ones deleted."""
         gone = []
         with self.collecting():
+            self._sweep()
             for digest in dict.fromkeys(digests):
                 if not referenced(digest):
                     self.delete(digest)
                     gone.append(digest)
         return gone
+
+    def _sweep(self) -> list[Path]:
+        """Remove what dead writers left (a folder's temporary files); held while collecting."""
+        return []
 
     def copy_to(self, other: BlobStore, digests: Any) -> None:
         """Put the blobs named by ``digests`` into ``other`` (a copied session carries its content); one that is
@@ -250,16 +261,6 @@ class FolderBlobs(BlobStore):
 
     def _sweep(self) -> list[Path]:
         return leftovers.remove(leftovers.dead(leftovers.blob_temps(self.folder)))
-
-    def collect(self, digests: Any, referenced: Any) -> list[str]:
-        gone = []
-        with self.collecting():
-            self._sweep()
-            for digest in dict.fromkeys(digests):
-                if not referenced(digest):
-                    self.delete(digest)
-                    gone.append(digest)
-        return gone
 
     def _put(self, digest: str, data: bytes) -> None:
         name = digest[2:]
@@ -420,3 +421,78 @@ class MemoryBlobs(BlobStore):
 
     def collecting(self) -> Any:
         return self._lock
+
+
+CHUNK = 4 << 20
+
+
+def digests_of(lines: Iterable[bytes]) -> list[str]:
+    """The digests of the blobs these stored lines refer to."""
+    return list(dict.fromkeys(ref["sha256"] for line in lines for ref in refs(line) if check_ref(ref) is None))
+
+
+def needle(digest: str) -> bytes:
+    """What a line that refers to the blob holds, as our writer lays it out (a digest merely quoted, as a redaction
+    record lists the blobs it deletes, is not a reference)."""
+    return b'"sha256":"' + digest.encode("ascii") + b'"'
+
+
+def scope_of(store: Any) -> Any:
+    """What shares a repository's blob store: its folder (JSONL), or its recorder."""
+    root = getattr(store, "root", None)
+    return root if root is not None else getattr(store, "recorder", None)
+
+
+def collect(blobs: Any, scope: Any, digests: Iterable[str]) -> list[str]:
+    """Delete the blobs among ``digests`` that no log in ``scope`` (a folder of session files, or a recorder) refers
+    to; the ones deleted."""
+    wanted = list(digests)
+    if blobs is None or scope is None or not wanted:
+        return []
+    if isinstance(scope, (str, os.PathLike)):
+        return list(blobs.collect(wanted, lambda digest: _in_folder(Path(scope), needle(digest))))
+    return list(blobs.collect(wanted, lambda digest: _in_recorder(scope, digest)))
+
+
+def _in_folder(folder: Path, needle: bytes) -> bool:
+    try:
+        names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False))
+    except OSError:
+        return True  # the folder cannot be read: nothing is deleted
+    for name in names:
+        try:
+            fd = open_regular(folder / name, follow=False)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return True
+        try:
+            size = os.fstat(fd).st_size
+            if size and _holds(fd, size, needle):
+                return True
+        finally:
+            os.close(fd)
+    return False
+
+
+def _holds(fd: int, size: int, needle: bytes) -> bool:
+    """Does the file hold ``needle``? Read in chunks that overlap by the needle's length (not mapped: a file cut short
+    by its writer meanwhile must not kill this process)."""
+    offset, tail = 0, b""
+    while offset < size:
+        chunk = os.pread(fd, CHUNK, offset)
+        if not chunk:
+            return False
+        if needle in tail + chunk:
+            return True
+        tail, offset = chunk[-len(needle):], offset + len(chunk)
+    return False
+
+
+def _in_recorder(recorder: Any, digest: str) -> bool:
+    from sessiontree.storage.memory_recorder import MemoryRecorder  # here: it loads eventsourcing, which a reader never needs
+
+    found = needle(digest)
+    if isinstance(recorder, MemoryRecorder):  # memory, popo: the events its sessions read (a deleted one's not)
+        return any(found in state for state in recorder.stored_states())
+    return True  # a database's own store asks it (``blob_tables.TableBlobs.collect``); anything else keeps its blobs

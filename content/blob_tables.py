@@ -17,8 +17,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import AggregateRecorder, ApplicationRecorder, StoredEvent
 
-from sessiontree.content.blob_gc import needle
-from sessiontree.content.blob_stores import DEFAULT, BlobStore, MemoryBlobs
+from sessiontree.content.blob_stores import DEFAULT, BlobStore, MemoryBlobs, needle
 from sessiontree.domain.errors import SessionError
 
 

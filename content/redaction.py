@@ -389,8 +389,15 @@ class _Walk:
                 new = one(item) if one is not None else self.text(item)
             elif name == "data" and type(value) in _TAGGED:  # an unknown role or block: its tag stays as it is
                 tag = _TAGGED[type(value)]
-                new = self.mapping({k: v for k, v in item.items() if k != tag})
-                new = item if all(new[k] is item[k] for k in new) else {**item, **new}
+                rest = {k: v for k, v in item.items() if k != tag}
+                walked = self.mapping(rest)
+                if walked is rest:
+                    new = item
+                else:  # rebuilt, keys too (a redacted key replaces the old one), with the tag back where it was
+                    pairs = list(walked.items())
+                    if tag in item:
+                        pairs.insert(list(item).index(tag), (tag, item[tag]))
+                    new = dict(pairs)
             elif kind is Usage:
                 if not item.extra and not item.cost.extra:  # numbers only
                     continue

@@ -33,7 +33,7 @@ import attrs
 from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent
 
 from sessiontree.audit.checkpoints import SIDECAR_SUFFIX, sidecar
-from sessiontree.content.blob_gc import collect, digests_of, scope_of
+from sessiontree.content.blob_stores import collect, digests_of, scope_of
 from sessiontree.content.blob_tables import insert_events
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import format_timestamp, parse_timestamp

@@ -190,7 +190,7 @@ class LinePipeline:
             return self.codec.decode_line(line, session_id, version, warn)
         shared = self._shared
         if shared is None:
-            from sessiontree.content.blob_share import SharedContent
+            from sessiontree.content.blobs import SharedContent
 
             shared = self._shared = SharedContent(store)
         line = blob_lines.inline(line, store, read=shared.reader(lambda: ""))  # the caller names the session and line

@@ -19,7 +19,7 @@ import pytest
 import sessiontree_pg as pg
 
 from sessiontree import ImageContent, UserMessage, open_repo, verify
-from sessiontree.content.blob_gc import digests_of
+from sessiontree.content.blob_stores import digests_of
 
 # The writer, in its own process: an image another session also holds is appended (or a session naming it copied in);
 # between encoding the line and storing it, that other session erases its entry (collecting the image, which no

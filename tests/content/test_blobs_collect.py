@@ -99,7 +99,7 @@ def test_a_blob_collected_while_its_line_is_written_is_stored_with_it(url: str, 
 def test_a_collector_waits_for_the_line_that_refers_to_a_blob_just_put(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Right after a writer puts a blob, another thread collects it: it waits until the writer's line is written,
     then sees the line and keeps the blob (without the folder's lock it would delete a blob about to be named)."""
-    from sessiontree.content.blob_gc import collect
+    from sessiontree.content.blob_stores import collect
 
     repo = JsonlSessionRepo(tmp_path)
     session = repo.create()

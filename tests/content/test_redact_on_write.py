@@ -165,6 +165,20 @@ def test_the_quick_path_for_messages_agrees_with_the_walk(data: st.DataObject) -
         assert (quick is entry) == (full is entry)
 
 
+def test_a_redacted_key_of_an_unknown_block_or_role_replaces_the_old_one() -> None:
+    from sessiontree.domain.events import MessageAppended
+    from sessiontree.domain.messages import UnknownContent, UnknownMessage
+
+    for tag, make in (("type", lambda data: UserMessage([UnknownContent(type="weird", data=data)])),
+                      ("role", lambda data: UnknownMessage(role="weird", data=data))):
+        data = {"a": 1, tag: "weird", f"k{AWS_KEY}": "v", "z": 2}
+        event = MessageAppended(originator_id="s", originator_version=2, timestamp="t", id="e", parent_id=None,
+                                message=make(data))
+        out = redact_entry(event, (SecretRedactor(),)).message
+        got = out.content[0].data if tag == "type" else out.data
+        # the key redacted in its place, the old one gone, the tag kept where it was
+        assert list(got.items()) == [("a", 1), (tag, "weird"), ("k[REDACTED:aws-access-key-id]", "v"), ("z", 2)]
+
 def test_keys_str_subclasses_and_images() -> None:
     import enum
 
