@@ -127,7 +127,7 @@ def _folder(session_file: Path) -> None:
     if search is not None and os.path.exists(search):
         folder = JsonlSearch(root)
         try:
-            folder.refresh()  # the erased entry's rows and terms are deleted (search_sqlite.py: secure delete)
+            folder.refresh()  # the erased entry's rows and terms are deleted (search_index.py: secure delete)
         finally:
             folder.close()
 

@@ -4,7 +4,7 @@ A writer stores its blobs in the transaction that stores the lines naming them (
 checks the events and deletes in one step (``collect``), so a collector sees a line with its blobs or neither: no crash
 or interleaving leaves a stored line naming a collected blob. eventsourcing's public ``insert_events`` opens a
 transaction of its own, so the events of that transaction are inserted by SQL we own (:func:`insert_events`, also
-used for the deletion and erasure markers of ``retention_db.py`` and ``row_replace.py``; docs/architecture.md, "SQL
+used for the deletion and erasure markers of ``retention/prune.py`` and ``row_replace.py``; docs/architecture.md, "SQL
 we own"); our own PostgreSQL recorder takes a ``before`` step instead.
 """
 

@@ -184,7 +184,7 @@ class LinePipeline:
 
     # -- the way out: inline → decode -----------------------------------------------------------------------------
     def decode(self, line: bytes, session_id: str, version: int, warn: Any = None) -> Any:
-        """The event of a stored line, its content kept out of line read back (each blob once: ``blob_share.py``)."""
+        """The event of a stored line, its content kept out of line read back (each blob once: ``blobs.py``)."""
         store = self._blobs
         if store is None or blob_lines.MARKER not in line:
             return self.codec.decode_line(line, session_id, version, warn)

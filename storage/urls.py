@@ -33,7 +33,7 @@ def open_store(url: str | os.PathLike[str], *, durability: str = "flush") -> Ses
         return MemoryStore()
     if scheme == "jsonl":
         return _jsonl(_path_after(rest, url), durability)
-    if scheme == "archive":  # a folder of pruned sessions' archives, read-only (retention/archive_store.py)
+    if scheme == "archive":  # a folder of pruned sessions' archives, read-only (retention/archive.py)
         return _archives(_path_after(rest, url))
     from sessiontree.storage.database import DatabaseStore
 
