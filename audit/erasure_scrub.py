@@ -15,7 +15,7 @@ from sessiontree.audit import row_replace
 from sessiontree.content.blob_stores import folder_for
 from sessiontree.search.search_jsonl import JsonlSearch, index_path
 from sessiontree.storage import leftovers
-from sessiontree.storage.index import DirectoryIndex
+from sessiontree.storage.jsonl_repo import DirectoryIndex
 
 
 def scrub(storage: Any) -> None:

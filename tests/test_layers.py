@@ -32,7 +32,7 @@ ALLOWED = {
     ("audit/erasure_scrub.py", "sessiontree.content.blob_stores"): "the scrub deletes the erased content's blob files",
     ("audit/erasure_scrub.py", "sessiontree.search.search_jsonl"): "the scrub removes the erased words from the search index",
     ("audit/erasure_scrub.py", "sessiontree.search.search_open"): "the scrub removes the erased words from the search index",
-    ("audit/erasure_scrub.py", "sessiontree.storage.index"): "the scrub rewrites the listing index and deletes crash leftovers",
+    ("audit/erasure_scrub.py", "sessiontree.storage.jsonl_repo"): "the scrub rewrites the listing index and deletes crash leftovers",
     ("audit/erasure_scrub.py", "sessiontree.storage.leftovers"): "the scrub rewrites the listing index and deletes crash leftovers",
     ("audit/line_replace.py", "sessiontree.storage.jsonl_file"): "rewriting a line rewrites the JSONL file under its writer's lock",
     ("audit/line_replace.py", "sessiontree.storage.leftovers"): "rewriting a line rewrites the JSONL file under its writer's lock",
