@@ -28,7 +28,7 @@ from sessiontree.domain.erasure import PLACEHOLDER, RECORD_TYPE, STUB_KEY, erase
 from sessiontree.domain.errors import SessionError
 from sessiontree.search.search_stores import JsonlSearch, index_path
 from sessiontree.storage import leftovers
-from sessiontree.storage.index import DirectoryIndex
+from sessiontree.storage.jsonl_repo import DirectoryIndex
 
 
 def records(session: Any) -> dict[str, Any]:

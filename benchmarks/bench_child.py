@@ -269,7 +269,7 @@ def time_travel(file: str) -> dict[str, Any]:
 
 def list_sessions(directory: str, cold: bool) -> dict[str, Any]:
     from sessiontree import open_repo
-    from sessiontree.storage.index import INDEX_FILE
+    from sessiontree.storage.jsonl_repo import INDEX_FILE
 
     if cold:
         (Path(directory) / INDEX_FILE).unlink(missing_ok=True)

@@ -34,7 +34,7 @@ from typing import Any
 
 from sessiontree import AssistantMessage, TextContent, UserMessage, open_repo
 from sessiontree.repository import SessionRepo
-from sessiontree.storage.index import INDEX_FILE
+from sessiontree.storage.jsonl_repo import INDEX_FILE
 
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/test"
 

@@ -35,7 +35,7 @@ def _search(option: str | None, query: str, options: dict[str, Any]) -> list[Any
     folder = local_directory(repo_url(option))
     if folder is not None and os.path.isdir(folder):
         from sessiontree.search.search import search_folder  # a folder: searched without opening a repository
-        from sessiontree.storage.index import unreadable_logs
+        from sessiontree.storage.jsonl_repo import unreadable_logs
 
         hits = search_folder(folder, query, **options)
         for path, reason in unreadable_logs(folder):

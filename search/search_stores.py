@@ -218,7 +218,7 @@ class JsonlSearch:
 def scan(
     root: str, stamps: dict[str, tuple[int, int, int]],
 ) -> tuple[list[str], list[tuple[str, str, os.stat_result]], set[str]]:
-    """The session files of ``root`` (as ``storage/index.py`` lists them: ``*.jsonl`` directly in it and in its
+    """The session files of ``root`` (as ``storage/jsonl_repo.py`` lists them: ``*.jsonl`` directly in it and in its
     sub-folders, nothing hidden, no links), those whose size, time or inode differ from ``stamps``, and the folders
     looked in ("" and "sub/"). One ``stat`` per file, in one loop."""
     names: list[str] = []

@@ -28,7 +28,7 @@ ALLOWED = {
     ("audit/erasure.py", "sessiontree.content.blobs"): "an erasure deletes the erased entry's blobs",
     ("audit/erasure.py", "sessiontree.content.blob_stores"): "the scrub deletes the erased content's blob files",
     ("audit/erasure.py", "sessiontree.search.search_stores"): "the scrub removes the erased words from the search index",
-    ("audit/erasure.py", "sessiontree.storage.index"): "the scrub rewrites the listing index and deletes crash leftovers",
+    ("audit/erasure.py", "sessiontree.storage.jsonl_repo"): "the scrub rewrites the listing index and deletes crash leftovers",
     ("audit/erasure.py", "sessiontree.storage.leftovers"): "the scrub rewrites the listing index and deletes crash leftovers",
     ("audit/line_replace.py", "sessiontree.storage.jsonl_file"): "rewriting a line rewrites the JSONL file under its writer's lock",
     ("audit/line_replace.py", "sessiontree.storage.leftovers"): "rewriting a line rewrites the JSONL file under its writer's lock",

@@ -16,7 +16,7 @@ import pytest
 import sessiontree_testkit as kit
 
 from sessiontree import JsonlSessionStorage, SessionError, open_repo, verify
-from sessiontree.storage import files
+from sessiontree.storage import files, jsonl_repo
 from sessiontree.storage import index as index_module
 from sessiontree.wire import jsontext
 
@@ -167,10 +167,10 @@ def test_files_we_create_are_never_written_through_a_planted_link(tmp_path: Path
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious\n")
     root, sid = _repo_with(tmp_path, lambda root: None)
-    index = root / index_module.INDEX_FILE
+    index = root / jsonl_repo.INDEX_FILE
     index.unlink(missing_ok=True)
     monkeypatch.setattr(os, "urandom", lambda n: b"\0" * n)  # the temporary name's random part, guessed
-    (root / f"{index_module.INDEX_FILE}.{os.getpid()}.00000000.tmp").symlink_to(victim)
+    (root / f"{jsonl_repo.INDEX_FILE}.{os.getpid()}.00000000.tmp").symlink_to(victim)
     open_repo(root).list()
     path = root / f"{sid}.jsonl"
     Path(str(path) + ".checkpoints").symlink_to(victim)

@@ -20,7 +20,7 @@ from sessiontree import PruneError, SessionError, open_repo, sign_checkpoint, ve
 from sessiontree.audit.checkpoints import save_checkpoint, sidecar
 from sessiontree.repository import SessionRepo
 from sessiontree.storage import database_index as db_index
-from sessiontree.storage.index import INDEX_FILE
+from sessiontree.storage.jsonl_repo import INDEX_FILE
 
 KEY = b"k" * 32
 PI_HEADER = {"type": "session", "version": 3, "id": "0194f0c2-pi00-7000-8000-000000000001",

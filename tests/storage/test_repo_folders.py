@@ -14,7 +14,7 @@ from sessiontree_pi import fixtures_dir
 
 from sessiontree.repository import JsonlSessionRepo, open_repo
 from sessiontree.storage import folders
-from sessiontree.storage.index import INDEX_FILE
+from sessiontree.storage.jsonl_repo import INDEX_FILE
 
 BRANCHES = "01a22719-520e-73c5-90fe-20a5781271ca"
 SMALL = "01a22719-3541-759d-a745-5e5f131c9378"

@@ -19,7 +19,9 @@ import sessiontree_testkit as kit
 from sessiontree.domain.ids import fixed_clock
 from sessiontree.repository import JsonlSessionRepo
 from sessiontree.storage import index as index_module
-from sessiontree.storage.index import INDEX_FILE, DirectoryIndex, Summary
+from sessiontree.storage import jsonl_repo
+from sessiontree.storage.index import Summary
+from sessiontree.storage.jsonl_repo import INDEX_FILE, DirectoryIndex
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "pi"
 
@@ -101,7 +103,7 @@ def test_a_missing_or_unreadable_index_is_rebuilt(repo: JsonlSessionRepo, damage
     else:
         path.write_text(json.dumps({"format": 999, "files": {}}))
     assert JsonlSessionRepo(repo.root).list() == expected
-    assert json.loads(path.read_bytes())["format"] == index_module.INDEX_FORMAT
+    assert json.loads(path.read_bytes())["format"] == jsonl_repo.INDEX_FORMAT
 
 
 def test_a_replaced_or_shrunk_file_is_folded_again(repo: JsonlSessionRepo) -> None:
