@@ -28,7 +28,7 @@ from sessiontree.storage.index import Summary, fold_on
 from sessiontree.storage.jsonl import LINK_REFUSED, JsonlSessionStorage
 from sessiontree.storage.storage import SessionStorage
 from sessiontree.storage.store import SessionInfo, SessionStore, check_session_id
-from sessiontree.wire.json_bytes import DECODE_ERRORS, decode, dumps
+from sessiontree.wire.jsontext import DECODE_ERRORS, decode, dumps
 
 INDEX_FILE = ".sessiontree-index.json"
 INDEX_FORMAT = 2  # 2: ``modified`` is never before ``created`` (a fork made now lists as new)
