@@ -58,7 +58,7 @@ def check_limits(args: argparse.Namespace) -> None:
 
 def show_reader(reader: Any, args: argparse.Namespace) -> None:
     """Print (or ``--json``) the tree of a session. A pass: the entries it decodes (the rows, and the messages a
-    filter looks at) are not kept, and ``--json`` rows are written as they are made."""
+    filter looks at) are not kept, and ``--json`` rows are made a chunk at a time (``output.JsonRows``)."""
     from sessiontree.cli import render, treeview
     from sessiontree.reader import passing
 

@@ -75,12 +75,15 @@ def _dumps(value: Any) -> bytes:
 
 
 class JsonRows:
-    """``print_json({**head, key: rows})`` written as the rows come, byte for byte, so a command holds a chunk of
-    rows (``rows`` of them, or ``size`` bytes), never all of them. Nothing is written before the first chunk is
-    complete: a short output that fails writes nothing, as a whole ``print_json`` did."""
+    """``print_json({**head, key: rows})`` made as the rows come, byte for byte, so a command holds a chunk of
+    rows (``rows`` of them, or ``size`` bytes), never all of them. The rows wait in a spooled file (in memory up to
+    ``size``, then on disk) and reach stdout at ``close``: an output that fails part way writes nothing, as a whole
+    ``print_json`` did (a line found corrupt late in a long session must not leave half a document on stdout)."""
 
     def __init__(self, head: dict[str, Any], key: str, *, rows: int = 500, size: int = 4 << 20) -> None:
-        self.out = sys.stdout.buffer
+        import tempfile  # only commands that write rows pay for it
+
+        self.out = tempfile.SpooledTemporaryFile(max_size=size)  # noqa: SIM115 (held across add calls, closed by close)
         self.head: bytes | None = (_dumps(head)[:-2] + b",\n  " if head else b"{\n  ") + _dumps(key) + b": ["
         self.rows: list[bytes] = []
         self.size, self.max_rows, self.max_size = 0, rows, size
@@ -101,7 +104,11 @@ class JsonRows:
         empty = self.head is not None and not self.rows
         self.flush()
         self.out.write((self.head or b"") + b"]\n}\n" if empty else b"\n  ]\n}\n")
-        self.out.flush()
+        self.out.seek(0)
+        while chunk := self.out.read(1 << 20):
+            sys.stdout.buffer.write(chunk)
+        self.out.close()
+        sys.stdout.buffer.flush()
 
 
 def _default(value: Any) -> Any:
