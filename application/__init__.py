@@ -62,10 +62,9 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "sessiontree.reader": ("ReplayStep", "SessionView", "TreeNode"),
     "sessiontree.repository": ("DatabaseSessionRepo", "InMemorySessionRepo", "JsonlSessionRepo", "SessionRepo", "open_repo"),
     "sessiontree.search.search": ("SearchHit", "search_tool"),
-    "sessiontree.session": ("Session",),
+    "sessiontree.session": ("ContextRepairWarning", "Session"),
     "sessiontree.retention.prune": ("PruneError", "PruneResult", "PrunedSession", "parse_age"),
     "sessiontree.retention.archive": ("ArchiveSessionStorage",),
-    "sessiontree.tool_repair": ("ContextRepairWarning",),
 }
 _LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in names}
 
@@ -77,12 +76,11 @@ if TYPE_CHECKING:
     from sessiontree.retention.archive import ArchiveSessionStorage
     from sessiontree.retention.prune import PrunedSession, PruneError, PruneResult, parse_age
     from sessiontree.search.search import SearchHit, search_tool
-    from sessiontree.session import Session
+    from sessiontree.session import ContextRepairWarning, Session
     from sessiontree.storage.jsonl import JsonlSessionStorage
     from sessiontree.storage.recorder import InMemorySessionStorage
     from sessiontree.storage.storage import SessionStorage
     from sessiontree.storage.store import SessionInfo
-    from sessiontree.tool_repair import ContextRepairWarning
 
 
 def __getattr__(name: str) -> Any:

@@ -21,7 +21,6 @@ from typing import Any
 import attrs
 
 from sessiontree import compaction as _compaction
-from sessiontree import tool_repair as _tool_repair
 from sessiontree.domain.aggregate import SessionAggregate, leaf_at
 from sessiontree.domain.errors import SessionError
 from sessiontree.domain.events import Entry, SessionStarted, parse_timestamp
@@ -52,7 +51,7 @@ from sessiontree.projections.context import (
     path_to_root_or_compaction,
 )
 from sessiontree.projections.stats import BranchStats, SessionStats, StatsProjection, branch_stats, stats_of
-from sessiontree.projections.tool_pairs import ContextProblem
+from sessiontree.projections.tool_pairs import ContextProblem, find_problems, unrepaired_entries
 
 BUILTINS: dict[str, Any] = {
     "leaf": LeafProjection(), "labels": LabelsProjection(), "session_name": SessionNameProjection(), "tree": TreeProjection(),
@@ -257,7 +256,13 @@ class SessionReader:
     def check_context(self, leaf_id: str | None = CURRENT_LEAF) -> list[ContextProblem]:
         """What in the context at ``leaf_id`` (default: the current leaf) breaks the providers' tool-call rules, in order
         (docs/concepts.md, *Tool calls and results*); [] when it is valid. Raises only as ``build_context`` does."""
-        return _tool_repair.check_context(self, self._leaf(leaf_id))
+        return find_problems(self._unrepaired_context(self._leaf(leaf_id)))
+
+    def _unrepaired_context(self, leaf_id: str | None) -> list[Any]:
+        """The context entries at ``leaf_id`` (already checked) as the session's options build them, without
+        ``repair_tool_pairs``: what the repair sees (docs/concepts.md, *Tool calls and results*)."""
+        log = self._agg.log
+        return unrepaired_entries(log.get_many(path_to_root_or_compaction(log, leaf_id, self._limit)), self.options)
 
     def _current_context(self) -> Built:
         return build_at(self._agg.log, self.leaf_id, self._options, self._limit)

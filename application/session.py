@@ -8,19 +8,20 @@ Any number of Session objects, in any processes, append to one session. When oth
 read, the storage hands their entries over at write time: they are folded in (the tree, labels, names and stats see
 them) and this object's event is numbered after them, still under this object's own leaf (docs/repositories.md,
 *Writers*). ``if_version=`` asks for the opposite, optimistic concurrency: ``conflict`` unless the log is still at the
-version the caller read.
+version the caller read. An append retried with the id it was given is answered without writing twice. ``repair``
+appends the results a trailing turn's tool calls lack (docs/concepts.md, *Tool calls and results*).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from sessiontree import compaction as _compaction
-from sessiontree import tool_repair as _tool_repair
 from sessiontree.compaction import branch_summary_fields
 from sessiontree.domain import aggregate as commands
 from sessiontree.domain.aggregate import leaf_at
@@ -32,8 +33,8 @@ from sessiontree.domain.messages import Usage
 from sessiontree.projections.base import Projection, subscribed_types
 from sessiontree.projections.compaction import DEFAULT_KEEP_RECENT_TOKENS, TokenEstimator
 from sessiontree.projections.context import Built, ContextProjection, SessionContextBuildOptions
+from sessiontree.projections.tool_pairs import find_problems, synthetic_result, trailing_missing
 from sessiontree.reader import BUILTINS, SessionReader, check_id
-from sessiontree.retries import fresh_id, repeated
 from sessiontree.storage.pipeline import DEFAULT, Redaction
 from sessiontree.storage.storage import SessionStorage, moved
 
@@ -45,6 +46,32 @@ class _IdTaken(Exception):  # another writer's entry, taken in at write time, ho
     pass
 
 
+class ContextRepairWarning(UserWarning):
+    """``Session.repair`` left problems it cannot fix by appending; ``repair_tool_pairs`` repairs them in the context."""
+
+
+def repeated(session: Session, entry_id: str, command: Command) -> str:
+    """An append with an ``entry_id`` the session holds: the same append again is answered with that id and writes
+    nothing (a safe retry); anything else is ``already_exists``. The probe is redacted as the first append was."""
+    probe = session._redaction.redact(command(session._agg, "\x00probe", session._now()))
+    held = session.entry(entry_id)
+    same = attrs.evolve(probe, id=held.id, parent_id=held.parent_id, timestamp=held.timestamp,
+                        originator_version=held.originator_version)
+    encode = session.storage.codec.encode_event  # the same append writes the same line (a tuple reads back as a list)
+    if same != held and encode(same) != encode(held):
+        raise SessionError("already_exists", f"entry {entry_id!r} already exists in session {session.id} and is not this append")
+    return entry_id
+
+
+def fresh_id(session: Session, taken: Collection[str] = ()) -> str:
+    """A new entry id (none of ``taken`` either), generated again on a collision (SPEC 2.2)."""
+    for _ in range(100):
+        candidate: str = session._new_id()
+        if candidate not in session._agg and candidate not in taken:
+            return candidate
+    raise SessionError("invalid_entry", "the id generator kept returning ids already in use")
+
+
 def check_if_version(if_version: Any) -> int | None:
     if if_version is not None and (isinstance(if_version, bool) or not isinstance(if_version, int) or if_version < 1):
         raise TypeError(f"if_version must be a session version (an int >= 1, Session.version) or None, not {if_version!r}")
@@ -54,13 +81,12 @@ def check_if_version(if_version: Any) -> int | None:
 class Session(SessionReader):
     """A live session: every query of :class:`SessionReader`, plus the append commands.
 
-    ``Session(storage)`` replays the storage's log. ``clock`` and ``id_generator`` are
-    injectable (deterministic tests); ``redactors`` run over every string of an entry before it is saved (default:
-    a :class:`~sessiontree.content.redaction.SecretRedactor`; None turns redaction off; docs/audit.md); ``options`` (or
-    ``context_build_options=``, the seed's name) are session-level context options that every ``build_context``
-    call merges with its own; ``projections`` are app projections (see :meth:`register_projection`). A Session may
-    be shared by threads: each append (the command and its save) and each cache a read fills
-    runs under one lock.
+    ``Session(storage)`` replays the storage's log. ``clock`` and ``id_generator`` are injectable (deterministic tests);
+    ``redactors`` run over every string of an entry before it is saved (default: a
+    :class:`~sessiontree.content.redaction.SecretRedactor`; None turns redaction off; docs/audit.md); ``options`` (or
+    ``context_build_options=``, the seed's name) are session-level context options that every ``build_context`` call
+    merges with its own; ``projections`` are app projections (see :meth:`register_projection`). A Session may be shared
+    by threads: each append (the command and its save) and each cache a read fills runs under one lock.
     """
 
     def __init__(
@@ -144,9 +170,8 @@ class Session(SessionReader):
         with self._lock:
             return super().projection(name)
 
-    # Reads of the whole log (these, and every projection: labels, names, the tree, stats) take in what other writers
-    # appended first, where that is cheap (``_caught_up``). Reads of this object's branch (the context, get_branch)
-    # need not: another writer's entry is never on it.
+    # Reads of the whole log (these, and every projection) take in what other writers appended first, where that is cheap
+    # (``_caught_up``). Reads of this object's branch (the context, get_branch) need not: another writer's is never on it.
     def get_entries(self) -> list[Entry]:
         self._caught_up()
         return super().get_entries()
@@ -182,21 +207,22 @@ class Session(SessionReader):
         with self._lock:
             return super().get_session_stats()
 
-    def _fold(self, events: Sequence[Entry]) -> None:
-        """Fold saved events into the aggregate, and advance what was computed from the log."""
-        agg = self._agg
+    def _fold(self, events: Sequence[Entry], foreign: bool = False) -> None:
+        """Fold saved events into the aggregate, and advance what was computed from the log. ``foreign``: other writers'
+        entries; this object's leaf and kept context stay (another writer's entry is never on this branch)."""
+        agg, fold = self._agg, commands.take_in if foreign else commands.project
         for event in events:
-            commands.project(agg, event)
-            if self._kept is not None:
+            fold(agg, event)
+            if self._kept is not None and not foreign:
                 self._unseen.append(event)
             if self._states:
                 self._advance(event)
         self._limit = agg.version - 1
 
     def _advance(self, entry: Entry) -> None:
-        """Feed a saved entry to every projection computed so far. It is durable already, so an
-        app projection whose ``apply`` raises must not make the append look failed (a retry would
-        duplicate it): its state is dropped and the next read replays the log, raising there."""
+        """Feed a saved entry to every projection computed so far. It is durable already, so an app projection whose
+        ``apply`` raises must not make the append look failed (a retry would duplicate it): its state is dropped and the
+        next read replays the log, raising there."""
         for name, state in list(self._states.items()):
             projection = self._projections.get(name) or BUILTINS[name]
             wanted = subscribed_types(projection)
@@ -211,13 +237,12 @@ class Session(SessionReader):
     def _run(self, command: Command, entry_id: str | None, *, if_version: int | None = None, follow: bool = False) -> str:
         """Run an append command (``command(aggregate, id, timestamp)``), save its event, fold it in; returns the id.
         ``follow``: the entry hangs under the log's leaf at write time, not this object's."""
-        if if_version is not None:
-            check_if_version(if_version)
+        check_if_version(if_version)
         with self._lock:
             if entry_id is not None and not check_id("entry_id", entry_id):
                 raise SessionError("invalid_entry", "entry_id must not be empty")
             if if_version is not None and if_version > self._agg.version:  # the caller read further than this object
-                self._take_in(self._storage.entries_after(self._agg.version))
+                self._fold(self._storage.entries_after(self._agg.version), foreign=True)
             if entry_id is not None and entry_id in self._agg:
                 return repeated(self, entry_id, command)
             if if_version is not None and if_version != self._agg.version:
@@ -242,8 +267,7 @@ class Session(SessionReader):
                     if entry_id is not None and entry_id in self._agg:
                         return repeated(self, entry_id, command)
                 except SessionError as exc:
-                    # A retry whose earlier attempt did land (its acknowledgement was lost): the
-                    # stored line holds this id. Take the log in and answer as the first time.
+                    # A retry whose earlier attempt landed (its acknowledgement lost): take the log in, answer as before.
                     if entry_id is None or exc.code != "conflict" or not self._refresh_quietly() or entry_id not in self._agg:
                         raise
                     return repeated(self, entry_id, command)
@@ -258,27 +282,17 @@ class Session(SessionReader):
                 self._agg.leaf_id = self.log_leaf_id
             agg = self._agg
             events: list[Entry] = []
-            ids: set[str] = set()
             for command in batch:
-                new_id = self._new_id()
-                while new_id in agg or new_id in ids:
-                    new_id = self._new_id()
-                ids.add(new_id)
-                event = command(agg, new_id, self._now())
+                event = command(agg, fresh_id(self, {e.id for e in events}), self._now())
                 parent = events[-1].id if events else agg.leaf_id
                 events.append(attrs.evolve(event, originator_version=agg.version + 1 + len(events), parent_id=parent))
             if not events:
                 return []
-            try:
-                return self._save(events, None, follow)
-            except _IdTaken:
-                self._refresh_quietly()
-                raise SessionError("conflict", f"session {self.id}: another writer appended an entry with an id this "
-                                   "append drew; nothing was written, retry") from None
+            return self._save(events, None, follow, drawn="append")
 
-    def _save(self, events: Sequence[Entry], if_version: int | None = None, follow: bool = False) -> list[Entry]:
-        """Save ``events`` through the storage and fold them in, after the entries other writers appended meanwhile
-        (the storage numbers the events after those at write time; they are folded in first)."""
+    def _save(self, events: Sequence[Entry], if_version: int | None = None, follow: bool = False, drawn: str = "") -> list[Entry]:
+        """Save ``events`` and fold them in, after the entries other writers appended meanwhile (numbered after those at
+        write time, and folded in first). ``drawn`` (``append``, ``move``): an id another writer took is a ``conflict``."""
         def rebase(events: Sequence[Entry], foreign: list[str], log_leaf: str | None) -> list[Entry]:  # under the
             # storage's lock: renumber only (``events`` as the storage writes them: redacted)
             if not {event.id for event in events}.isdisjoint(foreign):
@@ -289,21 +303,18 @@ class Session(SessionReader):
                 out[0] = attrs.evolve(out[0], parent_id=log_leaf)
             return out
 
-        taken, written = self._storage.append(events, rebase, if_version=if_version, redaction=self._redaction)
+        try:
+            taken, written = self._storage.append(events, rebase, if_version=if_version, redaction=self._redaction)
+        except _IdTaken:
+            if not drawn:
+                raise
+            self._refresh_quietly()
+            raise SessionError("conflict", f"session {self.id}: another writer appended an entry with an id this {drawn} "
+                               "drew; nothing was written, retry") from None
         if taken:
-            self._take_in(taken)
+            self._fold(taken, foreign=True)
         self._fold(written)
         return written
-
-    def _take_in(self, foreign: Sequence[Entry]) -> None:
-        """Fold entries other writers appended: the log, the version and the projections computed so far take them
-        in; this object's leaf stays (so does its kept context: another writer's entry is never on this branch)."""
-        agg = self._agg
-        for event in foreign:
-            commands.take_in(agg, event)
-            if self._states:
-                self._advance(event)
-        self._limit = agg.version - 1
 
     def _refresh_quietly(self) -> int:
         try:
@@ -318,7 +329,7 @@ class Session(SessionReader):
         if grew is not None and grew():
             with self._lock:
                 try:
-                    self._take_in(self._storage.entries_after(self._agg.version))
+                    self._fold(self._storage.entries_after(self._agg.version), foreign=True)
                 except SessionError:  # a damaged or replaced file: the read answers as it would have; an append or
                     pass  # refresh() reports it
 
@@ -329,7 +340,7 @@ class Session(SessionReader):
         read, on every backend): open the session again, since this object holds what the log no longer does."""
         with self._lock:
             new = self._storage.entries_after(self._agg.version)
-            self._take_in(new)
+            self._fold(new, foreign=True)
             if follow:
                 self._agg.leaf_id = self.log_leaf_id
             return len(new)
@@ -352,32 +363,43 @@ class Session(SessionReader):
     def repair(self) -> list[str]:
         """Append a synthetic error result for each call of the leaf's trailing turn that has none (an interrupted run),
         and return the ids appended. Problems further back are history: they stay in the log, ``repair`` warns
-        (:class:`~sessiontree.tool_repair.ContextRepairWarning`) and ``repair_tool_pairs`` repairs them in the context."""
-        return _tool_repair.repair(self)
+        (:class:`ContextRepairWarning`) and ``repair_tool_pairs`` repairs them in the context."""
+        with self._lock:
+            missing = trailing_missing(self._unrepaired_context(self.leaf_id))
+            appended = [self.append_message(synthetic_result(call, assistant.timestamp)) for call, assistant in missing]
+            left = find_problems(self._unrepaired_context(self.leaf_id))
+        if left:
+            warnings.warn(ContextRepairWarning(
+                f"session {self.id}: {len(left)} problem(s) left ({', '.join(sorted({p.kind for p in left}))}) that an append "
+                "cannot fix without rewriting history; build the context with SessionContextBuildOptions(entry_transforms="
+                "[repair_tool_pairs]) to repair them there"), stacklevel=2)
+        return appended
+
+    def _append(self, command: Callable[..., Entry], *args: Any, entry_id: str | None, if_version: int | None,
+                **fields: Any) -> str:
+        """``command(aggregate, *args, id=, timestamp=, **fields)`` run, saved and folded in by :meth:`_run`."""
+        return self._run(lambda agg, id, now: command(agg, *args, id=id, timestamp=now, **fields), entry_id,
+                         if_version=if_version)
 
     def append_message(self, message: Any, *, entry_id: str | None = None, if_version: int | None = None) -> str:
         """Append a user, assistant or tool-result message; returns the entry id. ``entry_id`` chooses the id: a retry with
         the same id and message writes nothing (see docs/reliability.md, *Retrying an append*). ``if_version``: append only
         if the log is still at that version (``Session.version`` as the caller read it), else ``conflict`` and nothing is
         written (docs/concepts.md, *Optimistic concurrency*). Every append method takes both."""
-        return self._run(lambda agg, id, now: commands.append_message(agg, message, id=id, timestamp=now), entry_id,
-                         if_version=if_version)
+        return self._append(commands.append_message, message, entry_id=entry_id, if_version=if_version)
 
     def append_thinking_level_change(self, level: str, *, entry_id: str | None = None, if_version: int | None = None) -> str:
-        return self._run(lambda agg, id, now: commands.append_thinking_level_change(agg, level, id=id, timestamp=now),
-                         entry_id, if_version=if_version)
+        return self._append(commands.append_thinking_level_change, level, entry_id=entry_id, if_version=if_version)
 
     def append_model_change(
         self, provider: str, model_id: str, *, entry_id: str | None = None, if_version: int | None = None,
     ) -> str:
-        return self._run(lambda agg, id, now: commands.append_model_change(agg, provider, model_id, id=id, timestamp=now),
-                         entry_id, if_version=if_version)
+        return self._append(commands.append_model_change, provider, model_id, entry_id=entry_id, if_version=if_version)
 
     def append_active_tools_change(
         self, names: Sequence[str], *, entry_id: str | None = None, if_version: int | None = None,
     ) -> str:
-        return self._run(lambda agg, id, now: commands.append_active_tools_change(agg, names, id=id, timestamp=now),
-                         entry_id, if_version=if_version)
+        return self._append(commands.append_active_tools_change, names, entry_id=entry_id, if_version=if_version)
 
     def append_compaction(
         self, summary: str, first_kept_entry_id: str | None, tokens_before: int, details: Any = None, from_hook: bool = False,
@@ -385,36 +407,30 @@ class Session(SessionReader):
         if_version: int | None = None,
     ) -> str:
         """Record that older turns are replaced by ``summary`` (SPEC 2.2, 3)."""
-        return self._run(lambda agg, id, now: commands.append_compaction(
-            agg, summary, first_kept_entry_id, tokens_before, id=id, timestamp=now, details=details, from_hook=from_hook,
-            usage=usage, retained_tail=retained_tail,
-        ), entry_id, if_version=if_version)
+        return self._append(commands.append_compaction, summary, first_kept_entry_id, tokens_before, entry_id=entry_id,
+                            if_version=if_version, details=details, from_hook=from_hook, usage=usage, retained_tail=retained_tail)
 
     def append_custom_entry(
         self, custom_type: str, data: Any = None, *, entry_id: str | None = None, if_version: int | None = None,
     ) -> str:
         if custom_type == RECORD_TYPE:
             raise SessionError("invalid_entry", f"custom type {custom_type!r} is reserved: redact() writes its records")
-        return self._run(lambda agg, id, now: commands.append_custom_entry(agg, custom_type, data, id=id, timestamp=now),
-                         entry_id, if_version=if_version)
+        return self._append(commands.append_custom_entry, custom_type, data, entry_id=entry_id, if_version=if_version)
 
     def append_custom_message_entry(
         self, custom_type: str, content: Any, details: Any = None, display: bool = True, *, entry_id: str | None = None,
         if_version: int | None = None,
     ) -> str:
-        return self._run(lambda agg, id, now: commands.append_custom_message_entry(
-            agg, custom_type, content, id=id, timestamp=now, details=details, display=display,
-        ), entry_id, if_version=if_version)
+        return self._append(commands.append_custom_message_entry, custom_type, content, entry_id=entry_id,
+                            if_version=if_version, details=details, display=display)
 
     def append_label_change(
         self, target_id: str, label: str | None, *, entry_id: str | None = None, if_version: int | None = None,
     ) -> str:
-        return self._run(lambda agg, id, now: commands.append_label_change(agg, target_id, label, id=id, timestamp=now),
-                         entry_id, if_version=if_version)
+        return self._append(commands.append_label_change, target_id, label, entry_id=entry_id, if_version=if_version)
 
     def append_session_info(self, name: str | None, *, entry_id: str | None = None, if_version: int | None = None) -> str:
-        return self._run(lambda agg, id, now: commands.append_session_info(agg, name, id=id, timestamp=now), entry_id,
-                         if_version=if_version)
+        return self._append(commands.append_session_info, name, entry_id=entry_id, if_version=if_version)
 
     def move_to(
         self, entry_id: str | None, summary: Mapping[str, Any] | None = None, *, summarize: Any = None,
@@ -436,21 +452,13 @@ class Session(SessionReader):
         if_version = check_if_version(if_version)
         with self._lock:
             if if_version is not None and if_version > self._agg.version:
-                self._take_in(self._storage.entries_after(self._agg.version))
+                self._fold(self._storage.entries_after(self._agg.version), foreign=True)
             if if_version is not None and if_version != self._agg.version:
                 raise moved(self.id, if_version, self._agg.version)
             moved_id, moved_at = fresh_id(self), self._now()
-            summary_id, summary_at = (fresh_id(self, moved_id), self._now()) if checked is not None else ("", "")
-            events = commands.move_to(
-                self._agg, entry_id, id=moved_id, timestamp=moved_at, summary=checked, summary_id=summary_id,
-                summary_timestamp=summary_at,
-            )
-            try:
-                events = self._save(events, if_version)
-            except _IdTaken:
-                self._refresh_quietly()
-                raise SessionError("conflict", f"session {self.id}: another writer appended an entry with an id this "
-                                   "move drew; nothing was written, retry") from None
+            summary_id, summary_at = (fresh_id(self, (moved_id,)), self._now()) if checked is not None else ("", "")
+            events = self._save(commands.move_to(self._agg, entry_id, id=moved_id, timestamp=moved_at, summary=checked,
+                                                 summary_id=summary_id, summary_timestamp=summary_at), if_version, drawn="move")
             return events[1].id if len(events) > 1 else None
 
     def append_branch_summary(
