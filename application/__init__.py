@@ -84,8 +84,6 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    if name == "streaming":  # the one-pass functions' old module (passing, entries, stats), merged into sessiontree.reader
-        return import_module("sessiontree.reader")
     module = _LAZY.get(name)
     if module is None:
         if name in _seed.__all__:  # the seed's free functions, for ported code (docs/porting.md)
